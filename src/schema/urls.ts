@@ -1,0 +1,38 @@
+/**
+ * Public addresses of the server, derived from its settings. The issuer ends with `/oauth2/` (the
+ * contract's issuer path segment, no version), so `{issuer}.well-known/...` is a plain concatenation.
+ */
+export interface ServerAddress {
+  readonly scheme: 'http' | 'https';
+  readonly baseDomain: string;
+  /** Omitted means the scheme's default port. */
+  readonly port?: number | undefined;
+}
+
+function hostPort(addr: ServerAddress, host: string): string {
+  const defaultPort = addr.scheme === 'https' ? 443 : 80;
+  return addr.port === undefined || addr.port === defaultPort ? host : `${host}:${addr.port}`;
+}
+
+/** `{scheme}://<tenant>.<baseDomain>[:port]/oauth2/` */
+export function issuerUrl(addr: ServerAddress, tenant: string): string {
+  return `${addr.scheme}://${hostPort(addr, `${tenant}.${addr.baseDomain}`)}/oauth2/`;
+}
+
+export function discoveryUrl(addr: ServerAddress, tenant: string): string {
+  return `${issuerUrl(addr, tenant)}.well-known/openid-configuration`;
+}
+
+export function jwksUrl(addr: ServerAddress, tenant: string): string {
+  return `${issuerUrl(addr, tenant)}.well-known/jwks.json`;
+}
+
+/** The base host (no tenant subdomain) serves the admin API. */
+export function adminBaseUrl(addr: ServerAddress): string {
+  return `${addr.scheme}://${hostPort(addr, addr.baseDomain)}/admin/v1`;
+}
+
+/** Tenant origin, `{scheme}://<tenant>.<baseDomain>[:port]`, e.g. for grant's `[subdomain]` URLs. */
+export function tenantOrigin(addr: ServerAddress, tenant: string): string {
+  return `${addr.scheme}://${hostPort(addr, `${tenant}.${addr.baseDomain}`)}`;
+}
