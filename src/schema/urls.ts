@@ -36,3 +36,21 @@ export function adminBaseUrl(addr: ServerAddress): string {
 export function tenantOrigin(addr: ServerAddress, tenant: string): string {
   return `${addr.scheme}://${hostPort(addr, `${tenant}.${addr.baseDomain}`)}`;
 }
+
+/**
+ * oidc-provider routes below the issuer, fixed here so that configs that cannot use discovery
+ * (grant's authorize_url/access_url/profile_url) agree with the server by construction.
+ */
+export const OIDC_ROUTES = {
+  authorization: 'auth',
+  token: 'token',
+  userinfo: 'me',
+  endSession: 'session/end',
+  revocation: 'token/revocation',
+  introspection: 'token/introspection',
+  jwks: '.well-known/jwks.json',
+} as const;
+
+export function endpointUrl(addr: ServerAddress, tenant: string, route: keyof typeof OIDC_ROUTES): string {
+  return `${issuerUrl(addr, tenant)}${OIDC_ROUTES[route]}`;
+}
