@@ -1,0 +1,48 @@
+import { EXIT, UsageError, processIo, type CliIo, type Command } from './_io.ts';
+
+/** Each command lives in its own file and is loaded only when called, to keep start-up fast. */
+const COMMANDS: Readonly<Record<string, { summary: string; load: () => Promise<{ run: Command }> }>> = {
+  validate: { summary: 'check a model and report every problem with its location', load: () => import('./commands/validate.ts') },
+  compile: { summary: 'write the provisioning plan and every client configuration', load: () => import('./commands/compile.ts') },
+  schema: { summary: 'print the JSON Schema of the model', load: () => import('./commands/schema.ts') },
+  serve: { summary: 'run the authorization server', load: () => import('./commands/serve.ts') },
+  plan: { summary: 'show what apply would create, change and delete on a live server', load: () => import('./commands/plan.ts') },
+  apply: { summary: 'make a live server match the model', load: () => import('./commands/apply.ts') },
+  scaffold: { summary: 'render a runnable sample client app for one application', load: () => import('./commands/scaffold.ts') },
+};
+
+export function usage(): string {
+  const width = Math.max(...Object.keys(COMMANDS).map((c) => c.length));
+  const lines = Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`);
+  return `usage: idforge <command> [options]\n\ncommands:\n${lines.join('\n')}\n\nRun 'idforge <command> --help' for a command's options.\n`;
+}
+
+export async function main(argv: readonly string[], io: CliIo = processIo()): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+    (name === undefined ? io.stderr : io.stdout)(usage());
+    return name === undefined ? EXIT.usage : EXIT.ok;
+  }
+  if (name === '--version') {
+    io.stdout('idforge 0.1.0\n');
+    return EXIT.ok;
+  }
+  const entry = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+  if (entry === undefined) {
+    io.stderr(`idforge: unknown command '${name}'\n\n${usage()}`);
+    return EXIT.usage;
+  }
+  try {
+    const { run } = await entry.load();
+    return await run(rest, io);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      io.stderr(`idforge ${name}: ${err.message}\n`);
+      return EXIT.usage;
+    }
+    // A bug, not the user's fault: say so plainly, keep the detail behind an opt-in.
+    const detail = io.env.IDFORGE_DEBUG ? `\n${(err as Error).stack ?? String(err)}` : '';
+    io.stderr(`idforge ${name}: internal error: ${(err as Error).message ?? String(err)}${detail}\n`);
+    return EXIT.invalid;
+  }
+}
