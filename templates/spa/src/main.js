@@ -1,0 +1,156 @@
+// A single-page app without a backend: a public OAuth client using the authorization code flow
+// with PKCE (oidc-client-ts does both), configured from spa-config.json.
+import { InMemoryWebStorage, UserManager, WebStorageStateStore } from 'oidc-client-ts';
+import config from '../spa-config.json';
+
+const WELL_KNOWN = '.well-known/openid-configuration';
+const audience = Array.isArray(config.audience) ? config.audience : config.audience ? [config.audience] : [];
+const scopes = config.scope.split(' ').filter(Boolean);
+
+// The contract's names, mapped onto oidc-client-ts settings:
+//   wellknown_endpoint → metadataUrl (and authority, the issuer, which is the URL without the suffix)
+//   audience           → resource (RFC 8707 resource indicators), so access tokens name the API
+//   cache_type         → userStore: memory by default, sessionStorage to survive a reload
+const settings = {
+  authority: config.wellknown_endpoint.endsWith(WELL_KNOWN)
+    ? config.wellknown_endpoint.slice(0, -WELL_KNOWN.length)
+    : config.wellknown_endpoint,
+  metadataUrl: config.wellknown_endpoint,
+  client_id: config.client_id,
+  redirect_uri: config.redirect_uri,
+  post_logout_redirect_uri: config.redirect_uri,
+  response_type: 'code',
+  scope: config.scope,
+  resource: audience.length > 0 ? audience : undefined,
+  // The token request names one resource so the access token is issued for that API.
+  extraTokenParams: audience.length > 0 ? { resource: audience[0] } : undefined,
+  userStore: new WebStorageStateStore({
+    store: config.cache_type === 'session_storage' ? window.sessionStorage : new InMemoryWebStorage(),
+  }),
+  // Login state must survive the round trip through the identity service, whatever the cache.
+  stateStore: new WebStorageStateStore({ store: window.sessionStorage }),
+  // Renew before expiry only when a refresh token can be had; there is no silent iframe page.
+  automaticSilentRenew: scopes.includes('offline') || scopes.includes('offline_access'),
+  loadUserInfo: false,
+};
+
+const manager = new UserManager(settings);
+const $ = (id) => document.getElementById(id);
+
+async function main() {
+  $('api-url').value = localStorage.getItem('api-url') || process.env.API_URL || '';
+  $('api-url').addEventListener('change', () => localStorage.setItem('api-url', $('api-url').value));
+  $('sign-in').addEventListener('click', () => act(() => manager.signinRedirect()));
+  $('sign-out').addEventListener('click', () => act(signOut));
+  $('sign-out-everywhere').addEventListener('click', () => act(signOutEverywhere));
+  $('refresh').addEventListener('click', () => act(refresh));
+  for (const button of document.querySelectorAll('[data-api-path]')) {
+    button.addEventListener('click', () => act(() => callApi(button.dataset.apiPath)));
+  }
+  manager.events.addUserLoaded(render);
+  manager.events.addUserUnloaded(() => render(null));
+  manager.events.addSilentRenewError((err) => showError(err));
+
+  const params = new URLSearchParams(location.search);
+  if (params.has('state') && (params.has('code') || params.has('error'))) {
+    // The identity service sent the browser back to redirect_uri (this page).
+    try {
+      await manager.signinRedirectCallback();
+    } catch (err) {
+      showError(err);
+    } finally {
+      // Drop the code and state from the address bar and history.
+      history.replaceState(null, '', location.pathname);
+    }
+  }
+  render(await manager.getUser());
+}
+
+async function refresh() {
+  const user = await manager.getUser();
+  if (!user?.refresh_token) throw new Error('No refresh token: the offline scope was not granted.');
+  // With a refresh token, signinSilent uses the refresh_token grant (no iframe, no redirect).
+  render(await manager.signinSilent({ resource: audience.length > 0 ? audience[0] : undefined }));
+}
+
+async function signOut() {
+  // Revoke what can be revoked, then forget the user locally.
+  await manager.revokeTokens(['refresh_token', 'access_token']).catch(() => undefined);
+  await manager.removeUser();
+  render(null);
+}
+
+async function signOutEverywhere() {
+  // Also ends the session at the identity service, which then returns to this page.
+  const user = await manager.getUser();
+  await manager.removeUser();
+  await manager.signoutRedirect({ id_token_hint: user?.id_token });
+}
+
+async function callApi(path) {
+  const base = $('api-url').value.replace(/\/+$/, '');
+  if (!base) throw new Error('Enter the API address first.');
+  const user = await manager.getUser();
+  const response = await fetch(`${base}${path}`, {
+    headers: user ? { Authorization: `Bearer ${user.access_token}` } : {},
+  });
+  const body = await response.text();
+  let shown = body;
+  try {
+    shown = JSON.stringify(JSON.parse(body), null, 2);
+  } catch {
+    // not JSON: show as is
+  }
+  $('api-result').textContent = `${response.status} ${response.statusText}\n${shown}`;
+  $('api-result').dataset.status = String(response.status);
+}
+
+function render(user) {
+  const signedIn = user != null && !user.expired;
+  $('signed-in').hidden = !signedIn;
+  $('signed-out').hidden = signedIn;
+  $('status').textContent = signedIn ? `Signed in as ${user.profile.email ?? user.profile.sub}` : 'Not signed in';
+  $('status').dataset.state = signedIn ? 'signed-in' : 'signed-out';
+  if (!signedIn) {
+    for (const id of ['profile', 'access-token', 'access-token-claims', 'api-result', 'expires-at', 'scopes', 'has-refresh-token']) $(id).textContent = '';
+    return;
+  }
+  $('profile').textContent = JSON.stringify(user.profile, null, 2);
+  $('access-token').textContent = user.access_token;
+  $('access-token-claims').textContent = JSON.stringify(decodeJwt(user.access_token), null, 2);
+  $('expires-at').textContent = user.expires_at ? new Date(user.expires_at * 1000).toISOString() : 'unknown';
+  $('scopes').textContent = user.scope ?? '';
+  $('has-refresh-token').textContent = user.refresh_token ? 'yes' : 'no';
+  $('refresh').disabled = !user.refresh_token;
+}
+
+async function act(fn) {
+  $('error').hidden = true;
+  try {
+    await fn();
+  } catch (err) {
+    showError(err);
+  }
+}
+
+function showError(err) {
+  // An ErrorResponse from the identity service carries the OAuth error and its description,
+  // e.g. access_denied when this user is not assigned to the application.
+  const text = err?.error
+    ? `Sign-in failed: ${err.error_description ?? err.error} (${err.error})`
+    : `Error: ${err?.message ?? String(err)}`;
+  $('error').textContent = text;
+  $('error').hidden = false;
+}
+
+/** For display only: the API, not the SPA, verifies tokens. */
+function decodeJwt(token) {
+  try {
+    const payload = atob(token.split('.')[1].replace(/-/g, '+').replace(/_/g, '/'));
+    return JSON.parse(new TextDecoder().decode(Uint8Array.from(payload, (c) => c.charCodeAt(0))));
+  } catch {
+    return { note: 'not a JWT' };
+  }
+}
+
+main().catch(showError);
