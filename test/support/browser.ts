@@ -1,0 +1,46 @@
+/**
+ * Debian's Chromium driven by playwright-core, for end-to-end tests. Each test gets a fresh
+ * context (no cookies, no storage), so sessions never leak between users or tests.
+ */
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { OUTPUT_DIR } from './processes.ts';
+
+export const CHROMIUM_PATH = process.env.IDFORGE_CHROMIUM ?? '/usr/bin/chromium';
+
+/** Quiet, sandbox-free headless Chromium that makes no network calls of its own. */
+export const CHROMIUM_FLAGS: readonly string[] = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+export async function launchBrowser(): Promise<Browser> {
+  if (!existsSync(CHROMIUM_PATH)) {
+    throw new Error(`Chromium not found at ${CHROMIUM_PATH}: run scripts/ensure-tools.sh (installs Debian's chromium)`);
+  }
+  return chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args: [...CHROMIUM_FLAGS] });
+}
+
+export async function newContext(browser: Browser): Promise<BrowserContext> {
+  return browser.newContext({ viewport: { width: 1000, height: 800 } });
+}
+
+export const SCREENSHOT_DIR = join(OUTPUT_DIR, 'screenshots');
+
+/** Full-page screenshot at test-output/screenshots/<name>.png. */
+export async function screenshot(page: Page, name: string): Promise<string> {
+  mkdirSync(SCREENSHOT_DIR, { recursive: true });
+  const path = join(SCREENSHOT_DIR, `${name.replace(/[^a-zA-Z0-9._-]+/g, '-')}.png`);
+  await page.screenshot({ path, fullPage: true });
+  return path;
+}
+
+/** The page's visible text, for "the person sees why" checks. */
+export async function visibleText(page: Page): Promise<string> {
+  return page.locator('body').innerText();
+}
