@@ -1,0 +1,28 @@
+import { EXIT, UsageError, type Command } from '../_io.ts';
+import { parseCommandArgs } from '../_args.ts';
+import { loadForCommand } from '../_model.ts';
+
+const USAGE = 'usage: idforge validate <model file or directory>... [--json]';
+
+export const run: Command = async (argv, io) => {
+  const { values, positionals } = parseCommandArgs(argv, { json: { type: 'boolean' } }, USAGE);
+  if (values.help) {
+    io.stdout(`${USAGE}\n\nChecks the model and reports every problem as file:line:col  message  (at path).\nExit 0 valid, 1 invalid, 2 usage error.\n`);
+    return EXIT.ok;
+  }
+  if (positionals.length === 0) throw new UsageError(`no model given\n${USAGE}`);
+  const json = values.json === true;
+  const model = await loadForCommand(io, positionals, json);
+  if (model === undefined) return EXIT.invalid;
+  const { tenants } = model;
+  const count = (f: (t: (typeof tenants)[number]) => number) => tenants.reduce((n, t) => n + f(t), 0);
+  const summary = {
+    tenants: tenants.length,
+    applications: count((t) => t.applications.length),
+    users: count((t) => t.users.length),
+    assignments: count((t) => t.assignments.length),
+  };
+  if (json) io.stdout(`${JSON.stringify({ ok: true, problems: [], summary }, null, 2)}\n`);
+  else io.stdout(`valid: ${summary.tenants} tenant(s), ${summary.applications} application(s), ${summary.users} user(s), ${summary.assignments} assignment(s)\n`);
+  return EXIT.ok;
+};

@@ -1,0 +1,69 @@
+/** Facts derived from the model that several generators share, computed one way only. */
+import type { ApiAppSpec, ClientAppSpec, ProxyAppSpec, SpaAppSpec, TenantSpec, WebAppSpec } from '../schema/model.ts';
+
+/** Normalised origin: lowercase host, no default port, no trailing slash. */
+export function originOf(url: string): string {
+  return new URL(url).origin;
+}
+
+export function clientIdOf(app: ClientAppSpec): string {
+  return app.clientId ?? app.name;
+}
+
+export function providerOf(tenant: TenantSpec, app: WebAppSpec): string {
+  return app.provider ?? tenant.name;
+}
+
+/** The contract's redirect URI shape for each client kind, then any extra ones, deduplicated. */
+export function redirectUrisOf(tenant: TenantSpec, app: ClientAppSpec): string[] {
+  const origin = originOf(app.origin);
+  const derived =
+    app.kind === 'web'
+      ? [`${origin}/connect/${providerOf(tenant, app)}/callback`]
+      : app.kind === 'proxy'
+        ? [`${origin}/oauth2/callback`]
+        : // The SPA's root; browsers and libraries write it with or without the slash.
+          [origin, `${origin}/`];
+  return [...new Set([...derived, ...app.redirectUris])];
+}
+
+/** Scopes a client requests; `offline` is added for an SPA that wants refresh tokens. */
+export function scopesOf(app: WebAppSpec | ProxyAppSpec | SpaAppSpec): string[] {
+  const scopes = [...app.scopes];
+  if (app.kind === 'spa' && app.offline && !scopes.includes('offline')) scopes.push('offline');
+  return scopes;
+}
+
+export function apiByName(tenant: TenantSpec, name: string): ApiAppSpec {
+  const api = tenant.applications.find((a): a is ApiAppSpec => a.kind === 'api' && a.name === name);
+  if (api === undefined) throw new Error(`no api '${name}' in tenant '${tenant.name}' (the model was not checked)`);
+  return api;
+}
+
+/** Resource identifiers (the `aud` of access tokens) for the APIs an SPA names. */
+export function audienceOf(tenant: TenantSpec, app: SpaAppSpec): string[] {
+  return app.audience.map((name) => apiByName(tenant, name).audience);
+}
+
+/** Custom scopes a user holds: its own plus its groups', sorted. */
+export function userScopesOf(tenant: TenantSpec, userId: string): string[] {
+  const user = tenant.users.find((u) => u.id === userId);
+  const scopes = new Set(user?.scopes ?? []);
+  for (const g of tenant.groups) if (g.members.includes(userId)) for (const s of g.scopes) scopes.add(s);
+  return [...scopes].sort();
+}
+
+/** Per application name, the ids of the users assigned to it (directly or through groups), sorted. */
+export function assignmentsOf(tenant: TenantSpec): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (const as of tenant.assignments) {
+    const users = new Set(as.users);
+    for (const gName of as.groups) for (const m of tenant.groups.find((g) => g.name === gName)?.members ?? []) users.add(m);
+    out.set(as.application, [...users].sort());
+  }
+  return out;
+}
+
+export function byName<T extends { name: string }>(a: T, b: T): number {
+  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+}

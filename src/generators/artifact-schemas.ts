@@ -1,0 +1,78 @@
+/**
+ * Schemas of the generated JSON artifacts. Exported as JSON Schema under schema/ so that users'
+ * tooling (and our tests, with ajv) can check what idforge writes.
+ */
+import { z } from 'zod';
+import { ApplicationBody, AssignmentBody, TenantBody, UserBody } from '../schema/admin-api.ts';
+
+/** The single-page client parameters, with exactly the contract's names. */
+export const SpaConfig = z.strictObject({
+  wellknown_endpoint: z.url(),
+  client_id: z.string().min(1),
+  audience: z.array(z.string().min(1)),
+  scope: z.string().min(1),
+  redirect_uri: z.url(),
+  cache_type: z.enum(['in_memory', 'session_storage']),
+});
+export type SpaConfig = z.infer<typeof SpaConfig>;
+
+/** What a resource server needs to verify access tokens offline. */
+export const ApiConfig = z.strictObject({
+  issuer: z.url(),
+  jwks_uri: z.url(),
+  audience: z.string().min(1),
+  origin: z.url().optional(),
+  public_routes: z.array(z.string().startsWith('/')),
+  routes: z.array(z.strictObject({ path: z.string().startsWith('/'), scopes: z.array(z.string()) })),
+});
+export type ApiConfig = z.infer<typeof ApiConfig>;
+
+export const GrantProvider = z.strictObject({
+  oauth: z.literal(2),
+  authorize_url: z.string().includes('[subdomain]'),
+  access_url: z.string().includes('[subdomain]'),
+  profile_url: z.string().includes('[subdomain]'),
+  subdomain: z.string().min(1),
+  key: z.string().min(1),
+  secret: z.string().min(1),
+  scope: z.array(z.string()).min(1),
+  scope_delimiter: z.literal(' '),
+  callback: z.string().startsWith('/'),
+  response: z.array(z.enum(['tokens', 'raw', 'profile'])).min(1),
+  pkce: z.literal(true),
+  nonce: z.literal(true),
+});
+
+/** grant's configuration: `defaults` plus one provider keyed by its name. */
+export const GrantConfig = z
+  .object({
+    defaults: z.strictObject({
+      origin: z.url(),
+      prefix: z.literal('/connect'),
+      transport: z.literal('session'),
+      state: z.literal(true),
+    }),
+  })
+  .catchall(GrantProvider);
+export type GrantProvider = z.infer<typeof GrantProvider>;
+
+const path = z.string().startsWith('/admin/v1/');
+export const PlanSchema = z.strictObject({
+  version: z.literal(1),
+  steps: z.array(
+    z.union([
+      z.strictObject({ op: z.literal('put'), kind: z.literal('tenant'), path, body: TenantBody }),
+      z.strictObject({ op: z.literal('put'), kind: z.literal('application'), path, body: ApplicationBody }),
+      z.strictObject({ op: z.literal('put'), kind: z.literal('user'), path, body: UserBody }),
+      z.strictObject({ op: z.literal('put'), kind: z.literal('assignment'), path, body: AssignmentBody }),
+      z.strictObject({ op: z.literal('delete'), kind: z.enum(['tenant', 'application', 'user', 'assignment']), path }),
+    ]),
+  ),
+});
+
+export const ARTIFACT_SCHEMAS = {
+  'spa-config': SpaConfig,
+  'api-config': ApiConfig,
+  'grant-config': GrantConfig,
+  plan: PlanSchema,
+} as const;

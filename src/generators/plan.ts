@@ -1,0 +1,69 @@
+/**
+ * The provisioning plan: every PUT that makes a server match the model, in dependency order
+ * (tenants, APIs, clients, users, assignments) and sorted by name within each, so a reordered
+ * model yields the same plan. Deletions need the live state and are planned by `idforge plan`.
+ */
+import { MANAGED_BY, adminPaths, type ApplicationBody, type PlanStep, type ProvisioningPlan, type UserBody } from '../schema/admin-api.ts';
+import type { Model, TenantSpec } from '../schema/model.ts';
+import { assignmentsOf, audienceOf, byName, clientIdOf, originOf, redirectUrisOf, scopesOf, userScopesOf } from './_app-facts.ts';
+import { appKey, secretFor, type Resolved } from './secrets.ts';
+
+function applicationBody(tenant: TenantSpec, app: TenantSpec['applications'][number], resolved: Resolved): ApplicationBody {
+  const displayName = app.displayName;
+  if (app.kind === 'api') {
+    const scopes = [...new Set(app.routes.flatMap((r) => r.scopes))].sort();
+    return { kind: 'api', displayName, identifier: app.audience, scopes, managedBy: MANAGED_BY };
+  }
+  const common = {
+    displayName,
+    clientId: clientIdOf(app),
+    redirectUris: redirectUrisOf(tenant, app),
+    postLogoutRedirectUris: [`${originOf(app.origin)}/`],
+    scopes: scopesOf(app),
+    managedBy: MANAGED_BY,
+  };
+  if (app.kind === 'spa') {
+    return { kind: 'spa', ...common, audience: audienceOf(tenant, app), offline: app.offline };
+  }
+  return { kind: app.kind, ...common, audience: [], clientSecret: secretFor(resolved, appKey(tenant.name, app.name), 'clientSecret') };
+}
+
+export function tenantSteps(tenant: TenantSpec, resolved: Resolved): PlanStep[] {
+  const t = tenant.name;
+  const steps: PlanStep[] = [
+    {
+      op: 'put',
+      kind: 'tenant',
+      path: adminPaths.tenant(t),
+      body: { displayName: tenant.displayName, scopes: [...tenant.scopes].sort(byName), managedBy: MANAGED_BY },
+    },
+  ];
+  const apps = [...tenant.applications].sort(byName);
+  // APIs first: clients name them as their audience.
+  for (const app of [...apps.filter((a) => a.kind === 'api'), ...apps.filter((a) => a.kind !== 'api')]) {
+    steps.push({ op: 'put', kind: 'application', path: adminPaths.application(t, app.name), body: applicationBody(tenant, app, resolved) });
+  }
+  for (const user of [...tenant.users].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))) {
+    const body: UserBody = {
+      email: user.email,
+      displayName: user.displayName,
+      scopes: userScopesOf(tenant, user.id),
+      initialPassword: resolved.passwords?.[appKey(t, user.id)],
+      disabled: user.disabled,
+      managedBy: MANAGED_BY,
+    };
+    steps.push({ op: 'put', kind: 'user', path: adminPaths.user(t, user.id), body });
+  }
+  const assignments = assignmentsOf(tenant);
+  for (const app of [...assignments.keys()].sort()) {
+    for (const userId of assignments.get(app)!) {
+      steps.push({ op: 'put', kind: 'assignment', path: adminPaths.assignment(t, app, userId), body: { managedBy: MANAGED_BY } });
+    }
+  }
+  return steps;
+}
+
+export function compilePlan(model: Model, resolved: Resolved): ProvisioningPlan {
+  const tenants = [...model.tenants].sort(byName);
+  return { version: 1, steps: tenants.flatMap((t) => tenantSteps(t, resolved)) };
+}

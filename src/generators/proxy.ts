@@ -1,0 +1,58 @@
+/** Reverse proxy: oauth2-proxy's environment and a compose service with the official image. */
+import type { Model, ProxyAppSpec, TenantSpec } from '../schema/model.ts';
+import { issuerUrl } from '../schema/urls.ts';
+import { GENERATED_HEADER, type Artifact } from './_artifact.ts';
+import { clientIdOf, originOf, scopesOf } from './_app-facts.ts';
+import { envFile, stableYaml } from './_serialize.ts';
+import { appKey, secretFor, type Resolved } from './secrets.ts';
+
+/** The oauth2-proxy release that the tests run; the compose file names the same release's image. */
+export const OAUTH2_PROXY_VERSION = 'v7.12.0';
+export const OAUTH2_PROXY_IMAGE = `quay.io/oauth2-proxy/oauth2-proxy:${OAUTH2_PROXY_VERSION}`;
+
+function listenPort(origin: string): string {
+  const u = new URL(origin);
+  return u.port !== '' ? u.port : u.protocol === 'https:' ? '443' : '80';
+}
+
+export function proxyArtifacts(model: Model, tenant: TenantSpec, app: ProxyAppSpec, resolved: Resolved): Artifact[] {
+  const key = appKey(tenant.name, app.name);
+  const origin = originOf(app.origin);
+  const port = listenPort(origin);
+  const env = {
+    OAUTH2_PROXY_PROVIDER: 'oidc',
+    OAUTH2_PROXY_PROVIDER_DISPLAY_NAME: tenant.displayName,
+    // Exactly as the server publishes it, trailing slash included: oauth2-proxy compares issuers.
+    OAUTH2_PROXY_OIDC_ISSUER_URL: issuerUrl(model.server, tenant.name),
+    OAUTH2_PROXY_CLIENT_ID: clientIdOf(app),
+    OAUTH2_PROXY_CLIENT_SECRET: secretFor(resolved, key, 'clientSecret'),
+    OAUTH2_PROXY_COOKIE_SECRET: secretFor(resolved, key, 'cookieSecret'),
+    OAUTH2_PROXY_COOKIE_SECURE: 'true',
+    OAUTH2_PROXY_COOKIE_NAME: `_oauth2_proxy_${tenant.name}_${app.name}`.replace(/[^A-Za-z0-9_]/g, '_'),
+    OAUTH2_PROXY_EMAIL_DOMAINS: app.emailDomains.join(','),
+    OAUTH2_PROXY_REDIRECT_URL: `${origin}/oauth2/callback`,
+    OAUTH2_PROXY_UPSTREAMS: app.upstream,
+    OAUTH2_PROXY_CODE_CHALLENGE_METHOD: 'S256',
+    OAUTH2_PROXY_HTTP_ADDRESS: `0.0.0.0:${port}`,
+    OAUTH2_PROXY_SCOPE: scopesOf(app).join(' '),
+    // X-Forwarded-User (the user id, from `sub`) and X-Forwarded-Email to the upstream.
+    OAUTH2_PROXY_PASS_USER_HEADERS: 'true',
+    // An anonymous visitor goes straight to the login page, as the contract's session behaviour says.
+    OAUTH2_PROXY_SKIP_PROVIDER_BUTTON: 'true',
+    OAUTH2_PROXY_REVERSE_PROXY: 'false',
+  };
+  const compose = {
+    services: {
+      [`${app.name}-oauth2-proxy`]: {
+        image: OAUTH2_PROXY_IMAGE,
+        env_file: ['oauth2-proxy.env'],
+        ports: [`${port}:${port}`],
+        restart: 'unless-stopped',
+      },
+    },
+  };
+  return [
+    { path: `${key}/oauth2-proxy.env`, content: envFile(env, GENERATED_HEADER), secret: true },
+    { path: `${key}/docker-compose.yml`, content: stableYaml(compose, GENERATED_HEADER), secret: false },
+  ];
+}

@@ -1,0 +1,50 @@
+/**
+ * Generators never make secrets: they declare what they need, and the caller (the CLI's state
+ * file, or Pulumi secrets) supplies stable values. This keeps generation pure and repeatable.
+ */
+import type { Model } from '../schema/model.ts';
+
+export type SecretKind = 'clientSecret' | 'sessionSecret' | 'cookieSecret';
+
+export interface SecretNeed {
+  /** `<tenant>/<application>` */
+  readonly key: string;
+  readonly kind: SecretKind;
+}
+
+/** Per `<tenant>/<application>`, the secrets it needs. */
+export type ResolvedSecrets = Readonly<Record<string, Readonly<Partial<Record<SecretKind, string>>>>>;
+
+/** Initial passwords, per `<tenant>/<userId>`, resolved from the model's references at apply time. */
+export type ResolvedPasswords = Readonly<Record<string, string>>;
+
+export interface Resolved {
+  readonly secrets: ResolvedSecrets;
+  readonly passwords?: ResolvedPasswords;
+}
+
+export function appKey(tenant: string, app: string): string {
+  return `${tenant}/${app}`;
+}
+
+/**
+ * Client secrets for web and proxy apps (confidential clients); an express-session secret for web
+ * apps; a cookie secret (16 random bytes, URL-safe base64, as the contract says) for proxies.
+ */
+export function requiredSecrets(model: Model): SecretNeed[] {
+  const needs: SecretNeed[] = [];
+  for (const t of model.tenants) {
+    for (const a of t.applications) {
+      const key = appKey(t.name, a.name);
+      if (a.kind === 'web') needs.push({ key, kind: 'clientSecret' }, { key, kind: 'sessionSecret' });
+      if (a.kind === 'proxy') needs.push({ key, kind: 'clientSecret' }, { key, kind: 'cookieSecret' });
+    }
+  }
+  return needs;
+}
+
+export function secretFor(resolved: Resolved, key: string, kind: SecretKind): string {
+  const value = resolved.secrets[key]?.[kind];
+  if (value === undefined) throw new Error(`no ${kind} resolved for ${key}: resolve requiredSecrets(model) before generating`);
+  return value;
+}

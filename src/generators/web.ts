@@ -1,0 +1,38 @@
+/** Login-helper web app: grant's config (`/connect/<provider>/callback`) and the session secret. */
+import type { Model, TenantSpec, WebAppSpec } from '../schema/model.ts';
+import { endpointUrl } from '../schema/urls.ts';
+import { GENERATED_HEADER, type Artifact } from './_artifact.ts';
+import { clientIdOf, originOf, providerOf } from './_app-facts.ts';
+import { envFile, stableJson } from './_serialize.ts';
+import type { GrantProvider } from './artifact-schemas.ts';
+import { appKey, secretFor, type Resolved } from './secrets.ts';
+
+export function webArtifacts(model: Model, tenant: TenantSpec, app: WebAppSpec, resolved: Resolved): Artifact[] {
+  const key = appKey(tenant.name, app.name);
+  // grant substitutes `[subdomain]` with the provider's `subdomain`: the tenant.
+  const url = (route: 'authorization' | 'token' | 'userinfo') => endpointUrl(model.server, '[subdomain]', route);
+  const provider: GrantProvider = {
+    oauth: 2,
+    authorize_url: url('authorization'),
+    access_url: url('token'),
+    profile_url: url('userinfo'),
+    subdomain: tenant.name,
+    key: clientIdOf(app),
+    secret: secretFor(resolved, key, 'clientSecret'),
+    scope: [...app.scopes],
+    scope_delimiter: ' ',
+    callback: app.callback,
+    response: [...app.response],
+    // RFC 9700 §2.1.1: PKCE for confidential clients too; nonce binds the ID token to the login.
+    pkce: true,
+    nonce: true,
+  };
+  const config = {
+    defaults: { origin: originOf(app.origin), prefix: '/connect', transport: 'session', state: true },
+    [providerOf(tenant, app)]: provider,
+  };
+  return [
+    { path: `${key}/grant.json`, content: stableJson(config), secret: true },
+    { path: `${key}/session.env`, content: envFile({ SESSION_SECRET: secretFor(resolved, key, 'sessionSecret') }, GENERATED_HEADER), secret: true },
+  ];
+}

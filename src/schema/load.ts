@@ -1,0 +1,243 @@
+/**
+ * Model files → validated, merged Model, or every problem with its file and line:col.
+ *
+ * `validateSources` is pure (text in, result out) so tests and fuzzing need no files;
+ * `loadModel` adds the reading of files and directories.
+ */
+import { readFile, readdir, stat } from 'node:fs/promises';
+import { join, relative } from 'node:path';
+import type { z } from 'zod';
+import { checkModel } from './checks.ts';
+import { ModelFileSpec, type Model, type ModelFile, type TenantSpec } from './model.ts';
+import { problemsFromZodIssue, sortProblems, type PathSegment, type Problem } from './problems.ts';
+import { MAX_FILE_BYTES, decodeModelBytes, locate, parseModelText, type SourceDoc } from './_yaml-source.ts';
+
+export interface ModelSource {
+  readonly file: string;
+  /** Text, or raw bytes straight from disk (checked for binary data and UTF-8). */
+  readonly content: string | Uint8Array;
+}
+
+export type LoadResult =
+  | { readonly ok: true; readonly model: Model; readonly files: readonly string[] }
+  | { readonly ok: false; readonly problems: readonly Problem[] };
+
+const MODEL_EXTENSIONS = /\.(ya?ml|json)$/i;
+
+/** The zod schema under a model path, following the input to pick an application's kind. */
+function schemaAt(root: z.ZodType, path: readonly PathSegment[], input: unknown): z.ZodType | undefined {
+  let schema: z.ZodType | undefined = root;
+  let value: unknown = input;
+  const unwrap = (s: z.ZodType): z.ZodType => {
+    let cur = s;
+    for (;;) {
+      const def = cur._zod.def as { type: string; innerType?: z.ZodType };
+      if ((def.type === 'default' || def.type === 'optional' || def.type === 'prefault') && def.innerType) cur = def.innerType;
+      else return cur;
+    }
+  };
+  for (const seg of [...path, undefined]) {
+    if (schema === undefined) return undefined;
+    schema = unwrap(schema);
+    const def = schema._zod.def as { type: string; shape?: Record<string, z.ZodType>; element?: z.ZodType; options?: z.ZodType[] };
+    if (def.type === 'union' && def.options) {
+      const kind = (value as { kind?: unknown } | null)?.kind;
+      schema = def.options.find((o) => {
+        const shape = (unwrap(o)._zod.def as { shape?: Record<string, z.ZodType> }).shape;
+        const lit = shape?.kind?._zod.def as { values?: unknown[] } | undefined;
+        return lit?.values?.includes(kind);
+      });
+      if (schema === undefined) return undefined;
+      schema = unwrap(schema);
+    }
+    if (seg === undefined) return schema;
+    const d = schema._zod.def as { type: string; shape?: Record<string, z.ZodType>; element?: z.ZodType };
+    if (d.type === 'object' && typeof seg === 'string') schema = d.shape?.[seg];
+    else if (d.type === 'array' && typeof seg === 'number') schema = d.element;
+    else return undefined;
+    value = (value as Record<string | number, unknown> | null | undefined)?.[seg];
+  }
+  return schema;
+}
+
+function knownKeysFor(input: unknown) {
+  return (path: readonly PathSegment[]): readonly string[] => {
+    const s = schemaAt(ModelFileSpec, path, input);
+    const shape = (s?._zod.def as { shape?: Record<string, unknown> } | undefined)?.shape;
+    return shape === undefined ? [] : Object.keys(shape);
+  };
+}
+
+/** Where each merged tenant came from, so merged paths map back to a file and its local path. */
+interface Origin {
+  readonly source: SourceDoc;
+  readonly localIndex: number;
+}
+
+function positioned(p: Problem, source: SourceDoc, localPath: readonly PathSegment[]): Problem {
+  const pos = locate(source, localPath, p.code === 'unknown-field' ? 'key' : 'value');
+  return { ...p, file: source.file, line: pos?.line, col: pos?.col };
+}
+
+export function validateSources(sources: readonly ModelSource[]): LoadResult {
+  const problems: Problem[] = [];
+  const parsed: Array<{ source: SourceDoc; file: ModelFile }> = [];
+
+  for (const { file, content } of sources) {
+    let text: string;
+    if (typeof content === 'string') text = content;
+    else {
+      const decoded = decodeModelBytes(file, content);
+      if (!decoded.ok) {
+        problems.push(...decoded.problems);
+        continue;
+      }
+      text = decoded.text;
+    }
+    const res = parseModelText(file, text);
+    if (!res.ok) {
+      problems.push(...res.problems);
+      continue;
+    }
+    const { source } = res;
+    if (source.value === null || source.value === undefined) {
+      problems.push({ code: 'empty-file', path: [], message: "file is empty: expected a mapping with 'tenants' (and optionally 'server')", file });
+      continue;
+    }
+    if (typeof source.value !== 'object' || Array.isArray(source.value)) {
+      const pos = locate(source, []);
+      problems.push({ code: 'wrong-type', path: [], message: "the top level must be a mapping with 'tenants' (and optionally 'server')", file, line: pos?.line, col: pos?.col });
+      continue;
+    }
+    const result = ModelFileSpec.safeParse(source.value);
+    if (!result.success) {
+      const known = knownKeysFor(source.value);
+      for (const issue of result.error.issues) {
+        for (const p of problemsFromZodIssue(issue, known)) problems.push(positioned(p, source, p.path));
+      }
+      continue;
+    }
+    parsed.push({ source, file: result.data });
+  }
+
+  // Merge: tenants in file order; at most one file says where the server is.
+  const origins: Origin[] = [];
+  const tenants: TenantSpec[] = [];
+  let serverFrom: SourceDoc | undefined;
+  let server: ModelFile['server'];
+  for (const { source, file } of parsed) {
+    file.tenants.forEach((t, i) => {
+      tenants.push(t);
+      origins.push({ source, localIndex: i });
+    });
+    if (file.server !== undefined) {
+      if (serverFrom !== undefined) {
+        const first = locate(serverFrom, ['server']);
+        problems.push(
+          positioned(
+            { code: 'duplicate-server', path: ['server'], message: `the server section is already defined in ${serverFrom.file}:${first?.line ?? 1}:${first?.col ?? 1}; define it in one file only` },
+            source,
+            ['server'],
+          ),
+        );
+      } else {
+        serverFrom = source;
+        server = file.server;
+      }
+    }
+  }
+  if (problems.length > 0) return { ok: false, problems: sortProblems(problems) };
+  if (parsed.length === 0) {
+    return { ok: false, problems: [{ code: 'no-model', path: [], message: 'no model files to read' }] };
+  }
+
+  const baseDomain = server?.baseDomain ?? 'localhost';
+  const isLocal = baseDomain === 'localhost' || baseDomain.endsWith('.localhost');
+  const model: Model = {
+    server: { baseDomain, scheme: server?.scheme ?? (isLocal ? 'http' : 'https'), port: server?.port },
+    tenants,
+  };
+
+  for (const p of checkModel(model)) {
+    const [head, index, ...rest] = p.path;
+    if (head === 'tenants' && typeof index === 'number' && origins[index] !== undefined) {
+      const { source, localIndex } = origins[index];
+      const located = positioned(p, source, ['tenants', localIndex, ...rest]);
+      // A duplicate tenant may sit in another file: name that file, not a merged index.
+      if (p.code === 'duplicate-name' && rest.length === 1 && rest[0] === 'name') {
+        const firstIndex = tenants.findIndex((t) => t.name === tenants[index]!.name);
+        const first = origins[firstIndex]!;
+        const pos = locate(first.source, ['tenants', first.localIndex, 'name']);
+        problems.push({ ...located, message: `tenant ${JSON.stringify(tenants[index]!.name)} is already defined at ${first.source.file}:${pos?.line ?? 1}:${pos?.col ?? 1}` });
+      } else {
+        problems.push(located);
+      }
+    } else if (head === 'server' && serverFrom !== undefined) {
+      problems.push(positioned(p, serverFrom, p.path));
+    } else {
+      problems.push(p);
+    }
+  }
+  if (problems.length > 0) return { ok: false, problems: sortProblems(problems) };
+  return { ok: true, model, files: parsed.map((p) => p.source.file) };
+}
+
+async function collectFiles(path: string, problems: Problem[]): Promise<string[]> {
+  let st;
+  try {
+    st = await stat(path);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    problems.push({
+      code: 'file-not-found',
+      path: [],
+      message: code === 'ENOENT' ? 'no such file or directory' : code === 'EACCES' ? 'permission denied' : `cannot read (${code ?? 'error'})`,
+      file: path,
+    });
+    return [];
+  }
+  if (st.isFile()) return [path];
+  if (!st.isDirectory()) {
+    problems.push({ code: 'not-a-file', path: [], message: 'not a regular file or directory', file: path });
+    return [];
+  }
+  const entries = await readdir(path, { recursive: true, withFileTypes: true });
+  const files = entries
+    .filter((e) => e.isFile() && MODEL_EXTENSIONS.test(e.name))
+    .map((e) => join(e.parentPath, e.name))
+    .filter((f) => !relative(path, f).split(/[\\/]/).some((seg) => seg.startsWith('.') || seg === 'node_modules'))
+    .sort();
+  if (files.length === 0) {
+    problems.push({ code: 'empty-directory', path: [], message: 'directory holds no model files (*.yaml, *.yml, *.json)', file: path });
+  }
+  return files;
+}
+
+/** Read model files (or directories of them, recursively, in sorted order) and validate them. */
+export async function loadModel(paths: readonly string[]): Promise<LoadResult> {
+  const problems: Problem[] = [];
+  const files: string[] = [];
+  for (const p of paths) files.push(...(await collectFiles(p, problems)));
+  if (problems.length > 0) return { ok: false, problems };
+  const sources: ModelSource[] = [];
+  for (const file of [...new Set(files)]) {
+    try {
+      const st = await stat(file);
+      if (st.size > MAX_FILE_BYTES) {
+        // Refuse before reading: a huge file must not be pulled into memory first.
+        problems.push({
+          code: 'file-too-large',
+          path: [],
+          message: `file is ${(st.size / 1024 / 1024).toFixed(1)} MiB; a model file may hold at most ${MAX_FILE_BYTES / 1024 / 1024} MiB (split the model into a directory of files)`,
+          file,
+        });
+        continue;
+      }
+      sources.push({ file, content: await readFile(file) });
+    } catch (err) {
+      problems.push({ code: 'file-not-found', path: [], message: `cannot read (${(err as NodeJS.ErrnoException).code ?? 'error'})`, file });
+    }
+  }
+  if (problems.length > 0) return { ok: false, problems };
+  return validateSources(sources);
+}

@@ -1,0 +1,214 @@
+/**
+ * The identity model as admins write it (YAML or JSON), as zod schemas.
+ *
+ * Shapes only: cross-references (assignments, audiences, scopes) are checked afterwards in
+ * checks.ts, so that one pass reports every problem. Defaults are documented where defined.
+ */
+import { z } from 'zod';
+import { DNS_LABEL, NAME, SCOPE, USER_ID } from './admin-api.ts';
+
+const dnsLabel = z
+  .string()
+  .regex(DNS_LABEL, { error: 'must be a lowercase DNS label: a-z, 0-9 and inner hyphens, 1 to 63 characters' });
+const name = z
+  .string()
+  .regex(NAME, { error: 'must be 1 to 64 characters of a-z, 0-9, ".", "_" or "-", starting and ending with a letter or digit' });
+const scopeName = z.string().regex(SCOPE, { error: 'must be a scope token: 1 to 128 characters of A-Z, a-z, 0-9, ".", "_", ":", "/" or "-"' });
+const displayName = z.string().min(1).max(128);
+/** Absolute URL; the redirect-URI rules (RFC 9700) are applied in checks.ts with a precise message. */
+const url = z.string().min(1).max(2048);
+const routePath = z.string().regex(/^\/[^\s?#]*$/, { error: "must be a path starting with '/', without query or fragment" });
+
+/** A reference to a secret kept outside Git: never the secret itself. */
+export const CredentialRef = z.union(
+  [
+    z.strictObject({
+      /** Name of an environment variable read by `idforge apply`. */
+      env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: 'must be an environment variable name' }),
+    }),
+    z.strictObject({
+      /** Key of a Pulumi secret config value, read by the Pulumi program. */
+      config: z.string().regex(/^[A-Za-z0-9_.:-]+$/, { error: 'must be a Pulumi config key' }),
+    }),
+  ],
+  { error: "must be a reference such as {env: VAR_NAME} or {config: key}, never the secret itself" },
+);
+export type CredentialRef = z.infer<typeof CredentialRef>;
+
+export const ScopeSpec = z.strictObject({
+  name: scopeName,
+  description: z.string().max(256).optional(),
+});
+
+export const UserSpec = z.strictObject({
+  /** Stable opaque id; becomes the token's `sub` and the proxy's X-Forwarded-User. */
+  id: z.string().regex(USER_ID, { error: 'must be 1 to 128 characters of A-Z, a-z, 0-9, ".", "_", "@", "+", "~" or "-"' }),
+  email: z.email({ error: 'must be an email address' }),
+  displayName: displayName.optional(),
+  /** Custom scopes of the tenant this user may be granted (e.g. `admin`). Default: none. */
+  scopes: z.array(scopeName).default([]),
+  /** Initial password, set once when the user is created. Default: none (another login method). */
+  password: CredentialRef.optional(),
+  /** Disabled users cannot sign in. Default: false. */
+  disabled: z.boolean().default(false),
+});
+
+export const GroupSpec = z.strictObject({
+  name,
+  displayName: displayName.optional(),
+  /** User ids. */
+  members: z.array(z.string()).default([]),
+  /** Scopes every member may be granted. Default: none. */
+  scopes: z.array(scopeName).default([]),
+});
+
+const appCommon = {
+  name,
+  displayName: displayName.optional(),
+  /** Override of the OAuth client id. Default: the application's name. */
+  clientId: z.string().regex(USER_ID, { error: 'must be 1 to 128 characters of A-Z, a-z, 0-9, ".", "_", "@", "+", "~" or "-"' }).optional(),
+  /** Present only so checks.ts can explain why a secret never belongs in the model. */
+  clientSecret: z.unknown().optional(),
+};
+/** Redirect URIs beyond the one derived from the kind's contract shape. Default: none. */
+const extraRedirects = { redirectUris: z.array(url).default([]) };
+
+export const WebAppSpec = z.strictObject({
+  ...appCommon,
+  ...extraRedirects,
+  kind: z.literal('web'),
+  /** Public origin of the app, e.g. http://portal.localhost:3000. */
+  origin: url,
+  /** Provider name in grant's routes: /connect/<provider> and /connect/<provider>/callback. Default: the tenant's name. */
+  provider: name.optional(),
+  /** Where the app sends the user after login, e.g. /hello. Default: /hello. */
+  callback: routePath.default('/hello'),
+  /** Requested scopes. Default: openid, profile, email. */
+  scopes: z.array(scopeName).default(['openid', 'profile', 'email']),
+  /** What grant exposes after login. Default: all three. */
+  response: z.array(z.enum(['tokens', 'raw', 'profile'])).min(1).default(['tokens', 'raw', 'profile']),
+});
+
+export const ProxyAppSpec = z.strictObject({
+  ...appCommon,
+  ...extraRedirects,
+  kind: z.literal('proxy'),
+  /** Public origin of the proxy, e.g. http://wiki.localhost:4180. */
+  origin: url,
+  /** The app behind the proxy. */
+  upstream: url,
+  /** Email domains allowed through. Default: any (`*`), as in the contract's example. */
+  emailDomains: z.array(z.string().min(1)).min(1).default(['*']),
+  /** Requested scopes. Default: openid, email, profile. */
+  scopes: z.array(scopeName).default(['openid', 'email', 'profile']),
+});
+
+export const SpaAppSpec = z.strictObject({
+  ...appCommon,
+  ...extraRedirects,
+  kind: z.literal('spa'),
+  /** Origin of the single-page app; it is also its redirect URI. */
+  origin: url,
+  /** Names of api applications of the same tenant whose tokens the SPA requests. Default: none. */
+  audience: z.array(name).default([]),
+  /** Requested scopes. Default: openid, profile, email. */
+  scopes: z.array(scopeName).default(['openid', 'profile', 'email']),
+  /** Ask for refresh tokens (adds the `offline` scope). Default: false. */
+  offline: z.boolean().default(false),
+  /** Where the SPA caches the user. Default: in memory (lost on reload). */
+  cacheType: z.enum(['in_memory', 'session_storage']).default('in_memory'),
+});
+
+export const ApiRouteSpec = z.strictObject({
+  path: routePath,
+  /** Every scope listed must be in the token's `scp`. Default: none (a valid token suffices). */
+  scopes: z.array(scopeName).default([]),
+});
+
+export const ApiAppSpec = z.strictObject({
+  ...appCommon,
+  kind: z.literal('api'),
+  /** The `aud` this API accepts, e.g. https://orders.acme.example. */
+  audience: z.string().min(1).max(256),
+  /** Where the sample API listens when scaffolded. Optional. */
+  origin: url.optional(),
+  /** Routes that need no token. Default: `/`. */
+  publicRoutes: z.array(routePath).default(['/']),
+  /** Routes that need a valid token, with the scopes each requires. Default: none. */
+  routes: z.array(ApiRouteSpec).default([]),
+});
+
+export const ApplicationSpec = z.discriminatedUnion('kind', [WebAppSpec, ProxyAppSpec, SpaAppSpec, ApiAppSpec], {
+  error: (iss) =>
+    iss.code === 'invalid_union' && (iss.input as { kind?: unknown } | undefined)?.kind === undefined
+      ? "missing 'kind': one of web, proxy, spa, api"
+      : `unknown kind ${JSON.stringify((iss.input as { kind?: unknown }).kind)}: expected one of web, proxy, spa, api`,
+});
+
+export const AssignmentSpec = z.strictObject({
+  /** Name of a web, proxy or spa application of this tenant. */
+  application: name,
+  /** User ids. Default: none. */
+  users: z.array(z.string()).default([]),
+  /** Group names; their members are assigned. Default: none. */
+  groups: z.array(z.string()).default([]),
+});
+
+export const TenantSpec = z.strictObject({
+  /** The subdomain label: `<name>.<baseDomain>`. */
+  name: dnsLabel,
+  displayName,
+  /** Custom scopes this tenant defines; `openid`, `profile`, `email` and `offline` are built in. */
+  scopes: z.array(ScopeSpec).default([]),
+  users: z.array(UserSpec).default([]),
+  groups: z.array(GroupSpec).default([]),
+  applications: z.array(ApplicationSpec).default([]),
+  assignments: z.array(AssignmentSpec).default([]),
+});
+
+export const ServerSpec = z.strictObject({
+  /** Tenants live at `<tenant>.<baseDomain>`. Default: localhost. */
+  baseDomain: z
+    .string()
+    .regex(/^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*$/, {
+      error: 'must be a lowercase domain name such as localhost or id.example.com',
+    })
+    .default('localhost'),
+  /** Default: http for localhost, which is the only base domain where plain http is allowed. */
+  scheme: z.enum(['http', 'https']).optional(),
+  /** Port the server listens on, for local use. Default: the scheme's port. */
+  port: z.int().min(1).max(65535).optional(),
+});
+
+export const ModelFileSpec = z.strictObject({
+  /** Editors' schema hint in JSON files; ignored. */
+  $schema: z.string().optional(),
+  server: ServerSpec.optional(),
+  tenants: z.array(TenantSpec).default([]),
+});
+
+export type ScopeSpec = z.infer<typeof ScopeSpec>;
+export type UserSpec = z.infer<typeof UserSpec>;
+export type GroupSpec = z.infer<typeof GroupSpec>;
+export type WebAppSpec = z.infer<typeof WebAppSpec>;
+export type ProxyAppSpec = z.infer<typeof ProxyAppSpec>;
+export type SpaAppSpec = z.infer<typeof SpaAppSpec>;
+export type ApiAppSpec = z.infer<typeof ApiAppSpec>;
+export type ApplicationSpec = z.infer<typeof ApplicationSpec>;
+export type ClientAppSpec = WebAppSpec | ProxyAppSpec | SpaAppSpec;
+export type AssignmentSpec = z.infer<typeof AssignmentSpec>;
+export type TenantSpec = z.infer<typeof TenantSpec>;
+export type ModelFile = z.infer<typeof ModelFileSpec>;
+
+/** The validated, merged model: every file's tenants, one server section with defaults applied. */
+export interface Model {
+  readonly server: {
+    readonly baseDomain: string;
+    readonly scheme: 'http' | 'https';
+    readonly port?: number | undefined;
+  };
+  readonly tenants: readonly TenantSpec[];
+}
+
+/** Scopes every tenant knows without defining them. `offline` asks for refresh tokens. */
+export const BUILTIN_SCOPES: readonly string[] = ['openid', 'profile', 'email', 'offline'];
