@@ -1,0 +1,88 @@
+/**
+ * Helpers shared by the provider implementations: input validation in Pulumi's terms, structural
+ * comparison for diffs, and the admin connection's schema. Pure, so they are tested directly.
+ */
+import { z } from 'zod';
+import type * as pulumi from '@pulumi/pulumi';
+
+/** What the engine sends for an input that is not known yet during a preview. */
+export const UNKNOWN = '04da6b54-80e4-46f7-96ec-b56ff0331ba9';
+
+export function isUnknown(v: unknown): boolean {
+  if (v === UNKNOWN) return true;
+  if (Array.isArray(v)) return v.some(isUnknown);
+  if (v !== null && typeof v === 'object') return Object.values(v).some(isUnknown);
+  return false;
+}
+
+export const AdminConnectionSchema = z.strictObject({
+  adminUrl: z.url(),
+  tokenUrl: z.url(),
+  clientId: z.string().min(1),
+  clientSecret: z.string().min(1),
+});
+
+/** zod path → Pulumi property path (`body.redirectUris[0]`). */
+export function propertyPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const seg of path) {
+    if (typeof seg === 'number') out += `[${seg}]`;
+    else if (/^[A-Za-z_$][\w$]*$/.test(String(seg))) out += out === '' ? String(seg) : `.${String(seg)}`;
+    else out += `[${JSON.stringify(String(seg))}]`;
+  }
+  return out;
+}
+
+/**
+ * Validates inputs with a zod schema. Inputs that are still unknown (preview) are not judged: they
+ * are checked again when known. On success the parsed value (defaults filled in) becomes the
+ * inputs, so diffs compare normalized values.
+ */
+export function checkWith<T extends Record<string, unknown>>(
+  schema: z.ZodType<T>,
+  news: Record<string, unknown>,
+): pulumi.dynamic.CheckResult<T> {
+  const { __provider: _, ...inputs } = news;
+  const result = schema.safeParse(inputs);
+  if (result.success) return { inputs: result.data };
+  const failures = result.error.issues
+    .filter((i) => !underUnknown(inputs, i.path))
+    .map((i) => ({ property: propertyPath(i.path), reason: i.message }));
+  return failures.length > 0 ? { inputs: inputs as T, failures } : { inputs: inputs as T };
+}
+
+/** True when some prefix of `path` holds a value the engine does not know yet. */
+function underUnknown(root: unknown, path: readonly PropertyKey[]): boolean {
+  let v: unknown = root;
+  for (const seg of path) {
+    if (v === UNKNOWN) return true;
+    if (v === null || typeof v !== 'object') return false;
+    v = (v as Record<PropertyKey, unknown>)[seg];
+  }
+  return v === UNKNOWN;
+}
+
+/** Deep structural equality of JSON values (object key order ignored, array order kept). */
+export function jsonEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (Array.isArray(a) || Array.isArray(b)) {
+    return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((x, i) => jsonEqual(x, b[i]));
+  }
+  if (a === null || b === null || typeof a !== 'object' || typeof b !== 'object') return false;
+  const ka = Object.keys(a).filter((k) => (a as Record<string, unknown>)[k] !== undefined);
+  const kb = Object.keys(b).filter((k) => (b as Record<string, unknown>)[k] !== undefined);
+  return (
+    ka.length === kb.length &&
+    ka.every((k) => jsonEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]))
+  );
+}
+
+/** Keys of a zod object schema, to keep only the fields a PUT body declares from a GET answer. */
+export function pickKeys<T>(shape: Record<string, unknown>, live: Record<string, unknown>): T {
+  return Object.fromEntries(Object.keys(shape).filter((k) => live[k] !== undefined).map((k) => [k, live[k]])) as T;
+}
+
+/** The top-level inputs among `keys` whose values differ: what `diff` reports as replacements. */
+export function changedKeys(keys: readonly string[], olds: Record<string, unknown>, news: Record<string, unknown>): string[] {
+  return keys.filter((k) => !isUnknown(news[k]) && !jsonEqual(olds[k], news[k]));
+}

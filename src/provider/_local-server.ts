@@ -1,0 +1,148 @@
+/**
+ * Running `idforge serve` as a managed background process: start detached with a pid file and a
+ * log in the data dir, wait until it answers, read the bootstrap admin credentials it wrote, stop
+ * it by pid (checking that the pid still is our server, since pids are reused).
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, openSync, closeSync, readFileSync } from 'node:fs';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { adminBaseUrl, issuerUrl } from '../schema/urls.ts';
+import { httpRequest, type AdminConnection } from './_admin-client.ts';
+import type { AuthServerInputs } from './auth-server.ts';
+
+export const PID_FILE = 'idforge-serve.pid';
+export const LOG_FILE = 'idforge-serve.log';
+
+const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+function defaultCommand(): string[] {
+  return [process.execPath, join(REPO_ROOT, 'bin/idforge.js')];
+}
+
+/** Is `pid` a live process whose command line is an `idforge serve`? */
+export function isOurProcess(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // A zombie has exited; only its parent has not collected it yet.
+    if (/\) Z /.test(stat)) return false;
+    return cmdline.includes('serve');
+  } catch {
+    // No /proc (not Linux): trust kill(0).
+    return true;
+  }
+}
+
+/** Does the server answer on its base host? Any HTTP answer from the admin API counts. */
+export async function answers(baseUrl: string): Promise<boolean> {
+  try {
+    const res = await httpRequest('GET', `${baseUrl}/admin/v1/openapi.json`, { timeoutMs: 2_000 });
+    return res.status > 0 && res.status < 500;
+  } catch {
+    return false;
+  }
+}
+
+export async function isServing(pid: number, baseUrl: string): Promise<boolean> {
+  return isOurProcess(pid) && (await answers(baseUrl));
+}
+
+/**
+ * The bootstrap admin client that `idforge serve` writes into its data dir on first start.
+ * Accepts `{clientId, clientSecret, tokenUrl}` or `{client_id, client_secret, tenant}`.
+ */
+export async function readAdminCredentials(inputs: AuthServerInputs): Promise<AdminConnection> {
+  const addr = { scheme: inputs.scheme, baseDomain: inputs.baseDomain, port: inputs.port } as const;
+  const file = join(inputs.local.dataDir, 'admin-client.json');
+  const raw = JSON.parse(await readFile(file, 'utf8')) as Record<string, string | undefined>;
+  const clientId = raw.clientId ?? raw.client_id;
+  const clientSecret = raw.clientSecret ?? raw.client_secret;
+  const tenant = raw.tenant ?? 'system';
+  if (!clientId || !clientSecret) throw new Error(`${file}: no client id and secret in it`);
+  return {
+    adminUrl: adminBaseUrl(addr),
+    tokenUrl: issuerUrl(addr, tenant) + 'token',
+    clientId,
+    clientSecret,
+  };
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+async function logTail(dataDir: string): Promise<string> {
+  const text = await readFile(join(dataDir, LOG_FILE), 'utf8').catch(() => '');
+  return text.split('\n').slice(-20).join('\n');
+}
+
+/** Starts the server and waits until it answers; returns its pid and admin connection. */
+export async function startServer(inputs: AuthServerInputs): Promise<{ pid: number; connection: AdminConnection }> {
+  const { dataDir } = inputs.local;
+  const baseUrl = adminBaseUrl({ scheme: inputs.scheme, baseDomain: inputs.baseDomain, port: inputs.port }).slice(0, -'/admin/v1'.length);
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  // A server left over from lost state would hold the port and the database: stop it first.
+  const stale = Number((await readFile(join(dataDir, PID_FILE), 'utf8').catch(() => '0')).trim());
+  if (stale) await stopServer(stale, dataDir);
+  if (await answers(baseUrl)) {
+    throw new Error(`port ${inputs.port} is already served by another process: stop it or choose another port`);
+  }
+  const [cmd, ...cmdArgs] = inputs.local.command ?? defaultCommand();
+  const log = openSync(join(dataDir, LOG_FILE), 'a', 0o600);
+  const child = spawn(
+    cmd as string,
+    [...cmdArgs, 'serve', '--data-dir', dataDir, '--port', String(inputs.port), '--base-domain', inputs.baseDomain],
+    { detached: true, stdio: ['ignore', log, log], env: { ...process.env, ...inputs.local.env }, cwd: REPO_ROOT },
+  );
+  closeSync(log);
+  const pid = child.pid;
+  if (pid === undefined) throw new Error(`could not start ${cmd}`);
+  let exited: number | null | undefined;
+  child.on('exit', (code) => (exited = code));
+  child.unref();
+  await writeFile(join(dataDir, PID_FILE), `${pid}\n`, { mode: 0o600 });
+  const deadline = Date.now() + inputs.local.startTimeoutSeconds * 1000;
+  while (!(await answers(baseUrl))) {
+    if (exited !== undefined) {
+      throw new Error(`idforge serve exited (code ${exited}) before answering; last log lines:\n${await logTail(dataDir)}`);
+    }
+    if (Date.now() > deadline) {
+      await stopServer(pid, dataDir);
+      throw new Error(`idforge serve did not answer on ${baseUrl} within ${inputs.local.startTimeoutSeconds} s; last log lines:\n${await logTail(dataDir)}`);
+    }
+    await sleep(100);
+  }
+  return { pid, connection: await readAdminCredentials(inputs) };
+}
+
+/** Stops the server (SIGTERM, then SIGKILL after 10 s) and removes its pid file. */
+export async function stopServer(pid: number, dataDir: string): Promise<void> {
+  if (isOurProcess(pid)) {
+    const signal = (s: NodeJS.Signals): void => {
+      try {
+        // The server leads its own process group (detached): signal the group, children included.
+        process.kill(-pid, s);
+      } catch {
+        try {
+          process.kill(pid, s);
+        } catch {
+          // already gone
+        }
+      }
+    };
+    signal('SIGTERM');
+    const deadline = Date.now() + 10_000;
+    while (isOurProcess(pid) && Date.now() < deadline) await sleep(50);
+    if (isOurProcess(pid)) signal('SIGKILL');
+    while (isOurProcess(pid)) await sleep(50);
+  }
+  if (existsSync(join(dataDir, PID_FILE))) await rm(join(dataDir, PID_FILE), { force: true });
+}

@@ -1,0 +1,172 @@
+/**
+ * Application: one `PUT /admin/v1/tenants/{tenant}/applications/{name}` object.
+ *
+ * A confidential client's secret is made here, once, when the application is created, kept in the
+ * state as a secret output and sent with every later PUT, so no `up` ever rotates it by accident.
+ * Tenant, name, kind and client id identify the registration: changing one replaces it (and makes a
+ * new secret), everything else (redirect URIs, scopes, audience...) is updated in place.
+ */
+import * as pulumi from '@pulumi/pulumi';
+import { z } from 'zod';
+import {
+  ApiApplicationBody,
+  ApplicationBody,
+  ConfidentialApplicationBody,
+  DNS_LABEL,
+  NAME,
+  PublicApplicationBody,
+  adminPaths,
+} from '../schema/admin-api.ts';
+import type { AdminConnection } from './_admin-client.ts';
+import { AdminConnectionSchema, changedKeys, checkWith, isUnknown, jsonEqual, pickKeys } from './_common.ts';
+import { _loadImpl } from './_load.ts';
+
+/** The body without `clientSecret`: the provider owns the secret. */
+export type ApplicationSpecBody = ApplicationBody extends infer B ? (B extends unknown ? Omit<B, 'clientSecret'> : never) : never;
+
+export interface ApplicationArgs {
+  readonly connection: pulumi.Input<AdminConnection>;
+  readonly tenant: pulumi.Input<string>;
+  readonly name: pulumi.Input<string>;
+  readonly body: pulumi.Input<ApplicationSpecBody>;
+}
+
+export interface ApplicationInputs {
+  readonly connection: AdminConnection;
+  readonly tenant: string;
+  readonly name: string;
+  readonly body: ApplicationSpecBody;
+}
+export interface ApplicationOutputs extends ApplicationInputs {
+  /** The OAuth client id; absent for api applications, which are audiences, not clients. */
+  readonly clientId?: string;
+  /** Confidential clients only; a secret output. */
+  readonly clientSecret?: string;
+}
+
+/** Bytes of a generated client secret: 256 bits, 43 base64url characters. */
+const CLIENT_SECRET_BYTES = 32;
+
+const SpecBody = z.discriminatedUnion('kind', [
+  ConfidentialApplicationBody.omit({ clientSecret: true }),
+  PublicApplicationBody,
+  ApiApplicationBody,
+]);
+
+const ApplicationInputsSchema = z.strictObject({
+  connection: AdminConnectionSchema,
+  tenant: z.string().regex(DNS_LABEL, { error: 'must be a lowercase DNS label' }),
+  name: z.string().regex(NAME, { error: 'must be an application name' }),
+  body: SpecBody,
+});
+
+const IMMUTABLE = ['tenant', 'name'] as const;
+const IMMUTABLE_BODY = ['kind', 'clientId'] as const;
+
+function shapeOf(kind: string): Record<string, unknown> {
+  if (kind === 'spa') return PublicApplicationBody.shape;
+  if (kind === 'api') return ApiApplicationBody.shape;
+  return ConfidentialApplicationBody.shape;
+}
+
+function isConfidential(body: { kind: string }): boolean {
+  return body.kind === 'web' || body.kind === 'proxy';
+}
+
+function clientIdOf(body: ApplicationSpecBody): string | undefined {
+  return 'clientId' in body ? body.clientId : undefined;
+}
+
+export const applicationImpl: Required<
+  Omit<pulumi.dynamic.ResourceProvider<ApplicationInputs, ApplicationOutputs>, 'configure'>
+> = {
+  async check(_olds, news) {
+    const raw = news as unknown as Record<string, unknown>;
+    const body = raw.body as Record<string, unknown> | undefined;
+    if (body && !isUnknown(body) && 'clientSecret' in body) {
+      return {
+        inputs: news,
+        failures: [{ property: 'body.clientSecret', reason: 'the provider makes and keeps the client secret; leave it out' }],
+      };
+    }
+    return checkWith(ApplicationInputsSchema as z.ZodType<ApplicationInputs & Record<string, unknown>>, raw);
+  },
+  async diff(_id, olds, news) {
+    const replaces: string[] = changedKeys(IMMUTABLE, { ...olds }, { ...news });
+    for (const k of IMMUTABLE_BODY) {
+      const o = (olds.body as Record<string, unknown>)[k];
+      const n = isUnknown(news.body) ? undefined : (news.body as Record<string, unknown>)[k];
+      if (n !== undefined && !isUnknown(n) && !jsonEqual(o, n)) replaces.push(`body.${k}`);
+    }
+    return { changes: replaces.length > 0 || !jsonEqual(olds.body, news.body), replaces };
+  },
+  async create(inputs) {
+    const { AdminClient } = await import('./_admin-client.ts');
+    const { randomBytes } = await import('node:crypto');
+    const clientSecret = isConfidential(inputs.body) ? randomBytes(CLIENT_SECRET_BYTES).toString('base64url') : undefined;
+    await new AdminClient(inputs.connection).put(adminPaths.application(inputs.tenant, inputs.name), {
+      ...inputs.body,
+      ...(clientSecret === undefined ? {} : { clientSecret }),
+    });
+    const outs: ApplicationOutputs = { ...inputs, clientId: clientIdOf(inputs.body), clientSecret };
+    return { id: `${inputs.tenant}/${inputs.name}`, outs };
+  },
+  async read(id, props) {
+    const { AdminClient } = await import('./_admin-client.ts');
+    const old = props as ApplicationOutputs;
+    const live = await new AdminClient(old.connection).get(adminPaths.application(old.tenant, old.name));
+    if (live === undefined) return { id: '' };
+    const kind = typeof live.kind === 'string' ? live.kind : old.body.kind;
+    const { clientSecret: _never, ...fields } = pickKeys<Record<string, unknown>>(shapeOf(kind), live);
+    const body = { ...old.body, ...fields, kind } as ApplicationSpecBody;
+    const inputs: ApplicationInputs = { connection: old.connection, tenant: old.tenant, name: old.name, body };
+    // Inputs as well as outputs, so drift shows up in the next diff (pulumi#13679).
+    return { id, props: { ...old, ...inputs }, inputs: inputs as ApplicationOutputs };
+  },
+  async update(_id, olds, news) {
+    const { AdminClient } = await import('./_admin-client.ts');
+    const clientSecret = isConfidential(news.body) ? olds.clientSecret : undefined;
+    await new AdminClient(news.connection).put(adminPaths.application(news.tenant, news.name), {
+      ...news.body,
+      ...(clientSecret === undefined ? {} : { clientSecret }),
+    });
+    return { outs: { ...news, clientId: clientIdOf(news.body), clientSecret } };
+  },
+  async delete(_id, props) {
+    const { AdminClient } = await import('./_admin-client.ts');
+    const old = props as ApplicationOutputs;
+    await new AdminClient(old.connection).delete(adminPaths.application(old.tenant, old.name));
+  },
+};
+
+const SELF = import.meta.url;
+type Impl = typeof import('./application.ts');
+
+/** The serialized shell: loads {@link applicationImpl} from the installed package at run time. */
+export const applicationProvider: pulumi.dynamic.ResourceProvider<ApplicationInputs, ApplicationOutputs> = {
+  check: async (olds, news) => (await _loadImpl<Impl>(SELF)).applicationImpl.check(olds, news),
+  diff: async (id, olds, news) => (await _loadImpl<Impl>(SELF)).applicationImpl.diff(id, olds, news),
+  create: async (inputs) => (await _loadImpl<Impl>(SELF)).applicationImpl.create(inputs),
+  read: async (id, props) => (await _loadImpl<Impl>(SELF)).applicationImpl.read(id, props),
+  update: async (id, olds, news) => (await _loadImpl<Impl>(SELF)).applicationImpl.update(id, olds, news),
+  delete: async (id, props) => (await _loadImpl<Impl>(SELF)).applicationImpl.delete(id, props),
+};
+
+export class Application extends pulumi.dynamic.Resource {
+  declare readonly tenant: pulumi.Output<string>;
+  declare readonly body: pulumi.Output<ApplicationSpecBody>;
+  declare readonly clientId: pulumi.Output<string | undefined>;
+  /** Secret. */
+  declare readonly clientSecret: pulumi.Output<string | undefined>;
+
+  constructor(name: string, args: ApplicationArgs, opts?: pulumi.CustomResourceOptions) {
+    super(
+      applicationProvider,
+      name,
+      { ...args, clientId: undefined, clientSecret: undefined },
+      { ...opts, additionalSecretOutputs: ['clientSecret', 'connection'] },
+      'idforge',
+      'Application',
+    );
+  }
+}

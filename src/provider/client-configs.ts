@@ -1,0 +1,129 @@
+/**
+ * ClientConfigs: the generated client configurations, written as files under one directory in the
+ * layout of `idforge compile --out` (DIR/<tenant>/<app>/...), where `idforge scaffold` and people
+ * find them.
+ *
+ * A resource rather than a side effect of the program so that a preview writes nothing, `destroy`
+ * removes what `up` wrote, and `refresh` notices a file edited or deleted by hand. The contents hold
+ * client, cookie and session secrets, so the `files` input is a secret and files are written 0600.
+ */
+import * as pulumi from '@pulumi/pulumi';
+import { z } from 'zod';
+import { changedKeys, checkWith, jsonEqual } from './_common.ts';
+import { _loadImpl } from './_load.ts';
+
+export interface ClientConfigsArgs {
+  /** Absolute directory. */
+  readonly dir: pulumi.Input<string>;
+  /** Relative path (with `/`) → file content. Pass as a secret. */
+  readonly files: pulumi.Input<Record<string, pulumi.Input<string>>>;
+}
+
+export interface ClientConfigsInputs {
+  readonly dir: string;
+  readonly files: Record<string, string>;
+}
+export type ClientConfigsOutputs = ClientConfigsInputs;
+
+const relPath = z
+  .string()
+  .min(1)
+  .refine((p) => !p.startsWith('/') && !p.split('/').some((s) => s === '' || s === '.' || s === '..'), {
+    error: 'must be a relative path inside the directory, without "." or ".." segments',
+  });
+
+const ClientConfigsInputsSchema = z.strictObject({
+  dir: z.string().refine((d) => d.startsWith('/'), { error: 'must be an absolute path' }),
+  files: z.record(relPath, z.string()),
+});
+
+/** Writes and removes files so that `dir` holds `news` instead of `olds`; pure of Pulumi. */
+export async function syncFiles(dir: string, olds: Record<string, string>, news: Record<string, string>): Promise<void> {
+  const fs = await import('node:fs/promises');
+  const path = await import('node:path');
+  for (const [rel, content] of Object.entries(news)) {
+    const file = path.join(dir, rel);
+    const current = await fs.readFile(file, 'utf8').catch(() => undefined);
+    if (current === content) continue;
+    await fs.mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+    // Write beside and rename, so a reader never sees half a config.
+    const tmp = `${file}.${process.pid}.tmp`;
+    await fs.writeFile(tmp, content, { mode: 0o600 });
+    await fs.rename(tmp, file);
+  }
+  for (const rel of Object.keys(olds)) {
+    if (rel in news) continue;
+    const file = path.join(dir, rel);
+    await fs.rm(file, { force: true });
+    // Remove directories this left empty, up to (not including) dir.
+    for (let d = path.dirname(file); d.startsWith(dir + path.sep); d = path.dirname(d)) {
+      const left = await fs.readdir(d).catch(() => ['?']);
+      if (left.length > 0) break;
+      await fs.rmdir(d).catch(() => undefined);
+    }
+  }
+}
+
+export const clientConfigsImpl: Required<
+  Omit<pulumi.dynamic.ResourceProvider<ClientConfigsInputs, ClientConfigsOutputs>, 'configure'>
+> = {
+  async check(_olds, news) {
+    return checkWith(ClientConfigsInputsSchema as z.ZodType<ClientConfigsInputs & Record<string, unknown>>, news as never);
+  },
+  async diff(_id, olds, news) {
+    const replaces = changedKeys(['dir'], { ...olds }, { ...news });
+    return { changes: replaces.length > 0 || !jsonEqual(olds.files, news.files), replaces };
+  },
+  async create(inputs) {
+    await syncFiles(inputs.dir, {}, inputs.files);
+    return { id: inputs.dir, outs: inputs };
+  },
+  async read(id, props) {
+    const fs = await import('node:fs/promises');
+    const path = await import('node:path');
+    const old = props as ClientConfigsOutputs;
+    const files: Record<string, string> = {};
+    for (const rel of Object.keys(old.files)) {
+      const content = await fs.readFile(path.join(old.dir, rel), 'utf8').catch(() => undefined);
+      if (content !== undefined) files[rel] = content;
+    }
+    const now = { ...old, files };
+    return { id, props: now, inputs: now };
+  },
+  async update(_id, olds, news) {
+    await syncFiles(news.dir, olds.files, news.files);
+    return { outs: news };
+  },
+  async delete(_id, props) {
+    const old = props as ClientConfigsOutputs;
+    await syncFiles(old.dir, old.files, {});
+  },
+};
+
+const SELF = import.meta.url;
+type Impl = typeof import('./client-configs.ts');
+
+/** The serialized shell: loads {@link clientConfigsImpl} from the installed package at run time. */
+export const clientConfigsProvider: pulumi.dynamic.ResourceProvider<ClientConfigsInputs, ClientConfigsOutputs> = {
+  check: async (olds, news) => (await _loadImpl<Impl>(SELF)).clientConfigsImpl.check(olds, news),
+  diff: async (id, olds, news) => (await _loadImpl<Impl>(SELF)).clientConfigsImpl.diff(id, olds, news),
+  create: async (inputs) => (await _loadImpl<Impl>(SELF)).clientConfigsImpl.create(inputs),
+  read: async (id, props) => (await _loadImpl<Impl>(SELF)).clientConfigsImpl.read(id, props),
+  update: async (id, olds, news) => (await _loadImpl<Impl>(SELF)).clientConfigsImpl.update(id, olds, news),
+  delete: async (id, props) => (await _loadImpl<Impl>(SELF)).clientConfigsImpl.delete(id, props),
+};
+
+export class ClientConfigs extends pulumi.dynamic.Resource {
+  declare readonly dir: pulumi.Output<string>;
+
+  constructor(name: string, args: ClientConfigsArgs, opts?: pulumi.CustomResourceOptions) {
+    super(
+      clientConfigsProvider,
+      name,
+      { ...args, files: pulumi.secret(args.files) },
+      { ...opts, additionalSecretOutputs: ['files'] },
+      'idforge',
+      'ClientConfigs',
+    );
+  }
+}

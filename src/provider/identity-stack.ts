@@ -1,0 +1,169 @@
+/**
+ * IdentityStack: the component that maps a validated Model onto the dynamic resources.
+ *
+ *   AuthServer ─┬─ Tenant ─┬─ Application (per app; web/proxy also get a StableSecret)
+ *               │          ├─ TenantUsers (one per tenant)
+ *               │          └─ TenantAssignments (one per tenant, after apps and users)
+ *               └─ ClientConfigs (every generated client file, written under one directory)
+ *
+ * The request bodies come from the same generator as `idforge apply` (tenantSteps), so the two
+ * paths cannot disagree about what a model means; Pulumi only adds the secrets it keeps.
+ */
+import * as pulumi from '@pulumi/pulumi';
+import type { PlanStep, TenantBody, UserBody } from '../schema/admin-api.ts';
+import type { Model } from '../schema/model.ts';
+import { compileClientArtifacts, requiredSecrets, tenantSteps, type Resolved } from '../generators/index.ts';
+import type { AdminConnection } from './_admin-client.ts';
+import { Application, type ApplicationSpecBody } from './application.ts';
+import { AuthServer, type LocalServerArgs } from './auth-server.ts';
+import { ClientConfigs } from './client-configs.ts';
+import { StableSecret } from './stable-secret.ts';
+import { TenantAssignments } from './tenant-assignments.ts';
+import { TenantUsers, type UserSpecBody } from './tenant-users.ts';
+import { Tenant } from './tenant.ts';
+
+export interface IdentityStackArgs {
+  readonly model: Model;
+  /** Local mode settings of the server this stack deploys. The port defaults to the model's. */
+  readonly server: { readonly mode?: 'local'; readonly port?: number; readonly local: LocalServerArgs };
+  /** Absolute directory for the client configurations (the layout of `idforge compile --out`). */
+  readonly clientConfigDir: string;
+  /** Initial passwords per `<tenant>/<userId>`, resolved from the model's references (secrets). */
+  readonly passwords?: Readonly<Record<string, pulumi.Input<string>>>;
+}
+
+/** Bytes per the contract: the proxy's cookie secret is 16 random bytes; a session secret gets 32. */
+const SECRET_BYTES = { cookieSecret: 16, sessionSecret: 32 } as const;
+
+/** Port of a local server when neither the stack nor the model names one. */
+export const DEFAULT_PORT = 9080;
+
+/** Placeholder for the client secrets that the Application resources make: stripped before use. */
+const PLACEHOLDER = 'x'.repeat(43);
+
+function segments(path: string): string[] {
+  return path.split('/').slice(3).map(decodeURIComponent);
+}
+
+function withoutUndefined<T extends object>(o: T): T {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+}
+
+/** Pure: per tenant, the bodies that the resources take (from the generator's plan steps). */
+export function tenantSpecs(model: Model): Array<{
+  readonly tenant: string;
+  readonly body: TenantBody;
+  readonly applications: Array<{ readonly name: string; readonly body: ApplicationSpecBody }>;
+  readonly users: Record<string, UserSpecBody>;
+  readonly assignments: Record<string, string[]>;
+}> {
+  const placeholders: Resolved = {
+    secrets: Object.fromEntries(
+      requiredSecrets(model).map((n) => [n.key, { clientSecret: PLACEHOLDER, cookieSecret: PLACEHOLDER, sessionSecret: PLACEHOLDER }]),
+    ),
+  };
+  return [...model.tenants]
+    .sort((a, b) => (a.name < b.name ? -1 : 1))
+    .map((t) => {
+      const steps = tenantSteps(t, placeholders) as Array<PlanStep & { op: 'put' }>;
+      const tenantBody = steps.find((s) => s.kind === 'tenant')!.body as TenantBody;
+      const applications = steps
+        .filter((s) => s.kind === 'application')
+        .map((s) => {
+          const { clientSecret: _, ...body } = s.body as ApplicationSpecBody & { clientSecret?: string };
+          return { name: segments(s.path)[3]!, body: withoutUndefined(body) as ApplicationSpecBody };
+        });
+      const users: Record<string, UserSpecBody> = {};
+      for (const s of steps.filter((x) => x.kind === 'user')) {
+        const { initialPassword: _, ...body } = s.body as UserBody;
+        users[segments(s.path)[3]!] = withoutUndefined(body);
+      }
+      const assignments: Record<string, string[]> = {};
+      for (const a of t.applications) if (a.kind !== 'api') assignments[a.name] = [];
+      for (const s of steps.filter((x) => x.kind === 'assignment')) {
+        const [, , , app, , user] = segments(s.path);
+        (assignments[app!] ??= []).push(user!);
+      }
+      for (const k of Object.keys(assignments)) assignments[k] = [...new Set(assignments[k])].sort();
+      return { tenant: t.name, body: withoutUndefined(tenantBody), applications, users, assignments };
+    });
+}
+
+export class IdentityStack extends pulumi.ComponentResource {
+  readonly server: AuthServer;
+  readonly baseUrl: pulumi.Output<string>;
+  readonly issuers: pulumi.Output<Record<string, string>>;
+  readonly clientConfigDir: pulumi.Output<string>;
+
+  constructor(name: string, args: IdentityStackArgs, opts?: pulumi.ComponentResourceOptions) {
+    super('idforge:index:IdentityStack', name, {}, opts);
+    const { model } = args;
+    const child = { parent: this };
+
+    this.server = new AuthServer(
+      'server',
+      {
+        mode: args.server.mode ?? 'local',
+        scheme: model.server.scheme as 'http',
+        baseDomain: model.server.baseDomain,
+        port: args.server.port ?? model.server.port ?? DEFAULT_PORT,
+        local: args.server.local,
+        tenants: model.tenants.map((t) => t.name).sort(),
+      },
+      child,
+    );
+    const connection: pulumi.Output<AdminConnection> = this.server.connection;
+
+    const secrets: Record<string, Record<string, pulumi.Output<string>>> = {};
+    const secretOf = (key: string): Record<string, pulumi.Output<string>> => (secrets[key] ??= {});
+    for (const need of requiredSecrets(model)) {
+      if (need.kind === 'clientSecret') continue;
+      secretOf(need.key)[need.kind] = new StableSecret(`${need.key}/${need.kind}`, { bytes: SECRET_BYTES[need.kind] }, child).value;
+    }
+
+    for (const spec of tenantSpecs(model)) {
+      const t = spec.tenant;
+      const tenant = new Tenant(t, { connection, name: t, body: spec.body }, child);
+      const inTenant = { parent: this, dependsOn: [tenant] };
+      const apps = spec.applications.map((a) => {
+        const app = new Application(`${t}/${a.name}`, { connection, tenant: t, name: a.name, body: a.body }, inTenant);
+        if (a.body.kind === 'web' || a.body.kind === 'proxy') secretOf(`${t}/${a.name}`).clientSecret = app.clientSecret.apply((s) => s ?? '');
+        return app;
+      });
+      const passwords: Record<string, pulumi.Input<string>> = {};
+      for (const id of Object.keys(spec.users)) {
+        const pw = args.passwords?.[`${t}/${id}`];
+        if (pw !== undefined) passwords[id] = pw;
+      }
+      const users = new TenantUsers(
+        `${t}/users`,
+        {
+          connection,
+          tenant: t,
+          users: spec.users,
+          ...(Object.keys(passwords).length > 0 ? { initialPasswords: pulumi.secret(passwords) } : {}),
+        },
+        inTenant,
+      );
+      new TenantAssignments(
+        `${t}/assignments`,
+        { connection, tenant: t, assignments: spec.assignments },
+        { parent: this, dependsOn: [tenant, users, ...apps] },
+      );
+    }
+
+    // Generate every client file once all secrets are known; the result is a secret as a whole.
+    const resolvedSecrets = pulumi.all(
+      Object.fromEntries(Object.entries(secrets).map(([k, v]) => [k, pulumi.all(v)])),
+    ) as pulumi.Output<Resolved['secrets']>;
+    const files = resolvedSecrets.apply((s) =>
+      Object.fromEntries(compileClientArtifacts(model, { secrets: s }).map((a) => [a.path, a.content])),
+    );
+    const configs = new ClientConfigs('client-configs', { dir: args.clientConfigDir, files }, child);
+
+    this.baseUrl = this.server.baseUrl;
+    this.issuers = this.server.issuers;
+    this.clientConfigDir = configs.dir;
+    this.registerOutputs({ baseUrl: this.baseUrl, issuers: this.issuers, clientConfigDir: this.clientConfigDir });
+  }
+}

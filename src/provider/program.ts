@@ -1,0 +1,66 @@
+/**
+ * The Pulumi program (Pulumi.yaml's `main` loads it through pulumi-main.js).
+ *
+ * Stack config (namespace `idforge`), paths relative to the project directory:
+ *   model            model file or directory (required), e.g. examples/acme.yaml
+ *   dataDir          local server's data dir. Default: .idforge/<stack>/server
+ *   port             local server's port. Default: the model's `server.port`, else 9080
+ *   clientConfigDir  where client configs are written. Default: .idforge/<stack>/clients
+ *
+ * Users' initial passwords come from the references in the model: `{env: NAME}` reads the
+ * environment of `pulumi up`, `{config: key}` reads a secret stack config value
+ * (`pulumi config set --secret key ...`). They never enter Git and stay secrets in the state.
+ */
+import * as pulumi from '@pulumi/pulumi';
+import { resolve } from 'node:path';
+import { formatProblems, loadModel } from '../schema/index.ts';
+import { IdentityStack } from './identity-stack.ts';
+
+const config = new pulumi.Config('idforge');
+const stack = pulumi.getStack();
+const projectDir = process.cwd();
+const here = (p: string): string => resolve(projectDir, p);
+
+const loaded = await loadModel([here(config.require('model'))]);
+if (!loaded.ok) {
+  // The same located messages as `idforge validate`, without a stack trace.
+  throw new pulumi.RunError(`the model is invalid:\n${formatProblems(loaded.problems)}`);
+}
+const model = loaded.model;
+
+const passwords: Record<string, pulumi.Input<string>> = {};
+const missing: string[] = [];
+for (const t of model.tenants) {
+  for (const u of t.users) {
+    const ref = u.password;
+    if (ref === undefined) continue;
+    if ('env' in ref) {
+      const v = process.env[ref.env];
+      if (v === undefined || v === '') missing.push(`${t.name}/${u.id}: environment variable ${ref.env} is not set`);
+      else passwords[`${t.name}/${u.id}`] = pulumi.secret(v);
+    } else {
+      const v = config.getSecret(ref.config) ?? new pulumi.Config().getSecret(ref.config);
+      if (v === undefined) missing.push(`${t.name}/${u.id}: stack config ${ref.config} is not set (pulumi config set --secret ${ref.config} ...)`);
+      else passwords[`${t.name}/${u.id}`] = v;
+    }
+  }
+}
+if (missing.length > 0) throw new pulumi.RunError(`initial passwords missing:\n${missing.join('\n')}`);
+
+const port = config.getNumber('port');
+const identity = new IdentityStack('idforge', {
+  model,
+  server: {
+    ...(port === undefined ? {} : { port }),
+    local: { dataDir: here(config.get('dataDir') ?? `.idforge/${stack}/server`) },
+  },
+  clientConfigDir: here(config.get('clientConfigDir') ?? `.idforge/${stack}/clients`),
+  passwords,
+});
+
+export const baseUrl = identity.baseUrl;
+export const issuers = identity.issuers;
+export const clientConfigDir = identity.clientConfigDir;
+export const users = model.tenants.flatMap((t) =>
+  t.users.map((u) => ({ tenant: t.name, id: u.id, email: u.email, password: u.password ?? null })),
+);

@@ -1,0 +1,138 @@
+/**
+ * TenantAssignments: which users may sign in to which application of one tenant, as ONE resource
+ * (same reasoning as TenantUsers: one resource per tenant, one call per changed pair).
+ *
+ * Inputs map application name → sorted user ids (groups already expanded by the generators), so
+ * the preview shows `assignments.portal[1]` style changes and a removed assignment is exactly one
+ * DELETE.
+ */
+import * as pulumi from '@pulumi/pulumi';
+import { z } from 'zod';
+import { DNS_LABEL, MANAGED_BY, NAME, USER_ID, adminPaths } from '../schema/admin-api.ts';
+import type { AdminConnection } from './_admin-client.ts';
+import { AdminConnectionSchema, changedKeys, checkWith, jsonEqual } from './_common.ts';
+import { _loadImpl } from './_load.ts';
+
+export interface TenantAssignmentsArgs {
+  readonly connection: pulumi.Input<AdminConnection>;
+  readonly tenant: pulumi.Input<string>;
+  /** Application name → ids of the users assigned to it. */
+  readonly assignments: pulumi.Input<Record<string, pulumi.Input<readonly string[]>>>;
+}
+
+export interface TenantAssignmentsInputs {
+  readonly connection: AdminConnection;
+  readonly tenant: string;
+  readonly assignments: Record<string, string[]>;
+}
+export type TenantAssignmentsOutputs = TenantAssignmentsInputs;
+
+const TenantAssignmentsInputsSchema = z.strictObject({
+  connection: AdminConnectionSchema,
+  tenant: z.string().regex(DNS_LABEL, { error: 'must be a lowercase DNS label' }),
+  assignments: z.record(
+    z.string().regex(NAME, { error: 'must be an application name' }),
+    // Sorted and unique, so reordering the model is no change.
+    z.array(z.string().regex(USER_ID, { error: 'must be a user id' })).transform((ids) => [...new Set(ids)].sort()),
+  ),
+});
+
+const CONCURRENCY = 16;
+
+type Pair = readonly [app: string, user: string];
+
+function pairs(a: Record<string, readonly string[]>): Map<string, Pair> {
+  const out = new Map<string, Pair>();
+  for (const [app, users] of Object.entries(a)) for (const u of users) out.set(`${app}\u0000${u}`, [app, u]);
+  return out;
+}
+
+/** Pairs to add and to remove between two assignment maps: pure, tested directly. */
+export function assignmentChanges(
+  olds: Record<string, readonly string[]>,
+  news: Record<string, readonly string[]>,
+): { readonly add: Pair[]; readonly remove: Pair[] } {
+  const o = pairs(olds);
+  const n = pairs(news);
+  return {
+    add: [...n].filter(([k]) => !o.has(k)).map(([, p]) => p),
+    remove: [...o].filter(([k]) => !n.has(k)).map(([, p]) => p),
+  };
+}
+
+async function apply(olds: TenantAssignmentsInputs | undefined, news: TenantAssignmentsInputs): Promise<void> {
+  const { AdminClient, mapLimit } = await import('./_admin-client.ts');
+  const client = new AdminClient(news.connection);
+  const { add, remove } = assignmentChanges(olds?.assignments ?? {}, news.assignments);
+  await mapLimit(remove, CONCURRENCY, ([a, u]) => client.delete(adminPaths.assignment(news.tenant, a, u)));
+  await mapLimit(add, CONCURRENCY, ([a, u]) => client.put(adminPaths.assignment(news.tenant, a, u), { managedBy: MANAGED_BY }));
+}
+
+export const tenantAssignmentsImpl: Required<
+  Omit<pulumi.dynamic.ResourceProvider<TenantAssignmentsInputs, TenantAssignmentsOutputs>, 'configure'>
+> = {
+  async check(_olds, news) {
+    return checkWith(
+      TenantAssignmentsInputsSchema as unknown as z.ZodType<TenantAssignmentsInputs & Record<string, unknown>>,
+      news as never,
+    );
+  },
+  async diff(_id, olds, news) {
+    const replaces = changedKeys(['tenant'], { ...olds }, { ...news });
+    return { changes: replaces.length > 0 || !jsonEqual(olds.assignments, news.assignments), replaces };
+  },
+  async create(inputs) {
+    await apply(undefined, inputs);
+    return { id: `${inputs.tenant}/assignments`, outs: inputs };
+  },
+  async read(id, props) {
+    const { AdminClient, mapLimit } = await import('./_admin-client.ts');
+    const old = props as TenantAssignmentsOutputs;
+    const client = new AdminClient(old.connection);
+    const all = [...pairs(old.assignments).values()];
+    const live = await mapLimit(all, CONCURRENCY, ([a, u]) => client.get(adminPaths.assignment(old.tenant, a, u)));
+    const assignments: Record<string, string[]> = {};
+    for (const app of Object.keys(old.assignments)) assignments[app] = [];
+    all.forEach(([a, u], i) => {
+      if (live[i] !== undefined) assignments[a]?.push(u);
+    });
+    const now = { ...old, assignments };
+    return { id, props: now, inputs: now };
+  },
+  async update(_id, olds, news) {
+    await apply(olds, news);
+    return { outs: news };
+  },
+  async delete(_id, props) {
+    const old = props as TenantAssignmentsOutputs;
+    await apply(old, { ...old, assignments: {} });
+  },
+};
+
+const SELF = import.meta.url;
+type Impl = typeof import('./tenant-assignments.ts');
+
+/** The serialized shell: loads {@link tenantAssignmentsImpl} from the installed package at run time. */
+export const tenantAssignmentsProvider: pulumi.dynamic.ResourceProvider<TenantAssignmentsInputs, TenantAssignmentsOutputs> = {
+  check: async (olds, news) => (await _loadImpl<Impl>(SELF)).tenantAssignmentsImpl.check(olds, news),
+  diff: async (id, olds, news) => (await _loadImpl<Impl>(SELF)).tenantAssignmentsImpl.diff(id, olds, news),
+  create: async (inputs) => (await _loadImpl<Impl>(SELF)).tenantAssignmentsImpl.create(inputs),
+  read: async (id, props) => (await _loadImpl<Impl>(SELF)).tenantAssignmentsImpl.read(id, props),
+  update: async (id, olds, news) => (await _loadImpl<Impl>(SELF)).tenantAssignmentsImpl.update(id, olds, news),
+  delete: async (id, props) => (await _loadImpl<Impl>(SELF)).tenantAssignmentsImpl.delete(id, props),
+};
+
+export class TenantAssignments extends pulumi.dynamic.Resource {
+  declare readonly assignments: pulumi.Output<Record<string, string[]>>;
+
+  constructor(name: string, args: TenantAssignmentsArgs, opts?: pulumi.CustomResourceOptions) {
+    super(
+      tenantAssignmentsProvider,
+      name,
+      { ...args },
+      { ...opts, additionalSecretOutputs: ['connection'] },
+      'idforge',
+      'TenantAssignments',
+    );
+  }
+}

@@ -1,0 +1,93 @@
+/**
+ * Tenant: one `PUT /admin/v1/tenants/{name}` object. The name is the subdomain, so it cannot
+ * change in place: a new name is a new tenant (replace).
+ */
+import * as pulumi from '@pulumi/pulumi';
+import { z } from 'zod';
+import { DNS_LABEL, TenantBody, adminPaths } from '../schema/admin-api.ts';
+import type { AdminConnection } from './_admin-client.ts';
+import { AdminConnectionSchema, changedKeys, checkWith, jsonEqual, pickKeys } from './_common.ts';
+import { _loadImpl } from './_load.ts';
+
+export interface TenantArgs {
+  /** How to reach the admin API; pass the AuthServer's `connection` (a secret). */
+  readonly connection: pulumi.Input<AdminConnection>;
+  /** Subdomain label; immutable. */
+  readonly name: pulumi.Input<string>;
+  /** The desired state, exactly the body `idforge apply` sends. */
+  readonly body: pulumi.Input<TenantBody>;
+}
+
+export interface TenantInputs {
+  readonly connection: AdminConnection;
+  readonly name: string;
+  readonly body: TenantBody;
+}
+export type TenantOutputs = TenantInputs;
+
+const TenantInputsSchema = z.strictObject({
+  connection: AdminConnectionSchema,
+  name: z.string().regex(DNS_LABEL, { error: 'must be a lowercase DNS label' }),
+  body: TenantBody,
+});
+
+/** Inputs that name the remote object: changing one means a different tenant. */
+const IMMUTABLE = ['name'] as const;
+
+export const tenantImpl: Required<Omit<pulumi.dynamic.ResourceProvider<TenantInputs, TenantOutputs>, 'configure'>> = {
+  async check(_olds, news) {
+    return checkWith(TenantInputsSchema, news as unknown as Record<string, unknown>);
+  },
+  async diff(_id, olds, news) {
+    const replaces = changedKeys(IMMUTABLE, { ...olds }, { ...news });
+    // The connection is how we reach the server, not part of the tenant: a new token or port is no change.
+    const changes = replaces.length > 0 || !jsonEqual(olds.body, news.body);
+    return { changes, replaces };
+  },
+  async create(inputs) {
+    const { AdminClient } = await import('./_admin-client.ts');
+    await new AdminClient(inputs.connection).put(adminPaths.tenant(inputs.name), inputs.body);
+    return { id: inputs.name, outs: inputs };
+  },
+  async read(id, props) {
+    const { AdminClient } = await import('./_admin-client.ts');
+    const old = props as TenantOutputs;
+    const live = await new AdminClient(old.connection).get(adminPaths.tenant(id));
+    if (live === undefined) return { id: '' }; // gone: refresh drops it, the next up recreates it
+    const body = { ...old.body, ...pickKeys<TenantBody>(TenantBody.shape, live) };
+    const now: TenantOutputs = { ...old, name: id, body };
+    // Return the inputs too, so the next diff compares the model with what is live (pulumi#13679).
+    return { id, props: now, inputs: now };
+  },
+  async update(_id, _olds, news) {
+    const { AdminClient } = await import('./_admin-client.ts');
+    await new AdminClient(news.connection).put(adminPaths.tenant(news.name), news.body);
+    return { outs: news };
+  },
+  async delete(id, props) {
+    const { AdminClient } = await import('./_admin-client.ts');
+    await new AdminClient((props as TenantOutputs).connection).delete(adminPaths.tenant(id));
+  },
+};
+
+const SELF = import.meta.url;
+type Impl = typeof import('./tenant.ts');
+
+/** The shell that Pulumi serializes: it loads {@link tenantImpl} from the installed package. */
+export const tenantProvider: pulumi.dynamic.ResourceProvider<TenantInputs, TenantOutputs> = {
+  check: async (olds, news) => (await _loadImpl<Impl>(SELF)).tenantImpl.check(olds, news),
+  diff: async (id, olds, news) => (await _loadImpl<Impl>(SELF)).tenantImpl.diff(id, olds, news),
+  create: async (inputs) => (await _loadImpl<Impl>(SELF)).tenantImpl.create(inputs),
+  read: async (id, props) => (await _loadImpl<Impl>(SELF)).tenantImpl.read(id, props),
+  update: async (id, olds, news) => (await _loadImpl<Impl>(SELF)).tenantImpl.update(id, olds, news),
+  delete: async (id, props) => (await _loadImpl<Impl>(SELF)).tenantImpl.delete(id, props),
+};
+
+export class Tenant extends pulumi.dynamic.Resource {
+  declare readonly name: pulumi.Output<string>;
+  declare readonly body: pulumi.Output<TenantBody>;
+
+  constructor(name: string, args: TenantArgs, opts?: pulumi.CustomResourceOptions) {
+    super(tenantProvider, name, { ...args }, { ...opts, additionalSecretOutputs: ['connection'] }, 'idforge', 'Tenant');
+  }
+}
