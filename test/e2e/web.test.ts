@@ -1,0 +1,74 @@
+/**
+ * Pattern 1, server-side web app with the grant login helper (contract §1, §4, §5.9): scaffolded
+ * from the example model, started with `npm start`, signed in through a real Chromium.
+ */
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchBrowser, newContext, screenshot, visibleText } from '../support/browser.ts';
+import { isLoginPage, signIn, startStack, type Stack } from './_stack.ts';
+
+const PROVIDER = 'acme';
+
+describe('web app (express + express-session + grant)', () => {
+  let stack: Stack;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    stack = await startStack({ label: 'web', apps: ['portal'] });
+    browser = await launchBrowser();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await stack?.stop();
+  });
+
+  it('redirects /connect/<provider> to the login page with the registered redirect URI', async () => {
+    const portal = stack.app('portal');
+    const res = await fetch(`${portal.origin}/connect/${PROVIDER}`, { redirect: 'manual' });
+    expect(res.status).toBe(302);
+    const location = new URL(res.headers.get('location') ?? '');
+    expect(`${location.origin}${location.pathname}`).toBe(`${stack.issuer}auth`);
+    expect(location.searchParams.get('redirect_uri')).toBe(`${portal.origin}/connect/${PROVIDER}/callback`);
+    expect(location.searchParams.get('response_type')).toBe('code');
+    expect(location.searchParams.get('scope')?.split(' ')).toContain('openid');
+    expect(location.searchParams.get('state')).toBeTruthy();
+  });
+
+  it('signs an assigned user in and answers the callback path with tokens, raw and profile', async () => {
+    const portal = stack.app('portal');
+    const context = await newContext(browser);
+    const page = await context.newPage();
+    await page.goto(`${portal.origin}/connect/${PROVIDER}`);
+    expect(await isLoginPage(page, stack.issuer)).toBe(true);
+    await screenshot(page, 'web-1-login');
+
+    await signIn(page, stack.users.alice);
+    await page.waitForURL(`${portal.origin}/hello`);
+    await screenshot(page, 'web-2-result');
+    const result = JSON.parse(await visibleText(page)) as Record<string, any>;
+    expect(result.access_token).toEqual(expect.any(String));
+    expect(result.id_token).toEqual(expect.any(String));
+    expect(result.raw).toMatchObject({ access_token: result.access_token, token_type: expect.stringMatching(/^bearer$/i) });
+    expect(result.profile).toMatchObject({ sub: stack.users.alice.id, email: stack.users.alice.email });
+    await context.close();
+  });
+
+  it('denies a user who is not assigned to the app and tells them why', async () => {
+    const portal = stack.app('portal');
+    const context = await newContext(browser);
+    const page = await context.newPage();
+    await page.goto(`${portal.origin}/connect/${PROVIDER}`);
+    await signIn(page, stack.users.carol);
+    // The service's own page explains the refusal before sending the person back.
+    expect(await visibleText(page)).toMatch(/not assigned/i);
+    await screenshot(page, 'web-3-denied-at-service');
+
+    const back = page.waitForURL(`${portal.origin}/hello`);
+    await page.getByRole('button', { name: /^Return to/ }).click();
+    await back;
+    await screenshot(page, 'web-4-denied-at-app');
+    const result = JSON.parse(await visibleText(page)) as Record<string, unknown>;
+    expect(result).toEqual({ error: 'access_denied', message: expect.stringMatching(/not assigned/i) });
+    await context.close();
+  });
+});
