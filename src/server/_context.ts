@@ -1,0 +1,16 @@
+/** What every part of the server shares: storage, master key, public address. Built once by startServer. */
+import type { ServerAddress } from '../schema/urls.ts';
+import type { MasterKey } from './_crypto.ts';
+import type { SigningAlg } from './keys.ts';
+import type { Storage } from './storage/types.ts';
+
+export interface ServerContext {
+  readonly storage: Storage;
+  readonly master: MasterKey;
+  /** The public address; known only once the server listens (port 0 picks one). */
+  readonly address: () => ServerAddress;
+  readonly keyAlg: SigningAlg;
+  readonly log: (line: string) => void;
+  /** Drops a tenant's cached oidc-provider so the next request sees new keys, scopes or settings. */
+  readonly evictTenant: (tenant: string) => void;
+}

@@ -1,0 +1,62 @@
+/**
+ * Users as oidc-provider sees them (findAccount), assignments, and which scopes a user may hold.
+ */
+import type { Account, KoaContextWithOIDC } from 'oidc-provider';
+import type { ServerContext } from './_context.ts';
+import type { UserRecord } from './storage/types.ts';
+
+/** Always grantable when the client may request them; every other scope is custom and per-user. */
+export const STANDARD_SCOPES: readonly string[] = ['openid', 'profile', 'email', 'offline'];
+
+/** The claims each standard scope releases (ID token and userinfo). */
+export const SCOPE_CLAIMS = {
+  openid: ['sub'],
+  profile: ['name'],
+  email: ['email', 'email_verified'],
+} as const;
+
+/**
+ * The subset of `requested` this user may be granted: standard scopes always, custom scopes only
+ * when the user holds them. (Whether the client may ask at all is checked by oidc-provider
+ * against the client's registered `scope`.)
+ */
+export function grantableScopes(user: UserRecord, requested: Iterable<string>): string[] {
+  const held = new Set(user.body.scopes);
+  return [...new Set(requested)].filter((s) => STANDARD_SCOPES.includes(s) || held.has(s));
+}
+
+export async function isAssigned(ctx: ServerContext, tenant: string, clientId: string, userId: string): Promise<boolean> {
+  const app = await ctx.storage.getApplicationByClientId(tenant, clientId);
+  if (app === undefined) return false;
+  return (await ctx.storage.getAssignment(tenant, app.name, userId)) !== undefined;
+}
+
+export function accountFor(user: UserRecord): Account {
+  return {
+    accountId: user.id,
+    // email_verified is true because addresses are provisioned by the tenant's administrators, not
+    // self-asserted; oauth2-proxy refuses unverified emails by default.
+    claims: async () => ({
+      sub: user.id,
+      email: user.body.email,
+      email_verified: true,
+      ...(user.body.displayName === undefined ? {} : { name: user.body.displayName }),
+    }),
+  };
+}
+
+/**
+ * oidc-provider's findAccount. With a token (refresh, userinfo, introspection) the user must still
+ * exist, be enabled and be assigned to the token's client: removing an assignment therefore ends
+ * that user's refresh tokens for that application at once, even before the grant purge.
+ */
+export function findAccount(ctx: ServerContext, tenant: string) {
+  return async (_oidc: KoaContextWithOIDC, sub: string, token?: { clientId?: string; kind?: string }): Promise<Account | undefined> => {
+    const user = await ctx.storage.getUser(tenant, sub);
+    if (user === undefined || user.body.disabled) return undefined;
+    if (token?.clientId !== undefined && token.kind !== 'ClientCredentials') {
+      if (!(await isAssigned(ctx, tenant, token.clientId, sub))) return undefined;
+    }
+    return accountFor(user);
+  };
+}

@@ -1,0 +1,54 @@
+/**
+ * The admin API eats its own cooking: callers present an access token (JWT) issued by the built-in
+ * system tenant for the admin API audience, with `admin` in `scp`. Verified locally against the
+ * system tenant's published keys: no network call, no shared secret.
+ */
+import type { NextFunction, Request, Response } from 'express';
+import { createLocalJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
+import { issuerUrl } from '../../schema/urls.ts';
+import type { ServerContext } from '../_context.ts';
+import { ADMIN_AUDIENCE, ADMIN_SCOPE, SYSTEM_TENANT } from '../config.ts';
+import { ServerError, errorBody, errors } from '../errors.ts';
+import { publicJwks } from '../keys.ts';
+
+/** Keys are re-read at most this often, so a rotation of the system tenant is picked up. */
+const KEY_CACHE_MS = 30_000;
+
+export function requireAdmin(ctx: ServerContext) {
+  let cached: { at: number; jwks: JWTVerifyGetKey } | undefined;
+  const keys = async () => {
+    if (cached === undefined || Date.now() - cached.at > KEY_CACHE_MS) {
+      const records = await ctx.storage.listKeys(SYSTEM_TENANT);
+      cached = { at: Date.now(), jwks: createLocalJWKSet({ keys: publicJwks(records, ctx.master) }) };
+    }
+    return cached.jwks;
+  };
+
+  const fail = (res: Response, err: ServerError) => {
+    const { status, body } = errorBody(err);
+    // RFC 6750 §3: tell the client what kind of credential is expected and why it failed.
+    const code = status === 401 ? (err.message.startsWith('a bearer') ? '' : ', error="invalid_token"') : ', error="insufficient_scope"';
+    res.status(status).set('www-authenticate', `Bearer realm="idforge-admin"${code}${status === 403 ? `, scope="${ADMIN_SCOPE}"` : ''}`).json(body);
+  };
+
+  return async (req: Request, res: Response, next: NextFunction) => {
+    const header = req.headers.authorization ?? '';
+    const m = /^Bearer ([A-Za-z0-9._~+/-]+=*)$/i.exec(header);
+    if (m === null) return fail(res, errors.unauthorized());
+    let scp: unknown;
+    try {
+      const { payload } = await jwtVerify(m[1]!, await keys(), {
+        issuer: issuerUrl(ctx.address(), SYSTEM_TENANT),
+        audience: ADMIN_AUDIENCE,
+        algorithms: ['RS256', 'ES256'],
+      });
+      scp = payload.scp;
+    } catch {
+      return fail(res, errors.unauthorized('the access token is invalid, expired, or not issued for the admin API'));
+    }
+    if (!Array.isArray(scp) || !scp.includes(ADMIN_SCOPE)) {
+      return fail(res, errors.forbidden(`the access token lacks the '${ADMIN_SCOPE}' scope`));
+    }
+    next();
+  };
+}

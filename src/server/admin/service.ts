@@ -1,0 +1,317 @@
+/**
+ * The admin API's operations on stored state, independent of HTTP. PUT is declarative: it
+ * carries the full desired state and reports what it changed (`created`, `updated`, `unchanged`)
+ * with the changed fields; `dryRun` computes that without writing (idforge plan uses it).
+ */
+import {
+  type ApplicationBody,
+  type AssignmentBody,
+  type TenantBody,
+  type UserBody,
+} from '../../schema/admin-api.ts';
+import type { ServerContext } from '../_context.ts';
+import { hashPassword, newClientSecret } from '../_crypto.ts';
+import { STANDARD_SCOPES } from '../accounts.ts';
+import { SYSTEM_TENANT } from '../config.ts';
+import { errors } from '../errors.ts';
+import { createTenantKeys, rotateTenantKeys, type SigningAlg } from '../keys.ts';
+import type {
+  ApplicationRecord,
+  AssignmentRecord,
+  KeyRecord,
+  Page,
+  PageRequest,
+  StoredApplicationBody,
+  TenantRecord,
+  UserRecord,
+} from '../storage/types.ts';
+
+export type Outcome = 'created' | 'updated' | 'unchanged';
+
+export interface PutResult<R> {
+  readonly outcome: Outcome;
+  /** Top-level fields that differ from the stored state (all fields when created). */
+  readonly changes: readonly string[];
+  readonly resource: R;
+  /** Only when the server made or replaced the secret and nobody else knows it yet. */
+  readonly clientSecret?: string;
+}
+
+const iso = (epoch: number) => new Date(epoch * 1000).toISOString();
+
+/** Deterministic JSON for comparing bodies (object key order must not matter). */
+function canonical(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
+  if (v !== null && typeof v === 'object') {
+    return `{${Object.keys(v).sort().filter((k) => (v as Record<string, unknown>)[k] !== undefined)
+      .map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`).join(',')}}`;
+  }
+  return JSON.stringify(v);
+}
+
+function diff(before: object | undefined, after: object): string[] {
+  if (before === undefined) return Object.keys(after).filter((k) => (after as Record<string, unknown>)[k] !== undefined).sort();
+  const keys = new Set([...Object.keys(before), ...Object.keys(after)]);
+  return [...keys].filter((k) => canonical((before as Record<string, unknown>)[k]) !== canonical((after as Record<string, unknown>)[k])).sort();
+}
+
+export const tenantView = (r: TenantRecord) => ({ name: r.name, ...r.body, createdAt: iso(r.createdAt), updatedAt: iso(r.updatedAt) });
+export const applicationView = (r: ApplicationRecord) => ({ name: r.name, ...r.body, createdAt: iso(r.createdAt), updatedAt: iso(r.updatedAt) });
+export const userView = (r: UserRecord) => ({
+  id: r.id, ...r.body, hasPassword: r.passwordHash !== null, createdAt: iso(r.createdAt), updatedAt: iso(r.updatedAt),
+});
+export const assignmentView = (r: AssignmentRecord) => ({ application: r.application, userId: r.userId, ...r.body, createdAt: iso(r.createdAt) });
+export const keyView = (k: KeyRecord) => ({
+  kid: k.kid, alg: k.alg, state: k.state, createdAt: iso(k.createdAt), ...(k.retiredAt === null ? {} : { retiredAt: iso(k.retiredAt) }),
+});
+
+export class AdminService {
+  constructor(private readonly ctx: ServerContext) {}
+
+  get #s() {
+    return this.ctx.storage;
+  }
+
+  async #tenant(name: string): Promise<TenantRecord> {
+    if (name === SYSTEM_TENANT) throw errors.forbidden(`tenant '${SYSTEM_TENANT}' is reserved for the server itself`);
+    const t = await this.#s.getTenant(name);
+    if (t === undefined) throw errors.notFound(`tenant '${name}' does not exist`);
+    return t;
+  }
+
+  // Tenants
+  async putTenant(name: string, body: TenantBody, dryRun: boolean): Promise<PutResult<ReturnType<typeof tenantView>>> {
+    if (name === SYSTEM_TENANT) throw errors.forbidden(`tenant '${SYSTEM_TENANT}' is reserved for the server itself`);
+    const names = body.scopes.map((s) => s.name);
+    const dup = names.findIndex((n, i) => names.indexOf(n) !== i);
+    if (dup >= 0) throw errors.invalidRequest(`scope '${names[dup]}' is defined twice`, `scopes.${dup}.name`);
+    const std = names.findIndex((n) => STANDARD_SCOPES.includes(n));
+    if (std >= 0) throw errors.invalidRequest(`scope '${names[std]}' is a standard scope and cannot be redefined`, `scopes.${std}.name`);
+    const before = await this.#s.getTenant(name);
+    const changes = diff(before?.body, body);
+    const outcome: Outcome = before === undefined ? 'created' : changes.length === 0 ? 'unchanged' : 'updated';
+    if (dryRun || outcome === 'unchanged') {
+      const now = Math.floor(Date.now() / 1000);
+      return { outcome, changes, resource: tenantView(before ?? { name, body, createdAt: now, updatedAt: now }) };
+    }
+    const rec = await this.#s.putTenant(name, body);
+    if (before === undefined) await createTenantKeys(this.#s, this.ctx.master, name, this.ctx.keyAlg);
+    this.ctx.evictTenant(name);
+    return { outcome, changes, resource: tenantView(rec) };
+  }
+
+  async getTenant(name: string) {
+    return tenantView(await this.#tenant(name));
+  }
+
+  async listTenants(page: PageRequest): Promise<Page<ReturnType<typeof tenantView>>> {
+    const p = await this.#s.listTenants(page);
+    return { items: p.items.filter((t) => t.name !== SYSTEM_TENANT).map(tenantView), nextCursor: p.nextCursor };
+  }
+
+  async deleteTenant(name: string, dryRun: boolean): Promise<boolean> {
+    await this.#tenant(name);
+    if (dryRun) return true;
+    const gone = await this.#s.deleteTenant(name);
+    this.ctx.evictTenant(name);
+    return gone;
+  }
+
+  async listKeys(tenant: string) {
+    await this.#tenant(tenant);
+    return (await this.#s.listKeys(tenant)).map(keyView);
+  }
+
+  async rotateKeys(tenant: string, alg: SigningAlg | undefined) {
+    await this.#tenant(tenant);
+    const keys = await rotateTenantKeys(this.#s, this.ctx.master, tenant, alg);
+    this.ctx.evictTenant(tenant);
+    return keys.map(keyView);
+  }
+
+  // Applications
+  async #checkApplication(tenant: TenantRecord, name: string, body: ApplicationBody): Promise<void> {
+    const s = this.#s;
+    if (body.kind === 'api') {
+      const other = await s.getApplicationByIdentifier(tenant.name, body.identifier);
+      if (other !== undefined && other.name !== name) {
+        throw errors.conflict(`identifier '${body.identifier}' is already used by application '${other.name}'`, 'identifier');
+      }
+      return;
+    }
+    const other = await s.getApplicationByClientId(tenant.name, body.clientId);
+    if (other !== undefined && other.name !== name) {
+      throw errors.conflict(`clientId '${body.clientId}' is already used by application '${other.name}'`, 'clientId');
+    }
+    const known = new Set([...STANDARD_SCOPES, ...tenant.body.scopes.map((s) => s.name)]);
+    for (const [i, aud] of body.audience.entries()) {
+      const api = await s.getApplicationByIdentifier(tenant.name, aud);
+      if (api === undefined || api.body.kind !== 'api') {
+        throw errors.invalidRequest(`audience '${aud}' is not the identifier of an api application in tenant '${tenant.name}'`, `audience.${i}`);
+      }
+      for (const sc of api.body.scopes) known.add(sc);
+    }
+    for (const [i, sc] of body.scopes.entries()) {
+      if (!known.has(sc)) {
+        throw errors.invalidRequest(
+          `scope '${sc}' is neither standard, nor defined by the tenant, nor offered by an api in the audience`, `scopes.${i}`);
+      }
+    }
+  }
+
+  async putApplication(tenantName: string, name: string, body: ApplicationBody, dryRun: boolean): Promise<PutResult<ReturnType<typeof applicationView>>> {
+    const tenant = await this.#tenant(tenantName);
+    await this.#checkApplication(tenant, name, body);
+    const before = await this.#s.getApplication(tenantName, name);
+    let stored: StoredApplicationBody;
+    let secretHash: string | null = null;
+    let clientSecret: string | undefined;
+    let secretChanged = false;
+    if (body.kind === 'web' || body.kind === 'proxy') {
+      const { clientSecret: given, ...rest } = body;
+      stored = rest;
+      if (given !== undefined) {
+        secretChanged = before?.secretHash == null || !this.ctx.master.verifyClientSecret(before.secretHash, given);
+        secretHash = this.ctx.master.hashClientSecret(given);
+      } else if (before?.secretHash != null) {
+        secretHash = before.secretHash;
+      } else {
+        clientSecret = newClientSecret();
+        secretHash = this.ctx.master.hashClientSecret(clientSecret);
+        secretChanged = true;
+      }
+    } else {
+      stored = body;
+    }
+    const changes = diff(before?.body, stored);
+    if (secretChanged && before !== undefined) changes.push('clientSecret');
+    const outcome: Outcome = before === undefined ? 'created' : changes.length === 0 ? 'unchanged' : 'updated';
+    const now = Math.floor(Date.now() / 1000);
+    if (dryRun || outcome === 'unchanged') {
+      return { outcome, changes, resource: applicationView(before ?? { tenant: tenantName, name, body: stored, secretHash, createdAt: now, updatedAt: now }) };
+    }
+    // A changed client id orphans the old id's grants and tokens: no client answers to it any more.
+    const rec = await this.#s.putApplication(tenantName, name, stored, secretHash);
+    this.ctx.evictTenant(tenantName);
+    return { outcome, changes, resource: applicationView(rec), ...(clientSecret === undefined ? {} : { clientSecret }) };
+  }
+
+  async getApplication(tenant: string, name: string) {
+    await this.#tenant(tenant);
+    const a = await this.#s.getApplication(tenant, name);
+    if (a === undefined || a.body.kind === 'service') throw errors.notFound(`application '${name}' does not exist in tenant '${tenant}'`);
+    return applicationView(a);
+  }
+
+  async listApplications(tenant: string, page: PageRequest) {
+    await this.#tenant(tenant);
+    const p = await this.#s.listApplications(tenant, page);
+    return { items: p.items.map(applicationView), nextCursor: p.nextCursor };
+  }
+
+  async deleteApplication(tenant: string, name: string, dryRun: boolean): Promise<void> {
+    await this.getApplication(tenant, name);
+    if (dryRun) return;
+    await this.#s.deleteApplication(tenant, name);
+    this.ctx.evictTenant(tenant);
+  }
+
+  async rotateClientSecret(tenant: string, name: string): Promise<{ clientId: string; clientSecret: string }> {
+    await this.#tenant(tenant);
+    const a = await this.#s.getApplication(tenant, name);
+    if (a === undefined || a.body.kind === 'service') throw errors.notFound(`application '${name}' does not exist in tenant '${tenant}'`);
+    if (a.body.kind !== 'web' && a.body.kind !== 'proxy') {
+      throw errors.invalidRequest(`application '${name}' is of kind '${a.body.kind}', which has no client secret`);
+    }
+    const clientSecret = newClientSecret();
+    await this.#s.putApplication(tenant, name, a.body, this.ctx.master.hashClientSecret(clientSecret));
+    return { clientId: a.body.clientId, clientSecret };
+  }
+
+  // Users
+  async putUser(tenantName: string, id: string, body: UserBody, dryRun: boolean): Promise<PutResult<ReturnType<typeof userView>>> {
+    await this.#tenant(tenantName);
+    const { initialPassword, ...stored } = body;
+    const other = await this.#s.getUserByEmail(tenantName, stored.email);
+    if (other !== undefined && other.id !== id) throw errors.conflict(`email '${stored.email}' belongs to another user of this tenant`, 'email');
+    const before = await this.#s.getUser(tenantName, id);
+    const changes = diff(before?.body, stored);
+    // The initial password only counts when there is no password yet, so re-applying is a no-op.
+    const setsPassword = initialPassword !== undefined && (before?.passwordHash ?? null) === null;
+    if (setsPassword && before !== undefined) changes.push('password');
+    const outcome: Outcome = before === undefined ? 'created' : changes.length === 0 ? 'unchanged' : 'updated';
+    const now = Math.floor(Date.now() / 1000);
+    if (dryRun || outcome === 'unchanged') {
+      return { outcome, changes, resource: userView(before ?? { tenant: tenantName, id, body: stored, passwordHash: setsPassword ? 'x' : null, createdAt: now, updatedAt: now }) };
+    }
+    const hash = setsPassword ? await hashPassword(initialPassword) : (before?.passwordHash ?? null);
+    const rec = await this.#s.putUser(tenantName, id, stored, hash);
+    // Losing a scope or being disabled must not survive in existing grants and refresh tokens.
+    const lostScope = before !== undefined && before.body.scopes.some((s) => !stored.scopes.includes(s));
+    if (lostScope || (stored.disabled && before?.body.disabled !== true)) await this.#s.revokeUserArtifacts(tenantName, id);
+    return { outcome, changes, resource: userView(rec) };
+  }
+
+  async getUser(tenant: string, id: string) {
+    await this.#tenant(tenant);
+    const u = await this.#s.getUser(tenant, id);
+    if (u === undefined) throw errors.notFound(`user '${id}' does not exist in tenant '${tenant}'`);
+    return userView(u);
+  }
+
+  async listUsers(tenant: string, page: PageRequest) {
+    await this.#tenant(tenant);
+    const p = await this.#s.listUsers(tenant, page);
+    return { items: p.items.map(userView), nextCursor: p.nextCursor };
+  }
+
+  async deleteUser(tenant: string, id: string, dryRun: boolean): Promise<void> {
+    await this.getUser(tenant, id);
+    if (!dryRun) await this.#s.deleteUser(tenant, id);
+  }
+
+  // Assignments
+  async #clientApp(tenant: string, application: string): Promise<ApplicationRecord & { body: { clientId: string } }> {
+    const a = await this.#s.getApplication(tenant, application);
+    if (a === undefined || a.body.kind === 'service') throw errors.notFound(`application '${application}' does not exist in tenant '${tenant}'`);
+    if (a.body.kind === 'api') throw errors.invalidRequest(`application '${application}' is an api; users are assigned to client applications`);
+    return a as ApplicationRecord & { body: { clientId: string } };
+  }
+
+  async putAssignment(tenant: string, application: string, userId: string, body: AssignmentBody, dryRun: boolean): Promise<PutResult<ReturnType<typeof assignmentView>>> {
+    await this.#tenant(tenant);
+    await this.#clientApp(tenant, application);
+    if ((await this.#s.getUser(tenant, userId)) === undefined) throw errors.notFound(`user '${userId}' does not exist in tenant '${tenant}'`);
+    const before = await this.#s.getAssignment(tenant, application, userId);
+    const changes = diff(before?.body, body);
+    const outcome: Outcome = before === undefined ? 'created' : changes.length === 0 ? 'unchanged' : 'updated';
+    if (dryRun || outcome === 'unchanged') {
+      return { outcome, changes, resource: assignmentView(before ?? { tenant, application, userId, body, createdAt: Math.floor(Date.now() / 1000) }) };
+    }
+    return { outcome, changes, resource: assignmentView(await this.#s.putAssignment(tenant, application, userId, body)) };
+  }
+
+  async getAssignment(tenant: string, application: string, userId: string) {
+    await this.#tenant(tenant);
+    await this.#clientApp(tenant, application);
+    const a = await this.#s.getAssignment(tenant, application, userId);
+    if (a === undefined) throw errors.notFound(`user '${userId}' is not assigned to application '${application}'`);
+    return assignmentView(a);
+  }
+
+  async listAssignments(tenant: string, application: string, page: PageRequest) {
+    await this.#tenant(tenant);
+    await this.#clientApp(tenant, application);
+    const p = await this.#s.listAssignments(tenant, application, page);
+    return { items: p.items.map(assignmentView), nextCursor: p.nextCursor };
+  }
+
+  async deleteAssignment(tenant: string, application: string, userId: string, dryRun: boolean): Promise<void> {
+    const app = await this.#clientApp(tenant, application);
+    await this.getAssignment(tenant, application, userId);
+    if (dryRun) return;
+    await this.#s.deleteAssignment(tenant, application, userId);
+    // The user's grants and refresh tokens at this application end with the assignment.
+    await this.#s.revokeUserClientArtifacts(tenant, userId, app.body.clientId);
+  }
+}

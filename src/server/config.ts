@@ -1,0 +1,75 @@
+/**
+ * Server settings and their defaults, one block per key.
+ */
+import type { SigningAlg } from './keys.ts';
+
+/**
+ * Token and artifact lifetimes, in seconds. Access tokens are JWTs that resource servers verify
+ * offline and nobody can revoke, so they are short; refresh tokens carry long sessions instead and
+ * are revocable (rotated on every use for public clients, dropped when an assignment goes).
+ */
+export const LIFETIMES = {
+  /** JWT access tokens for users: 10 minutes. */
+  AccessToken: 10 * 60,
+  /** client_credentials JWTs (machine clients, the admin bootstrap client): 10 minutes. */
+  ClientCredentials: 10 * 60,
+  /** ID tokens: 1 hour; they prove a login, clients should not use them as API credentials. */
+  IdToken: 60 * 60,
+  /** Authorization codes: 1 minute, single use. */
+  AuthorizationCode: 60,
+  /** Refresh tokens: 14 days since the grant, each rotated token inheriting the remainder. */
+  RefreshToken: 14 * 24 * 60 * 60,
+  /** Login sessions at the tenant and the grants they hold: 14 days. */
+  Session: 14 * 24 * 60 * 60,
+  Grant: 14 * 24 * 60 * 60,
+  /** A login page may stay open 1 hour. */
+  Interaction: 60 * 60,
+} as const;
+
+export interface ServerOptions {
+  /** Where the SQLite database, master key and bootstrap credentials live. Created if missing. */
+  readonly dataDir: string;
+  /** Base domain; tenants are `<tenant>.<baseDomain>`. Default `localhost`. */
+  readonly baseDomain?: string;
+  /** Port to listen on; 0 (default) picks a free one. */
+  readonly port?: number;
+  /** Interface to bind; default `127.0.0.1`. */
+  readonly host?: string;
+  /**
+   * Scheme of the public URLs (issuer). Default `http`. With `https` the server expects a TLS
+   * terminating proxy in front and trusts its X-Forwarded-* headers.
+   */
+  readonly scheme?: 'http' | 'https';
+  /**
+   * Public port in URLs when it differs from the listening port (behind a proxy). Default: the
+   * listening port.
+   */
+  readonly publicPort?: number;
+  /** Signing algorithm of new tenants' keys. Default RS256. */
+  readonly keyAlg?: SigningAlg;
+  /** How many tenants' oidc-provider instances stay in memory (LRU). Default 500. */
+  readonly providerCacheSize?: number;
+  /** Environment (master key). Default `process.env`. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  /** Where to log one-line notices; default stderr. */
+  readonly log?: (line: string) => void;
+}
+
+export const DEFAULTS = {
+  baseDomain: 'localhost',
+  port: 0,
+  host: '127.0.0.1',
+  scheme: 'http' as const,
+  keyAlg: 'RS256' as SigningAlg,
+  providerCacheSize: 500,
+};
+
+/** The tenant that issues admin tokens. Reserved: the admin API refuses to touch it. */
+export const SYSTEM_TENANT = 'system';
+/** Audience (resource indicator) of admin API tokens. Port-independent on purpose. */
+export const ADMIN_AUDIENCE = 'urn:idforge:admin-api';
+/** The scope an admin token must carry. */
+export const ADMIN_SCOPE = 'admin';
+/** File in the data dir with the bootstrap admin client's credentials (mode 0600). */
+export const BOOTSTRAP_CREDENTIALS_FILE = 'admin-credentials.json';
+export const BOOTSTRAP_CLIENT_ID = 'idforge-admin';

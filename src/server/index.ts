@@ -1,0 +1,128 @@
+/**
+ * The authorization server's public API.
+ *
+ *   const server = await startServer({ dataDir, port: 0, baseDomain: 'localhost' });
+ *   server.url            // http://localhost:PORT (the base host: admin API)
+ *   server.issuer('acme') // http://acme.localhost:PORT/oauth2/
+ *   await server.close();
+ */
+import { mkdirSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { adminBaseUrl, issuerUrl, type ServerAddress } from '../schema/urls.ts';
+import type { ServerContext } from './_context.ts';
+import { MasterKey } from './_crypto.ts';
+import { createApp } from './app.ts';
+import { ensureSystemTenant, writeAdminCredentials, type AdminCredentials } from './bootstrap.ts';
+import { DEFAULTS, type ServerOptions } from './config.ts';
+import { SqliteStorage } from './storage/sqlite.ts';
+import type { Storage } from './storage/types.ts';
+import { ProviderCache } from './tenancy.ts';
+
+export type { ServerOptions } from './config.ts';
+export { LIFETIMES, SYSTEM_TENANT, ADMIN_AUDIENCE, ADMIN_SCOPE, BOOTSTRAP_CREDENTIALS_FILE } from './config.ts';
+export type { AdminCredentials } from './bootstrap.ts';
+export { PASSWORD_HASH_PARAMS, MASTER_KEY_ENV } from './_crypto.ts';
+export { ServerError } from './errors.ts';
+export type { Storage } from './storage/types.ts';
+export type { LoginFactor, LoginPolicy } from './login/factors.ts';
+export { localhostFetch, readAdminCredentials, getAdminToken } from './client.ts';
+
+export interface RunningServer {
+  /** Base URL, e.g. `http://localhost:3000`; the admin API is at `${url}/admin/v1`. */
+  readonly url: string;
+  readonly port: number;
+  readonly address: ServerAddress;
+  readonly adminUrl: string;
+  issuer(tenant: string): string;
+  /** The bootstrap admin client's credentials (also in `<dataDir>/admin-credentials.json`). */
+  readonly adminCredentials: AdminCredentials;
+  /** Live oidc-provider instances (for benchmarks and tests of the LRU bound). */
+  providerCount(): number;
+  /** Stops accepting, ends open connections, closes storage. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** Expired sessions, codes and tokens are swept this often. */
+const PURGE_INTERVAL_MS = 10 * 60 * 1000;
+
+export async function startServer(options: ServerOptions): Promise<RunningServer> {
+  const baseDomain = options.baseDomain ?? DEFAULTS.baseDomain;
+  const scheme = options.scheme ?? DEFAULTS.scheme;
+  const host = options.host ?? DEFAULTS.host;
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
+  const master = MasterKey.load(options.dataDir, options.env ?? process.env);
+  const storage: Storage = new SqliteStorage(options.dataDir);
+
+  let address: ServerAddress | undefined;
+  const providers: ProviderCache = new ProviderCache(
+    {
+      storage, master, log, keyAlg: options.keyAlg ?? DEFAULTS.keyAlg,
+      address: () => {
+        if (address === undefined) throw new Error('server address used before listening');
+        return address;
+      },
+    },
+    options.providerCacheSize ?? DEFAULTS.providerCacheSize,
+  );
+  const ctx: ServerContext = {
+    storage, master, log, keyAlg: options.keyAlg ?? DEFAULTS.keyAlg,
+    address: () => {
+      if (address === undefined) throw new Error('server address used before listening');
+      return address;
+    },
+    evictTenant: (t) => providers.evict(t),
+  };
+
+  let server: Server | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await ensureSystemTenant(ctx);
+    const app = createApp(ctx, providers, scheme === 'https');
+    server = createServer(app);
+    // Keep-alive beyond typical proxy idle timeouts, so proxies never reuse a socket we just closed.
+    server.keepAliveTimeout = 65_000;
+    await new Promise<void>((resolve, reject) => {
+      server!.once('error', reject);
+      server!.listen(options.port ?? DEFAULTS.port, host, () => resolve());
+    });
+    const port = (server.address() as AddressInfo).port;
+    address = { scheme, baseDomain, port: options.publicPort ?? port };
+    const adminCredentials = await writeAdminCredentials(ctx, options.dataDir);
+    timer = setInterval(() => {
+      storage.purgeExpired().catch((err: unknown) => log(`purge failed: ${(err as Error).message}`));
+    }, PURGE_INTERVAL_MS);
+    timer.unref();
+
+    const addr = address;
+    let closing: Promise<void> | undefined;
+    const srv = server;
+    return {
+      url: adminBaseUrl(addr).slice(0, -'/admin/v1'.length),
+      port,
+      address: addr,
+      adminUrl: adminBaseUrl(addr),
+      issuer: (t) => issuerUrl(addr, t),
+      adminCredentials,
+      providerCount: () => providers.size,
+      close: () => {
+        closing ??= (async () => {
+          clearInterval(timer);
+          await new Promise<void>((resolve) => {
+            srv.close(() => resolve());
+            srv.closeAllConnections();
+          });
+          providers.clear();
+          await storage.close();
+        })();
+        return closing;
+      },
+    };
+  } catch (err) {
+    clearInterval(timer);
+    server?.close();
+    await storage.close();
+    throw err;
+  }
+}

@@ -1,0 +1,88 @@
+/**
+ * Per-tenant signing keys and their rotation.
+ *
+ * A tenant always has one `active` key (signs) and one `next` key (already published in the JWKS,
+ * not yet signing). Rotation promotes `next` to `active`, retires the old active key and makes a
+ * fresh `next`. So a key is in every verifier's cached JWKS before it ever signs, and a retired key
+ * stays published until every token it signed has expired: rotation needs no downtime.
+ * Private keys are stored sealed with the master key, bound to tenant and kid.
+ */
+import { generateKeyPair as generateKeyPairCb, type JsonWebKey } from 'node:crypto';
+import { promisify } from 'node:util';
+import { calculateJwkThumbprint, type JWK } from 'jose';
+import type { MasterKey } from './_crypto.ts';
+import type { KeyRecord, Storage } from './storage/types.ts';
+import { LIFETIMES } from './config.ts';
+
+const generateKeyPair = promisify(generateKeyPairCb);
+
+export type SigningAlg = 'RS256' | 'ES256';
+export const SIGNING_ALGS: readonly SigningAlg[] = ['RS256', 'ES256'];
+
+/**
+ * A retired key stays published for the longest token lifetime it may have signed (access, client
+ * credentials and ID tokens), plus 5 minutes for clock skew.
+ */
+export const RETIRED_KEY_RETENTION_SECONDS =
+  Math.max(LIFETIMES.AccessToken, LIFETIMES.ClientCredentials, LIFETIMES.IdToken) + 300;
+
+async function newKey(tenant: string, alg: SigningAlg, state: KeyRecord['state'], master: MasterKey): Promise<KeyRecord> {
+  // generateKeyPair (not the Sync variant) runs on the libuv pool: RSA generation takes tens of ms.
+  const { privateKey } = alg === 'RS256'
+    ? await generateKeyPair('rsa', { modulusLength: 2048 })
+    : await generateKeyPair('ec', { namedCurve: 'P-256' });
+  const jwk = privateKey.export({ format: 'jwk' }) as JsonWebKey & JWK;
+  const kid = await calculateJwkThumbprint(jwk as JWK);
+  const full = { ...jwk, kid, alg, use: 'sig' };
+  return {
+    tenant, kid, alg, state, sealedJwk: master.seal(JSON.stringify(full), `key:${tenant}:${kid}`),
+    createdAt: Math.floor(Date.now() / 1000), retiredAt: null,
+  };
+}
+
+/** The keys a new tenant starts with: one active, one next, both of `alg`. */
+export async function createTenantKeys(storage: Storage, master: MasterKey, tenant: string, alg: SigningAlg): Promise<void> {
+  const [active, next] = await Promise.all([newKey(tenant, alg, 'active', master), newKey(tenant, alg, 'next', master)]);
+  await storage.replaceKeys(tenant, [active, next]);
+}
+
+/**
+ * next → active, active → retired, new next (of `alg`, default: the current next key's alg; so
+ * switching algorithm takes two rotations, keeping "published before it signs"). Also drops
+ * retired keys past their retention.
+ */
+export async function rotateTenantKeys(storage: Storage, master: MasterKey, tenant: string, alg?: SigningAlg): Promise<readonly KeyRecord[]> {
+  const keys = await storage.listKeys(tenant);
+  const t = Math.floor(Date.now() / 1000);
+  const active = keys.find((k) => k.state === 'active');
+  const next = keys.find((k) => k.state === 'next');
+  const kept = keys.filter((k) => k.state === 'retired' && (k.retiredAt ?? t) + RETIRED_KEY_RETENTION_SECONDS > t);
+  const fresh = await newKey(tenant, alg ?? next?.alg ?? active?.alg ?? 'RS256', 'next', master);
+  const result: KeyRecord[] = [
+    ...(next ? [{ ...next, state: 'active' as const }] : []),
+    ...(active ? [{ ...active, state: next ? ('retired' as const) : ('active' as const), retiredAt: next ? t : null }] : []),
+    ...kept,
+    fresh,
+  ];
+  await storage.replaceKeys(tenant, result);
+  return result;
+}
+
+/** Private JWKs in the order oidc-provider wants: the signing key first (it signs with the first match). */
+export function privateJwks(keys: readonly KeyRecord[], master: MasterKey): JWK[] {
+  const t = Math.floor(Date.now() / 1000);
+  const order = { active: 0, next: 1, retired: 2 } as const;
+  return [...keys]
+    .filter((k) => k.state !== 'retired' || (k.retiredAt ?? t) + RETIRED_KEY_RETENTION_SECONDS > t)
+    .sort((a, b) => order[a.state] - order[b.state])
+    .map((k) => JSON.parse(master.unseal(k.sealedJwk, `key:${k.tenant}:${k.kid}`)) as JWK);
+}
+
+/** The public half of every published key, for verifying tokens inside the server (admin API). */
+export function publicJwks(keys: readonly KeyRecord[], master: MasterKey): JWK[] {
+  return privateJwks(keys, master).map(({ d: _d, p: _p, q: _q, dp: _dp, dq: _dq, qi: _qi, ...pub }) => pub);
+}
+
+export function activeKey(keys: readonly KeyRecord[]): KeyRecord | undefined {
+  return keys.find((k) => k.state === 'active');
+}

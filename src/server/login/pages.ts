@@ -1,0 +1,41 @@
+/**
+ * Server-rendered pages of the tenant's sign-in flow. Plain HTML forms: no JavaScript needed.
+ * Every interpolated value goes through escapeHtml.
+ */
+export function escapeHtml(s: string): string {
+  return s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+}
+
+const STYLE = `body{font-family:system-ui,sans-serif;background:#f4f5f7;margin:0}
+main{max-width:24rem;margin:4rem auto;background:#fff;padding:2rem;border-radius:8px;box-shadow:0 1px 4px #0002}
+h1{font-size:1.25rem;margin:0 0 .25rem}.tenant{color:#555;margin:0 0 1.5rem}
+label{display:block;margin:.75rem 0 .25rem}input{width:100%;box-sizing:border-box;padding:.5rem;font-size:1rem}
+button{margin-top:1.25rem;width:100%;padding:.6rem;font-size:1rem;background:#2553b8;color:#fff;border:0;border-radius:4px}
+.error{background:#fdecea;color:#8a1c12;padding:.6rem;border-radius:4px}.detail{color:#555;font-size:.9rem}`;
+
+export interface PageParts {
+  readonly title: string;
+  readonly tenantName: string;
+  /** Already-escaped HTML. */
+  readonly body: string;
+}
+
+export function renderPage(p: PageParts): string {
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<title>${escapeHtml(p.title)} · ${escapeHtml(p.tenantName)}</title><style>${STYLE}</style></head>
+<body><main><h1>${escapeHtml(p.title)}</h1><p class="tenant">${escapeHtml(p.tenantName)}</p>
+${p.body}
+</main></body></html>`;
+}
+
+/**
+ * Security headers for our pages: no scripts at all, no framing (clickjacking on the login form).
+ * No form-action restriction: after the POST the browser is redirected on to the client's origin.
+ */
+export const PAGE_HEADERS: Readonly<Record<string, string>> = {
+  'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'",
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'no-referrer',
+  'cache-control': 'no-store',
+};

@@ -1,0 +1,322 @@
+/**
+ * SQLite storage (better-sqlite3, WAL). One file, `<dataDir>/idforge.db`. Bodies are stored as JSON
+ * text next to the columns we query by; artifacts keep oidc-provider's payload as-is plus the
+ * columns its adapter looks up (uid, userCode, grantId) and the ones we revoke by (account, client).
+ */
+import Database from 'better-sqlite3';
+import { join } from 'node:path';
+import type {
+  ApplicationRecord,
+  ArtifactPayload,
+  AssignmentRecord,
+  KeyRecord,
+  Page,
+  PageRequest,
+  Storage,
+  StoredApplicationBody,
+  TenantRecord,
+  UserRecord,
+} from './types.ts';
+import type { AssignmentBody, TenantBody, UserBody } from '../../schema/admin-api.ts';
+
+export const DATABASE_FILE = 'idforge.db';
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS tenants (
+  name TEXT PRIMARY KEY, body TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS keys (
+  tenant TEXT NOT NULL, kid TEXT NOT NULL, alg TEXT NOT NULL, state TEXT NOT NULL, sealed_jwk TEXT NOT NULL,
+  created_at INTEGER NOT NULL, retired_at INTEGER, PRIMARY KEY (tenant, kid));
+CREATE TABLE IF NOT EXISTS applications (
+  tenant TEXT NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL, client_id TEXT, identifier TEXT, body TEXT NOT NULL,
+  secret_hash TEXT, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, PRIMARY KEY (tenant, name));
+CREATE UNIQUE INDEX IF NOT EXISTS applications_client_id ON applications (tenant, client_id) WHERE client_id IS NOT NULL;
+CREATE UNIQUE INDEX IF NOT EXISTS applications_identifier ON applications (tenant, identifier) WHERE identifier IS NOT NULL;
+CREATE TABLE IF NOT EXISTS users (
+  tenant TEXT NOT NULL, id TEXT NOT NULL, email TEXT NOT NULL, body TEXT NOT NULL, password_hash TEXT,
+  created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, PRIMARY KEY (tenant, id));
+CREATE INDEX IF NOT EXISTS users_email ON users (tenant, email);
+CREATE TABLE IF NOT EXISTS assignments (
+  tenant TEXT NOT NULL, application TEXT NOT NULL, user_id TEXT NOT NULL, body TEXT NOT NULL, created_at INTEGER NOT NULL,
+  PRIMARY KEY (tenant, application, user_id));
+CREATE INDEX IF NOT EXISTS assignments_user ON assignments (tenant, user_id);
+CREATE TABLE IF NOT EXISTS artifacts (
+  tenant TEXT NOT NULL, model TEXT NOT NULL, id TEXT NOT NULL, payload TEXT NOT NULL,
+  grant_id TEXT, uid TEXT, user_code TEXT, account_id TEXT, client_id TEXT, expires_at INTEGER,
+  PRIMARY KEY (tenant, model, id));
+CREATE INDEX IF NOT EXISTS artifacts_grant ON artifacts (tenant, grant_id) WHERE grant_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS artifacts_uid ON artifacts (tenant, model, uid) WHERE uid IS NOT NULL;
+CREATE INDEX IF NOT EXISTS artifacts_user_code ON artifacts (tenant, model, user_code) WHERE user_code IS NOT NULL;
+CREATE INDEX IF NOT EXISTS artifacts_account ON artifacts (tenant, account_id, client_id) WHERE account_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS artifacts_expiry ON artifacts (expires_at) WHERE expires_at IS NOT NULL;
+`;
+
+const now = () => Math.floor(Date.now() / 1000);
+
+function encodeCursor(key: readonly string[]): string {
+  return Buffer.from(JSON.stringify(key)).toString('base64url');
+}
+
+/** A malformed cursor reads as "from the start" would hide bugs; callers validate with this. */
+export function decodeCursor(cursor: string | undefined, parts: number): string[] | undefined {
+  if (cursor === undefined || cursor === '') return undefined;
+  try {
+    const v: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    if (Array.isArray(v) && v.length === parts && v.every((s) => typeof s === 'string')) return v as string[];
+  } catch {
+    /* fall through */
+  }
+  throw new RangeError('invalid cursor');
+}
+
+type Row = Record<string, unknown>;
+
+export class SqliteStorage implements Storage {
+  readonly #db: Database.Database;
+
+  constructor(dataDir: string) {
+    this.#db = new Database(join(dataDir, DATABASE_FILE));
+    // WAL: readers never block the writer; NORMAL sync is durable across process crashes in WAL mode.
+    this.#db.pragma('journal_mode = WAL');
+    this.#db.pragma('synchronous = NORMAL');
+    this.#db.pragma('busy_timeout = 5000');
+    this.#db.exec(SCHEMA);
+  }
+
+  #stmts = new Map<string, Database.Statement>();
+  #q(sql: string): Database.Statement {
+    let s = this.#stmts.get(sql);
+    if (s === undefined) {
+      s = this.#db.prepare(sql);
+      this.#stmts.set(sql, s);
+    }
+    return s;
+  }
+
+  #page<T>(rows: Row[], limit: number, map: (r: Row) => T, key: (r: Row) => string[]): Page<T> {
+    const more = rows.length > limit;
+    const items = (more ? rows.slice(0, limit) : rows).map(map);
+    const last = more ? rows[limit - 1] : undefined;
+    return { items, nextCursor: last === undefined ? null : encodeCursor(key(last)) };
+  }
+
+  // Tenants
+  async getTenant(name: string): Promise<TenantRecord | undefined> {
+    const r = this.#q('SELECT * FROM tenants WHERE name = ?').get(name) as Row | undefined;
+    return r && tenantRow(r);
+  }
+  async listTenants(page: PageRequest): Promise<Page<TenantRecord>> {
+    const [after = ''] = decodeCursor(page.cursor, 1) ?? [];
+    const rows = this.#q('SELECT * FROM tenants WHERE name > ? ORDER BY name LIMIT ?').all(after, page.limit + 1) as Row[];
+    return this.#page(rows, page.limit, tenantRow, (r) => [String(r.name)]);
+  }
+  async countTenants(): Promise<number> {
+    return (this.#q('SELECT count(*) AS n FROM tenants').get() as { n: number }).n;
+  }
+  async putTenant(name: string, body: TenantBody): Promise<TenantRecord> {
+    const t = now();
+    this.#q(`INSERT INTO tenants (name, body, created_at, updated_at) VALUES (?, ?, ?, ?)
+      ON CONFLICT (name) DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at`).run(name, JSON.stringify(body), t, t);
+    return (await this.getTenant(name))!;
+  }
+  async deleteTenant(name: string): Promise<boolean> {
+    return this.#db.transaction(() => {
+      for (const table of ['keys', 'applications', 'users', 'assignments', 'artifacts']) {
+        this.#q(`DELETE FROM ${table} WHERE tenant = ?`).run(name);
+      }
+      return this.#q('DELETE FROM tenants WHERE name = ?').run(name).changes > 0;
+    })();
+  }
+
+  // Keys
+  async listKeys(tenant: string): Promise<readonly KeyRecord[]> {
+    return (this.#q('SELECT * FROM keys WHERE tenant = ? ORDER BY created_at, kid').all(tenant) as Row[]).map(keyRow);
+  }
+  async replaceKeys(tenant: string, keys: readonly KeyRecord[]): Promise<void> {
+    this.#db.transaction(() => {
+      this.#q('DELETE FROM keys WHERE tenant = ?').run(tenant);
+      for (const k of keys) {
+        this.#q('INSERT INTO keys (tenant, kid, alg, state, sealed_jwk, created_at, retired_at) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
+          tenant, k.kid, k.alg, k.state, k.sealedJwk, k.createdAt, k.retiredAt,
+        );
+      }
+    })();
+  }
+
+  // Applications
+  async getApplication(tenant: string, name: string): Promise<ApplicationRecord | undefined> {
+    const r = this.#q('SELECT * FROM applications WHERE tenant = ? AND name = ?').get(tenant, name) as Row | undefined;
+    return r && appRow(r);
+  }
+  async getApplicationByClientId(tenant: string, clientId: string): Promise<ApplicationRecord | undefined> {
+    const r = this.#q('SELECT * FROM applications WHERE tenant = ? AND client_id = ?').get(tenant, clientId) as Row | undefined;
+    return r && appRow(r);
+  }
+  async getApplicationByIdentifier(tenant: string, identifier: string): Promise<ApplicationRecord | undefined> {
+    const r = this.#q('SELECT * FROM applications WHERE tenant = ? AND identifier = ?').get(tenant, identifier) as Row | undefined;
+    return r && appRow(r);
+  }
+  async listApplications(tenant: string, page: PageRequest): Promise<Page<ApplicationRecord>> {
+    const [after = ''] = decodeCursor(page.cursor, 1) ?? [];
+    const rows = this.#q(`SELECT * FROM applications WHERE tenant = ? AND name > ? AND kind != 'service' ORDER BY name LIMIT ?`)
+      .all(tenant, after, page.limit + 1) as Row[];
+    return this.#page(rows, page.limit, appRow, (r) => [String(r.name)]);
+  }
+  async putApplication(tenant: string, name: string, body: StoredApplicationBody, secretHash: string | null): Promise<ApplicationRecord> {
+    const t = now();
+    const clientId = body.kind === 'api' ? null : body.clientId;
+    const identifier = body.kind === 'api' ? body.identifier : null;
+    this.#q(`INSERT INTO applications (tenant, name, kind, client_id, identifier, body, secret_hash, created_at, updated_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+      ON CONFLICT (tenant, name) DO UPDATE SET kind = excluded.kind, client_id = excluded.client_id,
+        identifier = excluded.identifier, body = excluded.body, secret_hash = excluded.secret_hash, updated_at = excluded.updated_at`)
+      .run(tenant, name, body.kind, clientId, identifier, JSON.stringify(body), secretHash, t, t);
+    return (await this.getApplication(tenant, name))!;
+  }
+  async deleteApplication(tenant: string, name: string): Promise<boolean> {
+    return this.#db.transaction(() => {
+      const app = this.#q('SELECT client_id FROM applications WHERE tenant = ? AND name = ?').get(tenant, name) as Row | undefined;
+      if (app === undefined) return false;
+      this.#q('DELETE FROM assignments WHERE tenant = ? AND application = ?').run(tenant, name);
+      if (app.client_id !== null) this.#q('DELETE FROM artifacts WHERE tenant = ? AND client_id = ?').run(tenant, app.client_id);
+      return this.#q('DELETE FROM applications WHERE tenant = ? AND name = ?').run(tenant, name).changes > 0;
+    })();
+  }
+
+  // Users
+  async getUser(tenant: string, id: string): Promise<UserRecord | undefined> {
+    const r = this.#q('SELECT * FROM users WHERE tenant = ? AND id = ?').get(tenant, id) as Row | undefined;
+    return r && userRow(r);
+  }
+  async getUserByEmail(tenant: string, email: string): Promise<UserRecord | undefined> {
+    // Emails compare case-insensitively (as people type them); ids are the identity.
+    const r = this.#q('SELECT * FROM users WHERE tenant = ? AND email = ? ORDER BY id LIMIT 1').get(tenant, email.toLowerCase()) as Row | undefined;
+    return r && userRow(r);
+  }
+  async listUsers(tenant: string, page: PageRequest): Promise<Page<UserRecord>> {
+    const [after = ''] = decodeCursor(page.cursor, 1) ?? [];
+    const rows = this.#q('SELECT * FROM users WHERE tenant = ? AND id > ? ORDER BY id LIMIT ?').all(tenant, after, page.limit + 1) as Row[];
+    return this.#page(rows, page.limit, userRow, (r) => [String(r.id)]);
+  }
+  async putUser(tenant: string, id: string, body: Omit<UserBody, 'initialPassword'>, passwordHash: string | null): Promise<UserRecord> {
+    const t = now();
+    this.#q(`INSERT INTO users (tenant, id, email, body, password_hash, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+      ON CONFLICT (tenant, id) DO UPDATE SET email = excluded.email, body = excluded.body,
+        password_hash = excluded.password_hash, updated_at = excluded.updated_at`)
+      .run(tenant, id, body.email.toLowerCase(), JSON.stringify(body), passwordHash, t, t);
+    return (await this.getUser(tenant, id))!;
+  }
+  async deleteUser(tenant: string, id: string): Promise<boolean> {
+    return this.#db.transaction(() => {
+      this.#q('DELETE FROM assignments WHERE tenant = ? AND user_id = ?').run(tenant, id);
+      this.#q('DELETE FROM artifacts WHERE tenant = ? AND account_id = ?').run(tenant, id);
+      return this.#q('DELETE FROM users WHERE tenant = ? AND id = ?').run(tenant, id).changes > 0;
+    })();
+  }
+
+  // Assignments
+  async getAssignment(tenant: string, application: string, userId: string): Promise<AssignmentRecord | undefined> {
+    const r = this.#q('SELECT * FROM assignments WHERE tenant = ? AND application = ? AND user_id = ?').get(tenant, application, userId) as Row | undefined;
+    return r && assignmentRow(r);
+  }
+  async listAssignments(tenant: string, application: string, page: PageRequest): Promise<Page<AssignmentRecord>> {
+    const [after = ''] = decodeCursor(page.cursor, 1) ?? [];
+    const rows = this.#q('SELECT * FROM assignments WHERE tenant = ? AND application = ? AND user_id > ? ORDER BY user_id LIMIT ?')
+      .all(tenant, application, after, page.limit + 1) as Row[];
+    return this.#page(rows, page.limit, assignmentRow, (r) => [String(r.user_id)]);
+  }
+  async putAssignment(tenant: string, application: string, userId: string, body: AssignmentBody): Promise<AssignmentRecord> {
+    this.#q(`INSERT INTO assignments (tenant, application, user_id, body, created_at) VALUES (?, ?, ?, ?, ?)
+      ON CONFLICT (tenant, application, user_id) DO UPDATE SET body = excluded.body`)
+      .run(tenant, application, userId, JSON.stringify(body), now());
+    return (await this.getAssignment(tenant, application, userId))!;
+  }
+  async deleteAssignment(tenant: string, application: string, userId: string): Promise<boolean> {
+    return this.#q('DELETE FROM assignments WHERE tenant = ? AND application = ? AND user_id = ?').run(tenant, application, userId).changes > 0;
+  }
+
+  async revokeUserClientArtifacts(tenant: string, accountId: string, clientId: string): Promise<void> {
+    this.#db.transaction(() => {
+      const grants = this.#q(`SELECT id FROM artifacts WHERE tenant = ? AND account_id = ? AND client_id = ? AND model = 'Grant'`)
+        .all(tenant, accountId, clientId) as { id: string }[];
+      for (const g of grants) this.#q('DELETE FROM artifacts WHERE tenant = ? AND grant_id = ?').run(tenant, g.id);
+      this.#q(`DELETE FROM artifacts WHERE tenant = ? AND account_id = ? AND client_id = ? AND model != 'Session'`).run(tenant, accountId, clientId);
+    })();
+  }
+  async revokeUserArtifacts(tenant: string, accountId: string): Promise<void> {
+    this.#q('DELETE FROM artifacts WHERE tenant = ? AND account_id = ?').run(tenant, accountId);
+  }
+
+  // oidc-provider artifacts
+  async upsertArtifact(tenant: string, model: string, id: string, payload: ArtifactPayload, expiresIn: number | undefined): Promise<void> {
+    const str = (v: unknown) => (typeof v === 'string' ? v : null);
+    this.#q(`INSERT INTO artifacts (tenant, model, id, payload, grant_id, uid, user_code, account_id, client_id, expires_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+      ON CONFLICT (tenant, model, id) DO UPDATE SET payload = excluded.payload, grant_id = excluded.grant_id, uid = excluded.uid,
+        user_code = excluded.user_code, account_id = excluded.account_id, client_id = excluded.client_id, expires_at = excluded.expires_at`)
+      .run(
+        tenant, model, id, JSON.stringify(payload), str(payload.grantId), str(payload.uid), str(payload.userCode),
+        // Sessions carry the account at `accountId` too; grants and tokens carry both fields.
+        str(payload.accountId), str(payload.clientId), expiresIn === undefined ? null : now() + expiresIn,
+      );
+  }
+  #artifact(r: Row | undefined): ArtifactPayload | undefined {
+    if (r === undefined) return undefined;
+    if (r.expires_at !== null && Number(r.expires_at) <= now()) return undefined;
+    return JSON.parse(String(r.payload)) as ArtifactPayload;
+  }
+  async findArtifact(tenant: string, model: string, id: string): Promise<ArtifactPayload | undefined> {
+    return this.#artifact(this.#q('SELECT payload, expires_at FROM artifacts WHERE tenant = ? AND model = ? AND id = ?').get(tenant, model, id) as Row | undefined);
+  }
+  async findArtifactByUid(tenant: string, model: string, uid: string): Promise<ArtifactPayload | undefined> {
+    return this.#artifact(this.#q('SELECT payload, expires_at FROM artifacts WHERE tenant = ? AND model = ? AND uid = ?').get(tenant, model, uid) as Row | undefined);
+  }
+  async findArtifactByUserCode(tenant: string, model: string, userCode: string): Promise<ArtifactPayload | undefined> {
+    return this.#artifact(this.#q('SELECT payload, expires_at FROM artifacts WHERE tenant = ? AND model = ? AND user_code = ?').get(tenant, model, userCode) as Row | undefined);
+  }
+  async consumeArtifact(tenant: string, model: string, id: string): Promise<void> {
+    this.#q(`UPDATE artifacts SET payload = json_set(payload, '$.consumed', ?) WHERE tenant = ? AND model = ? AND id = ?`).run(now(), tenant, model, id);
+  }
+  async destroyArtifact(tenant: string, model: string, id: string): Promise<void> {
+    this.#q('DELETE FROM artifacts WHERE tenant = ? AND model = ? AND id = ?').run(tenant, model, id);
+  }
+  async revokeArtifactsByGrantId(tenant: string, grantId: string): Promise<void> {
+    this.#q('DELETE FROM artifacts WHERE tenant = ? AND grant_id = ?').run(tenant, grantId);
+  }
+  async purgeExpired(): Promise<number> {
+    return this.#q('DELETE FROM artifacts WHERE expires_at IS NOT NULL AND expires_at <= ?').run(now()).changes;
+  }
+
+  async getMeta(key: string): Promise<string | undefined> {
+    const r = this.#q('SELECT value FROM meta WHERE key = ?').get(key) as { value: string } | undefined;
+    return r?.value;
+  }
+  async setMeta(key: string, value: string): Promise<void> {
+    this.#q('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(key, value);
+  }
+
+  async close(): Promise<void> {
+    this.#db.close();
+  }
+}
+
+const tenantRow = (r: Row): TenantRecord => ({
+  name: String(r.name), body: JSON.parse(String(r.body)), createdAt: Number(r.created_at), updatedAt: Number(r.updated_at),
+});
+const keyRow = (r: Row): KeyRecord => ({
+  tenant: String(r.tenant), kid: String(r.kid), alg: r.alg as KeyRecord['alg'], state: r.state as KeyRecord['state'],
+  sealedJwk: String(r.sealed_jwk), createdAt: Number(r.created_at), retiredAt: r.retired_at === null ? null : Number(r.retired_at),
+});
+const appRow = (r: Row): ApplicationRecord => ({
+  tenant: String(r.tenant), name: String(r.name), body: JSON.parse(String(r.body)),
+  secretHash: r.secret_hash === null ? null : String(r.secret_hash), createdAt: Number(r.created_at), updatedAt: Number(r.updated_at),
+});
+const userRow = (r: Row): UserRecord => ({
+  tenant: String(r.tenant), id: String(r.id), body: JSON.parse(String(r.body)),
+  passwordHash: r.password_hash === null ? null : String(r.password_hash), createdAt: Number(r.created_at), updatedAt: Number(r.updated_at),
+});
+const assignmentRow = (r: Row): AssignmentRecord => ({
+  tenant: String(r.tenant), application: String(r.application), userId: String(r.user_id),
+  body: JSON.parse(String(r.body)), createdAt: Number(r.created_at),
+});

@@ -1,0 +1,137 @@
+/**
+ * The storage interface. SQLite implements it today (storage/sqlite.ts); PostgreSQL can follow by
+ * implementing the same methods. Every method is async for that reason, even though better-sqlite3
+ * is synchronous. Records hold the admin API's bodies as given (minus secrets), so a GET returns
+ * exactly what was PUT.
+ */
+import type { ApplicationBody, AssignmentBody, TenantBody, UserBody } from '../../schema/admin-api.ts';
+
+export interface TenantRecord {
+  readonly name: string;
+  readonly body: TenantBody;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+/** next: published, not yet signing. active: signs. retired: published until its tokens expired. */
+export type KeyState = 'next' | 'active' | 'retired';
+
+export interface KeyRecord {
+  readonly tenant: string;
+  readonly kid: string;
+  readonly alg: 'RS256' | 'ES256';
+  readonly state: KeyState;
+  /** The private JWK, sealed with the master key (AES-256-GCM, bound to tenant and kid). */
+  readonly sealedJwk: string;
+  readonly createdAt: number;
+  readonly retiredAt: number | null;
+}
+
+/** Applications, with the secret replaced by its hash. `service` is internal (the bootstrap client). */
+export type StoredApplicationBody =
+  | Exclude<ApplicationBody, { kind: 'web' | 'proxy' }>
+  | Omit<Extract<ApplicationBody, { kind: 'web' | 'proxy' }>, 'clientSecret'>
+  | { readonly kind: 'service'; readonly clientId: string; readonly scopes: readonly string[]; readonly audience: readonly string[] };
+
+export interface ApplicationRecord {
+  readonly tenant: string;
+  readonly name: string;
+  readonly body: StoredApplicationBody;
+  readonly secretHash: string | null;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+export interface UserRecord {
+  readonly tenant: string;
+  readonly id: string;
+  readonly body: Omit<UserBody, 'initialPassword'>;
+  readonly passwordHash: string | null;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+export interface AssignmentRecord {
+  readonly tenant: string;
+  readonly application: string;
+  readonly userId: string;
+  readonly body: AssignmentBody;
+  readonly createdAt: number;
+}
+
+export interface Page<T> {
+  readonly items: readonly T[];
+  /** Opaque; pass back as `cursor` for the next page. null: this was the last page. */
+  readonly nextCursor: string | null;
+}
+
+export interface PageRequest {
+  readonly cursor?: string | undefined;
+  readonly limit: number;
+}
+
+/** One oidc-provider artifact (session, grant, code, refresh token, interaction, ...). */
+export interface ArtifactPayload {
+  readonly [key: string]: unknown;
+  readonly grantId?: string;
+  readonly uid?: string;
+  readonly userCode?: string;
+  readonly accountId?: string;
+  readonly clientId?: string;
+  readonly consumed?: unknown;
+}
+
+export interface Storage {
+  getTenant(name: string): Promise<TenantRecord | undefined>;
+  listTenants(page: PageRequest): Promise<Page<TenantRecord>>;
+  countTenants(): Promise<number>;
+  /** Creates or replaces. */
+  putTenant(name: string, body: TenantBody): Promise<TenantRecord>;
+  /** Deletes the tenant and everything in it (keys, applications, users, assignments, artifacts). */
+  deleteTenant(name: string): Promise<boolean>;
+
+  listKeys(tenant: string): Promise<readonly KeyRecord[]>;
+  /** Replaces the tenant's whole key set at once, so a rotation is atomic. */
+  replaceKeys(tenant: string, keys: readonly KeyRecord[]): Promise<void>;
+
+  getApplication(tenant: string, name: string): Promise<ApplicationRecord | undefined>;
+  getApplicationByClientId(tenant: string, clientId: string): Promise<ApplicationRecord | undefined>;
+  /** api applications by their resource identifier (the token audience). */
+  getApplicationByIdentifier(tenant: string, identifier: string): Promise<ApplicationRecord | undefined>;
+  listApplications(tenant: string, page: PageRequest): Promise<Page<ApplicationRecord>>;
+  putApplication(tenant: string, name: string, body: StoredApplicationBody, secretHash: string | null): Promise<ApplicationRecord>;
+  /** Also removes its assignments and the grants, tokens and codes issued to it. */
+  deleteApplication(tenant: string, name: string): Promise<boolean>;
+
+  getUser(tenant: string, id: string): Promise<UserRecord | undefined>;
+  getUserByEmail(tenant: string, email: string): Promise<UserRecord | undefined>;
+  listUsers(tenant: string, page: PageRequest): Promise<Page<UserRecord>>;
+  putUser(tenant: string, id: string, body: Omit<UserBody, 'initialPassword'>, passwordHash: string | null): Promise<UserRecord>;
+  /** Also removes the user's assignments, grants, sessions and tokens. */
+  deleteUser(tenant: string, id: string): Promise<boolean>;
+
+  getAssignment(tenant: string, application: string, userId: string): Promise<AssignmentRecord | undefined>;
+  listAssignments(tenant: string, application: string, page: PageRequest): Promise<Page<AssignmentRecord>>;
+  putAssignment(tenant: string, application: string, userId: string, body: AssignmentBody): Promise<AssignmentRecord>;
+  deleteAssignment(tenant: string, application: string, userId: string): Promise<boolean>;
+
+  /** Grants, refresh tokens, access tokens and codes of one user at one client: revoked together. */
+  revokeUserClientArtifacts(tenant: string, accountId: string, clientId: string): Promise<void>;
+  revokeUserArtifacts(tenant: string, accountId: string): Promise<void>;
+
+  // oidc-provider adapter operations; `expiresIn` seconds, undefined = no expiry.
+  upsertArtifact(tenant: string, model: string, id: string, payload: ArtifactPayload, expiresIn: number | undefined): Promise<void>;
+  findArtifact(tenant: string, model: string, id: string): Promise<ArtifactPayload | undefined>;
+  findArtifactByUid(tenant: string, model: string, uid: string): Promise<ArtifactPayload | undefined>;
+  findArtifactByUserCode(tenant: string, model: string, userCode: string): Promise<ArtifactPayload | undefined>;
+  consumeArtifact(tenant: string, model: string, id: string): Promise<void>;
+  destroyArtifact(tenant: string, model: string, id: string): Promise<void>;
+  revokeArtifactsByGrantId(tenant: string, grantId: string): Promise<void>;
+  /** Deletes expired artifacts; returns how many. */
+  purgeExpired(): Promise<number>;
+
+  getMeta(key: string): Promise<string | undefined>;
+  setMeta(key: string, value: string): Promise<void>;
+
+  close(): Promise<void>;
+}
