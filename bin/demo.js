@@ -1,0 +1,75 @@
+#!/usr/bin/env node
+// `npm run demo`: installs what is missing, deploys the example model with Pulumi (dev stack: a
+// local idforge server, its tenants, applications, users and assignments, and every client
+// configuration), then says where to sign in and as whom. Running it again changes nothing.
+// Teardown: bin/demo-destroy.js.
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const sh = (cmd, args) => {
+  const r = spawnSync(cmd, args, { cwd: ROOT, stdio: 'inherit' });
+  if (r.status !== 0) process.exit(r.status ?? 1);
+};
+// A fresh clone: npm dependencies first (tsx among them), then the engine. Each is skipped when
+// already there; scripts/ensure-tools.sh caches its Go builds in tools/.
+if (!existsSync(join(ROOT, 'node_modules/@pulumi/pulumi/package.json'))) sh('npm', ['ci', '--no-audit', '--no-fund']);
+sh('bash', [join(ROOT, 'scripts/ensure-tools.sh')]);
+
+const { register } = await import('tsx/esm/api');
+register();
+const { DEV_STACK, devPulumiEnv, runOrExit } = await import('../src/provider/_dev-stack.ts');
+const { loadModel, formatProblems } = await import('../src/schema/index.ts');
+const { parse } = await import('yaml');
+
+const env = devPulumiEnv();
+const stackConfig = parse(readFileSync(join(ROOT, 'stacks', `Pulumi.${DEV_STACK}.yaml`), 'utf8'));
+const modelPath = join(ROOT, stackConfig.config['idforge:model']);
+const loaded = await loadModel([modelPath]);
+if (!loaded.ok) {
+  console.error(`${modelPath} is invalid:\n${formatProblems(loaded.problems)}`);
+  process.exit(1);
+}
+
+// Initial passwords are never in Git: the model names environment variables. Any not set get a
+// random dev password, made once and kept in a git-ignored file (0600), so a second run sends the
+// same values and the hints printed below stay true.
+const stateDir = join(ROOT, '.idforge', DEV_STACK);
+mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+const passwordFile = join(stateDir, 'dev-passwords.json');
+const devPasswords = existsSync(passwordFile) ? JSON.parse(readFileSync(passwordFile, 'utf8')) : {};
+for (const t of loaded.model.tenants) {
+  for (const u of t.users) {
+    const name = u.password && 'env' in u.password ? u.password.env : undefined;
+    if (name === undefined) continue;
+    devPasswords[name] ??= randomBytes(12).toString('base64url');
+    env[name] ??= devPasswords[name];
+  }
+}
+writeFileSync(passwordFile, `${JSON.stringify(devPasswords, null, 2)}\n`, { mode: 0o600 });
+
+mkdirSync(env.PULUMI_HOME, { recursive: true });
+const selected = runOrExit('pulumi', ['stack', 'select', DEV_STACK], env, { capture: true, allowFailure: true });
+if (selected.status !== 0) runOrExit('pulumi', ['stack', 'init', DEV_STACK, '--secrets-provider', 'passphrase'], env);
+runOrExit('pulumi', ['up', '--yes', '--skip-preview', '--stack', DEV_STACK], env);
+
+const out = JSON.parse(runOrExit('pulumi', ['stack', 'output', '--json', '--stack', DEV_STACK], env, { capture: true }).stdout);
+console.log('\nidforge is running.\n');
+console.log('Issuers (discovery at <issuer>.well-known/openid-configuration):');
+for (const [tenant, url] of Object.entries(out.issuers ?? {})) console.log(`  ${tenant.padEnd(12)} ${url}`);
+console.log('\nSign in as:');
+for (const u of out.users ?? []) {
+  const ref = u.password;
+  let pw = '(no password: another login method)';
+  if (ref?.env) pw = `${env[ref.env]}  ($${ref.env}${process.env[ref.env] ? '' : `, dev value kept in ${passwordFile}`})`;
+  else if (ref?.config) pw = `(stack config ${ref.config})`;
+  console.log(`  ${u.tenant}: ${u.id} <${u.email}>  password: ${pw}`);
+}
+console.log(`\nClient configurations: ${out.clientConfigDir}`);
+console.log(`  e.g. node bin/idforge.js scaffold acme/portal --from ${out.clientConfigDir} --out /tmp/portal`);
+console.log(`Admin API: ${out.baseUrl}/admin/v1`);
+console.log(`Server log: ${join(stateDir, 'server', 'idforge-serve.log')}`);
+console.log('Tear it all down: node bin/demo-destroy.js');
