@@ -142,6 +142,35 @@ describe('idforge scaffold', () => {
   });
 });
 
+describe('idforge scaffold --model', () => {
+  const example = join(import.meta.dirname, '..', '..', '..', 'examples', 'acme.yaml');
+
+  it('compiles the example model in-process and renders every application of it', async () => {
+    const io = bufferIo(dir);
+    const state = ['--state', join(dir, 'state.json')];
+    for (const app of ['portal', 'wiki', 'dashboard', 'orders-api']) {
+      expect(await run([`acme/${app}`, '--model', example, ...state, '--out', `m-${app}`], io)).toBe(0);
+    }
+    const grant = JSON.parse(read('m-portal', 'grant.json'));
+    expect(grant.defaults.origin).toBe('http://portal.localhost:3000');
+    expect(grant.acme.callback).toBe('/hello');
+    expect(read('m-wiki', 'oauth2-proxy.env')).toContain('OAUTH2_PROXY_REDIRECT_URL=http://wiki.localhost:4180/oauth2/callback');
+    expect(read('m-dashboard', 'spa.env')).toContain('API_URL=http://orders-api.localhost:4000\n');
+    expect(read('m-orders-api', 'api.env')).toContain('CORS_ORIGINS=http://dashboard.localhost:5173\n');
+    // Secrets come from the one state file, so two renders agree with each other (and with apply).
+    expect(await run(['acme/portal', '--model', example, ...state, '--out', 'm-portal-2'], io)).toBe(0);
+    expect(read('m-portal-2', 'grant.json')).toBe(read('m-portal', 'grant.json'));
+  });
+
+  it('reports model problems from compile and writes nothing', async () => {
+    writeFileSync(join(dir, 'bad.yaml'), 'tenants: 3\n');
+    const io = bufferIo(dir);
+    expect(await run(['acme/portal', '--model', 'bad.yaml', '--out', 'x'], io)).toBe(1);
+    expect(io.err()).not.toBe('');
+    expect(() => readdirSync(join(dir, 'x'))).toThrow();
+  });
+});
+
 describe('renderProject', () => {
   it('is deterministic and sorted by path', () => {
     const input = {

@@ -199,11 +199,12 @@ interface Args {
   readonly target: { tenant: string; app: string };
   readonly from?: string;
   readonly model?: string;
+  readonly state?: string;
   readonly out: string;
   readonly force: boolean;
 }
 
-const HELP = `usage: idforge scaffold <tenant>/<app> (--from <compiled dir> | --model <model file>) --out <dir> [--force]
+const HELP = `usage: idforge scaffold <tenant>/<app> (--from <compiled dir> | --model <model file> [--state <file>]) --out <dir> [--force]
 
 Renders a runnable sample client for one application from its compiled configuration:
   web    express + express-session + grant      npm install && npm start
@@ -214,6 +215,7 @@ Renders a runnable sample client for one application from its compiled configura
 options:
   --from DIR     a directory written by 'idforge compile --out DIR'
   --model FILE   compile this model in-process instead
+  --state FILE   with --model: the state file holding the secrets (as for 'idforge compile')
   --out DIR      where to write the project (must be empty unless --force)
   --force        write into a non-empty directory, replacing files of the same name
 `;
@@ -223,6 +225,7 @@ function parseArgs(argv: readonly string[]): Args | 'help' {
   let from: string | undefined;
   let model: string | undefined;
   let out: string | undefined;
+  let state: string | undefined;
   let force = false;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] as string;
@@ -236,6 +239,8 @@ function parseArgs(argv: readonly string[]): Args | 'help' {
     else if (arg.startsWith('--from=')) from = arg.slice('--from='.length);
     else if (arg === '--model') model = value();
     else if (arg.startsWith('--model=')) model = arg.slice('--model='.length);
+    else if (arg === '--state') state = value();
+    else if (arg.startsWith('--state=')) state = arg.slice('--state='.length);
     else if (arg === '--out') out = value();
     else if (arg.startsWith('--out=')) out = arg.slice('--out='.length);
     else if (arg === '--force') force = true;
@@ -247,22 +252,23 @@ function parseArgs(argv: readonly string[]): Args | 'help' {
   if (m === null) throw new UsageError('give the application as <tenant>/<app>, e.g. acme/portal');
   if ((from === undefined) === (model === undefined)) throw new UsageError('give exactly one of --from <compiled dir> or --model <model file>');
   if (out === undefined) throw new UsageError('--out <dir> is required');
-  return { target: { tenant: m[1] as string, app: m[2] as string }, from, model, out, force };
+  if (state !== undefined && model === undefined) throw new UsageError('--state goes with --model (compile reads secrets from it)');
+  return { target: { tenant: m[1] as string, app: m[2] as string }, from, model, state, out, force };
 }
 
 /**
  * Compiles a model in-process into a temporary tree shaped like `idforge compile --out`, so both
  * sources go through the same reader. Loaded lazily: only this path needs the generators.
  */
-async function compileModel(modelPath: string, io: CliIo): Promise<string | { problems: string }> {
+async function compileModel(modelPath: string, state: string | undefined, io: CliIo): Promise<string | { problems: string }> {
   const { mkdtempSync } = await import('node:fs');
   const { tmpdir } = await import('node:os');
   const out = mkdtempSync(join(tmpdir(), 'idforge-scaffold-'));
   // Reuse the compile command itself, so scaffold and compile can never disagree on layout.
-  const compileModule = './compile.ts'; // a variable: the command may land after this one
-  const compile = (await import(compileModule)) as { run: Command };
+  const compile = await import('./compile.ts');
   let errors = '';
-  const code = await compile.run([modelPath, '--out', out], { ...io, stdout: () => undefined, stderr: (t) => (errors += t) });
+  const stateArgs = state === undefined ? [] : ['--state', state];
+  const code = await compile.run([modelPath, '--out', out, ...stateArgs], { ...io, stdout: () => undefined, stderr: (t) => (errors += t) });
   return code === EXIT.ok ? out : { problems: errors };
 }
 
@@ -276,7 +282,7 @@ export const run: Command = async (argv, io) => {
   let from: string;
   let cleanup = (): void => undefined;
   if (args.model !== undefined) {
-    const compiled = await compileModel(resolve(io.cwd, args.model), io);
+    const compiled = await compileModel(resolve(io.cwd, args.model), args.state === undefined ? undefined : resolve(io.cwd, args.state), io);
     if (typeof compiled !== 'string') {
       io.stderr(compiled.problems);
       return EXIT.invalid;
