@@ -16,6 +16,10 @@ export interface AdminConnection {
   readonly tokenUrl: string;
   readonly clientId: string;
   readonly clientSecret: string;
+  /** Resource indicator (RFC 8707) the server issues admin tokens for; the token's audience. */
+  readonly resource?: string;
+  /** Scope that grants the admin API. Default: admin. */
+  readonly scope?: string;
 }
 
 export class AdminApiError extends Error {
@@ -94,7 +98,11 @@ export class AdminClient {
           `${encodeURIComponent(this.conn.clientId)}:${encodeURIComponent(this.conn.clientSecret)}`,
         ).toString('base64')}`,
       },
-      body: new URLSearchParams({ grant_type: 'client_credentials', scope: 'admin' }).toString(),
+      body: new URLSearchParams({
+        grant_type: 'client_credentials',
+        scope: this.conn.scope ?? 'admin',
+        ...(this.conn.resource ? { resource: this.conn.resource } : {}),
+      }).toString(),
     });
     if (res.status !== 200) {
       throw new AdminApiError(res.status, 'POST', new URL(this.conn.tokenUrl).pathname, 'could not get an admin token');

@@ -20,6 +20,8 @@ export const AdminConnectionSchema = z.strictObject({
   tokenUrl: z.url(),
   clientId: z.string().min(1),
   clientSecret: z.string().min(1),
+  resource: z.string().min(1).optional(),
+  scope: z.string().min(1).optional(),
 });
 
 /** zod path → Pulumi property path (`body.redirectUris[0]`). */

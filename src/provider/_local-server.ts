@@ -4,11 +4,11 @@
  * it by pid (checking that the pid still is our server, since pids are reused).
  */
 import { spawn } from 'node:child_process';
-import { existsSync, openSync, closeSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, statSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { adminBaseUrl, issuerUrl } from '../schema/urls.ts';
+import { adminBaseUrl } from '../schema/urls.ts';
 import { httpRequest, type AdminConnection } from './_admin-client.ts';
 import type { AuthServerInputs } from './auth-server.ts';
 
@@ -55,23 +55,26 @@ export async function isServing(pid: number, baseUrl: string): Promise<boolean> 
   return isOurProcess(pid) && (await answers(baseUrl));
 }
 
+/** File in the data dir where `idforge serve` writes its bootstrap admin client (mode 0600). */
+export const CREDENTIALS_FILE = 'admin-credentials.json';
+
 /**
- * The bootstrap admin client that `idforge serve` writes into its data dir on first start.
- * Accepts `{clientId, clientSecret, tokenUrl}` or `{client_id, client_secret, tenant}`.
+ * The bootstrap admin client that `idforge serve` writes into its data dir on every start
+ * (src/server/bootstrap.ts): client id and secret, the system tenant's token endpoint, the admin
+ * API's resource indicator and scope.
  */
 export async function readAdminCredentials(inputs: AuthServerInputs): Promise<AdminConnection> {
-  const addr = { scheme: inputs.scheme, baseDomain: inputs.baseDomain, port: inputs.port } as const;
-  const file = join(inputs.local.dataDir, 'admin-client.json');
+  const file = join(inputs.local.dataDir, CREDENTIALS_FILE);
   const raw = JSON.parse(await readFile(file, 'utf8')) as Record<string, string | undefined>;
-  const clientId = raw.clientId ?? raw.client_id;
-  const clientSecret = raw.clientSecret ?? raw.client_secret;
-  const tenant = raw.tenant ?? 'system';
-  if (!clientId || !clientSecret) throw new Error(`${file}: no client id and secret in it`);
+  const { clientId, clientSecret, tokenEndpoint, resource, scope } = raw;
+  if (!clientId || !clientSecret || !tokenEndpoint) throw new Error(`${file}: no client id, secret and token endpoint in it`);
   return {
-    adminUrl: adminBaseUrl(addr),
-    tokenUrl: issuerUrl(addr, tenant) + 'token',
+    adminUrl: adminBaseUrl({ scheme: inputs.scheme, baseDomain: inputs.baseDomain, port: inputs.port }),
+    tokenUrl: tokenEndpoint,
     clientId,
     clientSecret,
+    ...(resource ? { resource } : {}),
+    ...(scope ? { scope } : {}),
   };
 }
 
@@ -97,6 +100,7 @@ export async function startServer(inputs: AuthServerInputs): Promise<{ pid: numb
   }
   const [cmd, ...cmdArgs] = inputs.local.command ?? defaultCommand();
   const log = openSync(join(dataDir, LOG_FILE), 'a', 0o600);
+  const startedAt = Date.now();
   const child = spawn(
     cmd as string,
     [...cmdArgs, 'serve', '--data-dir', dataDir, '--port', String(inputs.port), '--base-domain', inputs.baseDomain],
@@ -110,7 +114,15 @@ export async function startServer(inputs: AuthServerInputs): Promise<{ pid: numb
   child.unref();
   await writeFile(join(dataDir, PID_FILE), `${pid}\n`, { mode: 0o600 });
   const deadline = Date.now() + inputs.local.startTimeoutSeconds * 1000;
-  while (!(await answers(baseUrl))) {
+  // The server writes its credentials file right after it starts listening: wait for both.
+  const credentialsWritten = (): boolean => {
+    try {
+      return statSync(join(dataDir, CREDENTIALS_FILE)).mtimeMs >= startedAt - 1_000;
+    } catch {
+      return false;
+    }
+  };
+  while (!(await answers(baseUrl)) || !credentialsWritten()) {
     if (exited !== undefined) {
       throw new Error(`idforge serve exited (code ${exited}) before answering; last log lines:\n${await logTail(dataDir)}`);
     }
