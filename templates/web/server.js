@@ -62,12 +62,13 @@ for (const path of new Set(providers.map((p) => config[p].callback).filter(Boole
       return;
     }
     if (result.error) {
-      // For example access_denied when the user is not assigned to this application.
-      const error = typeof result.error === 'object' ? result.error : { error: String(result.error) };
-      res.status(403).json({
-        error: error.error ?? 'access_denied',
-        message: error.error_description ?? 'The identity service did not sign you in.',
-      });
+      // grant stores the callback's query ({error, error_description, state}) when the service
+      // refused, e.g. access_denied for a user not assigned to this application; or
+      // {error: {error, error_description}} when the token request failed; or {error: 'Grant: ...'}.
+      const detail = typeof result.error === 'object' ? result.error : result;
+      const code = /^[a-z_]+$/.test(String(detail.error)) ? String(detail.error) : 'login_failed';
+      const message = detail.error_description ?? (code === 'login_failed' ? String(detail.error) : 'The identity service did not sign you in.');
+      res.status(code === 'access_denied' ? 403 : 401).json({ error: code, message });
       return;
     }
     // tokens (access_token, id_token, refresh_token), raw (the token endpoint's answer) and

@@ -46,7 +46,7 @@ describe('single-page app (oidc-client-ts) and protected API (jose)', () => {
     return page;
   }
 
-  const accessToken = (page: Page) => page.locator('#access-token').innerText();
+  const accessToken = async (page: Page) => (await page.locator('#access-token').textContent()) ?? '';
 
   it('signs in with PKCE, keeps the user across a reload, refreshes, calls the API and signs out', async () => {
     const context = await newContext(browser);

@@ -4,7 +4,7 @@
  */
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchBrowser, newContext, screenshot, visibleText } from '../support/browser.ts';
+import { jsonOf, launchBrowser, newContext, screenshot, visibleText } from '../support/browser.ts';
 import { isLoginPage, signIn, startStack, type Stack } from './_stack.ts';
 
 const PROVIDER = 'acme';
@@ -45,7 +45,7 @@ describe('web app (express + express-session + grant)', () => {
     await signIn(page, stack.users.alice);
     await page.waitForURL(`${portal.origin}/hello`);
     await screenshot(page, 'web-2-result');
-    const result = JSON.parse(await visibleText(page)) as Record<string, any>;
+    const result = await jsonOf<Record<string, any>>(page);
     expect(result.access_token).toEqual(expect.any(String));
     expect(result.id_token).toEqual(expect.any(String));
     expect(result.raw).toMatchObject({ access_token: result.access_token, token_type: expect.stringMatching(/^bearer$/i) });
@@ -67,7 +67,7 @@ describe('web app (express + express-session + grant)', () => {
     await page.getByRole('button', { name: /^Return to/ }).click();
     await back;
     await screenshot(page, 'web-4-denied-at-app');
-    const result = JSON.parse(await visibleText(page)) as Record<string, unknown>;
+    const result = await jsonOf(page);
     expect(result).toEqual({ error: 'access_denied', message: expect.stringMatching(/not assigned/i) });
     await context.close();
   });

@@ -44,3 +44,11 @@ export async function screenshot(page: Page, name: string): Promise<string> {
 export async function visibleText(page: Page): Promise<string> {
   return page.locator('body').innerText();
 }
+
+/**
+ * The JSON document the page shows. Chromium renders a JSON response as a <pre> (newer versions
+ * add a pretty-print toggle around it), so read the <pre>, not the whole body.
+ */
+export async function jsonOf<T = Record<string, unknown>>(page: Page): Promise<T> {
+  return JSON.parse((await page.locator('pre').first().textContent()) ?? '') as T;
+}
