@@ -79,7 +79,6 @@ export function tenantSpecs(model: Model): Array<{
         users[segments(s.path)[3]!] = withoutUndefined(body);
       }
       const assignments: Record<string, string[]> = {};
-      for (const a of t.applications) if (a.kind !== 'api') assignments[a.name] = [];
       for (const s of steps.filter((x) => x.kind === 'assignment')) {
         const [, , , app, , user] = segments(s.path);
         (assignments[app!] ??= []).push(user!);

@@ -1,0 +1,110 @@
+/**
+ * bench/pulumi: what `pulumi up` costs next to `idforge apply` for the same models, and what the
+ * engine costs per dynamic resource. Prints figures; never a test.
+ *
+ *   npx tsx bench/pulumi/run.ts [--sizes 10,100,1000] [--users 2]
+ *
+ * Rows:
+ *   engine N       N StableSecret resources (no remote calls): the engine's own per-resource cost
+ *   model N        a generated model that makes about N Pulumi resources, deployed by `pulumi up`
+ *                  (server start included), then a no-change `up`; next to `idforge apply` of the
+ *                  same model against a fresh server (server start excluded)
+ */
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { isOurProcess, PID_FILE } from '../../src/provider/_local-server.ts';
+import { freePort, waitForHttp } from '../../test/support/processes.ts';
+import { PulumiProject, REPO } from '../../test/provider/_pulumi.ts';
+import { RESOURCES_PER_TENANT, benchModel } from './_models.ts';
+import { readFile } from 'node:fs/promises';
+
+const args = process.argv.slice(2);
+const opt = (name: string, def: string): string => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 && args[i + 1] !== undefined ? args[i + 1]! : def;
+};
+const sizes = opt('sizes', '10,100,1000').split(',').map(Number);
+const usersPerTenant = Number(opt('users', '2'));
+
+const seconds = (ms: number): string => `${(ms / 1000).toFixed(2)} s`;
+
+async function timed<T>(fn: () => Promise<T>): Promise<[number, T]> {
+  const t0 = performance.now();
+  const r = await fn();
+  return [performance.now() - t0, r];
+}
+
+function runCli(argv: string[]): Promise<{ code: number; out: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [join(REPO, 'bin/idforge.js'), ...argv], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (out += c.toString()));
+    child.on('close', (code) => resolve({ code: code ?? 1, out }));
+  });
+}
+
+async function engineRow(n: number): Promise<string> {
+  const p = await PulumiProject.create(join(REPO, 'bench/pulumi/n-resources.ts'), { 'bench:count': String(n) });
+  try {
+    const [create] = await timed(() => p.up());
+    const [noop] = await timed(() => p.up());
+    const [destroy] = await timed(() => p.must(['destroy', '--yes', '--skip-preview']));
+    return `engine ${String(n).padStart(5)}  resources ${String(n).padStart(5)}  up ${seconds(create).padStart(9)}  (${(create / n).toFixed(0)} ms/resource)  no-op up ${seconds(noop).padStart(9)}  destroy ${seconds(destroy).padStart(9)}`;
+  } finally {
+    await p.cleanup();
+  }
+}
+
+async function modelRow(n: number): Promise<string> {
+  const tenants = Math.max(1, Math.round((n - 2) / RESOURCES_PER_TENANT));
+  const resources = tenants * RESOURCES_PER_TENANT + 2;
+  const port = await freePort();
+  const p = await PulumiProject.create(join(REPO, 'src/provider/program.ts'), {});
+  const model = join(p.root, 'model.yaml');
+  await writeFile(model, benchModel(tenants, usersPerTenant, port));
+  await p.configSet('idforge:model', model);
+  await p.configSet('idforge:dataDir', join(p.root, 'server'));
+  await p.configSet('idforge:clientConfigDir', join(p.root, 'clients'));
+  let line = `model  ${String(n).padStart(5)}  resources ${String(resources).padStart(5)}  (${tenants} tenants × 3 apps × ${usersPerTenant} users)`;
+  try {
+    const [create] = await timed(() => p.up());
+    const [noop] = await timed(() => p.up());
+    line += `  pulumi up ${seconds(create).padStart(9)}  no-op up ${seconds(noop).padStart(9)}`;
+    await p.must(['destroy', '--yes', '--skip-preview']);
+  } catch (e) {
+    line += `  pulumi up FAILED: ${(e as Error).message.split('\n').slice(0, 3).join(' ')}`;
+  } finally {
+    const pid = Number((await readFile(join(p.root, 'server', PID_FILE), 'utf8').catch(() => '0')).trim());
+    if (isOurProcess(pid)) process.kill(-pid, 'SIGKILL');
+  }
+  // idforge apply of the same model against a fresh server of its own.
+  const applyDir = await mkdtemp(join(tmpdir(), 'idforge-apply-bench-'));
+  const applyPort = await freePort();
+  await writeFile(join(applyDir, 'model.yaml'), benchModel(tenants, usersPerTenant, applyPort));
+  const server = spawn(
+    process.execPath,
+    [join(REPO, 'bin/idforge.js'), 'serve', '--data-dir', join(applyDir, 'server'), '--port', String(applyPort), '--base-domain', 'localhost'],
+    { cwd: REPO, stdio: 'ignore', detached: true },
+  );
+  try {
+    await waitForHttp(`http://127.0.0.1:${applyPort}/admin/v1/openapi.json`, { timeoutMs: 60_000 });
+    const [apply, r] = await timed(() => runCli(['apply', join(applyDir, 'model.yaml'), '--data-dir', join(applyDir, 'server')]));
+    const [again] = await timed(() => runCli(['apply', join(applyDir, 'model.yaml'), '--data-dir', join(applyDir, 'server')]));
+    line += r.code === 0 ? `  idforge apply ${seconds(apply).padStart(9)}  no-op apply ${seconds(again).padStart(9)}` : `  idforge apply FAILED: ${r.out.split('\n')[0]}`;
+  } catch (e) {
+    line += `  idforge apply n/a: ${(e as Error).message.split('\n')[0]}`;
+  } finally {
+    if (server.pid) process.kill(-server.pid, 'SIGTERM');
+    await p.cleanup();
+    await rm(applyDir, { recursive: true, force: true });
+  }
+  return line;
+}
+
+console.log(`bench/pulumi on ${process.platform}/${process.arch}, node ${process.version}`);
+for (const n of sizes) console.log(await engineRow(n));
+for (const n of sizes) console.log(await modelRow(n));
