@@ -7,6 +7,24 @@ import type { Adapter, AdapterPayload, ClientMetadata } from 'oidc-provider';
 import type { ServerContext } from './_context.ts';
 import type { ApplicationRecord } from './storage/types.ts';
 
+/**
+ * `https://app.example` and `https://app.example/` are the same URL (RFC 3986 §6.2.3), but
+ * oidc-provider compares redirect URIs as strings; SPAs register their origin (the contract's
+ * shape) and libraries send either form, so both are registered.
+ */
+export function redirectUriVariants(uris: readonly string[]): string[] {
+  const out = new Set<string>();
+  for (const u of uris) {
+    out.add(u);
+    const parsed = URL.parse(u);
+    if (parsed !== null && (parsed.pathname === '/' || parsed.pathname === '') && parsed.search === '' && parsed.hash === '') {
+      out.add(parsed.origin);
+      out.add(`${parsed.origin}/`);
+    }
+  }
+  return [...out];
+}
+
 /** Application → oidc-provider client metadata. The secret field holds the hash (see provider.ts). */
 export function clientMetadata(app: ApplicationRecord): ClientMetadata | undefined {
   const b = app.body;
@@ -20,7 +38,7 @@ export function clientMetadata(app: ApplicationRecord): ClientMetadata | undefin
         client_id: b.clientId,
         client_secret: app.secretHash,
         ...(b.displayName === undefined ? {} : { client_name: b.displayName }),
-        redirect_uris: b.redirectUris,
+        redirect_uris: redirectUriVariants(b.redirectUris),
         post_logout_redirect_uris: b.postLogoutRedirectUris,
         grant_types: ['authorization_code', 'refresh_token'],
         response_types: ['code'],
@@ -33,7 +51,7 @@ export function clientMetadata(app: ApplicationRecord): ClientMetadata | undefin
       return {
         client_id: b.clientId,
         ...(b.displayName === undefined ? {} : { client_name: b.displayName }),
-        redirect_uris: b.redirectUris,
+        redirect_uris: redirectUriVariants(b.redirectUris),
         post_logout_redirect_uris: b.postLogoutRedirectUris,
         grant_types: ['authorization_code', 'refresh_token'],
         response_types: ['code'],

@@ -158,9 +158,13 @@ export async function buildProvider(ctx: ServerContext, tenant: string): Promise
       const grant = (existingId ? await Grant.find(existingId) : undefined) ?? new Grant({ accountId, clientId: client.clientId });
       const requested = String(oidc.oidc.params?.scope ?? '').split(' ').filter(Boolean);
       const allowed = grantableScopes(user, requested);
+      const refused = requested.filter((s) => !allowed.includes(s));
+      // Refused scopes are recorded as rejected, so oidc-provider does not ask for consent again.
       grant.addOIDCScope(allowed.filter((s) => scopes.includes(s)).join(' '));
+      grant.rejectOIDCScope(refused.filter((s) => scopes.includes(s)).join(' '));
       for (const [indicator, rs] of Object.entries(oidc.oidc.resourceServers ?? {})) {
         grant.addResourceScope(indicator, allowed.filter((s) => rs.scopes.has(s)).join(' '));
+        grant.rejectResourceScope(indicator, refused.filter((s) => rs.scopes.has(s)).join(' '));
       }
       const claims = oidc.oidc.claims as { id_token?: object; userinfo?: object } | undefined;
       if (claims?.id_token) grant.addOIDCClaims(Object.keys(claims.id_token));

@@ -77,8 +77,7 @@ ${forms}
     send(res, 403, renderPage({
       title: 'Access denied',
       tenantName: l.tenant.body.displayName,
-      body: `<p class="error" role="alert">You are signed in as <strong>${escapeHtml(user.body.email)}</strong>, but you are not
-assigned to <strong>${escapeHtml(appName)}</strong>, so you cannot use it.</p>
+      body: `<p class="error" role="alert">You are signed in as <strong>${escapeHtml(user.body.email)}</strong>, but you are not assigned to <strong>${escapeHtml(appName)}</strong>, so you cannot use it.</p>
 <p>Ask an administrator of ${escapeHtml(l.tenant.body.displayName)} to assign you to this application.</p>
 <form method="post" action="/interaction/${encodeURIComponent(uid)}/deny">
 <input type="hidden" name="csrf" value="${escapeHtml(csrf(l.tenant.name, uid))}">
