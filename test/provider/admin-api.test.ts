@@ -1,0 +1,111 @@
+/**
+ * The provider implementations against the real server (started in-process on a free port):
+ * create, read (with drift), update and delete of tenants, applications, users and assignments
+ * through the admin API, exactly as the engine calls them.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AdminClient, type AdminConnection } from '../../src/provider/_admin-client.ts';
+import { applicationImpl, type ApplicationInputs, type ApplicationOutputs } from '../../src/provider/application.ts';
+import { tenantAssignmentsImpl, type TenantAssignmentsInputs } from '../../src/provider/tenant-assignments.ts';
+import { tenantUsersImpl, type TenantUsersInputs } from '../../src/provider/tenant-users.ts';
+import { tenantImpl, type TenantInputs } from '../../src/provider/tenant.ts';
+import { adminPaths } from '../../src/schema/admin-api.ts';
+import { startServer, type RunningServer } from '../../src/server/index.ts';
+
+describe('provider implementations against the real admin API', () => {
+  let dir: string;
+  let server: RunningServer;
+  let connection: AdminConnection;
+  let admin: AdminClient;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'idforge-provider-admin-'));
+    server = await startServer({ dataDir: dir, port: 0, baseDomain: 'localhost' });
+    const c = server.adminCredentials;
+    connection = { adminUrl: c.adminUrl, tokenUrl: c.tokenEndpoint, clientId: c.clientId, clientSecret: c.clientSecret, resource: c.resource, scope: c.scope };
+    admin = new AdminClient(connection);
+  });
+  afterAll(async () => {
+    await server?.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const tenant = (): TenantInputs => ({ connection, name: 'acme', body: { displayName: 'Acme', scopes: [{ name: 'admin' }], managedBy: 'idforge' } });
+
+  it('tenant: create, read back unchanged, see drift, update, delete', async () => {
+    const created = await tenantImpl.create(tenant());
+    expect(created.id).toBe('acme');
+    const read = await tenantImpl.read('acme', created.outs);
+    expect(await tenantImpl.diff('acme', read.props!, tenant())).toEqual({ changes: false, replaces: [] });
+    await admin.put(adminPaths.tenant('acme'), { displayName: 'Changed behind our back', scopes: [] });
+    const drifted = await tenantImpl.read('acme', created.outs);
+    expect(drifted.inputs?.body.displayName).toBe('Changed behind our back');
+    expect((await tenantImpl.diff('acme', drifted.props!, tenant())).changes).toBe(true);
+    await tenantImpl.update('acme', drifted.props!, tenant());
+    expect(await admin.get(adminPaths.tenant('acme'))).toMatchObject({ displayName: 'Acme', scopes: [{ name: 'admin' }] });
+  });
+
+  it('application: the client secret is made once and survives updates', async () => {
+    const inputs: ApplicationInputs = {
+      connection,
+      tenant: 'acme',
+      name: 'portal',
+      body: { kind: 'web', clientId: 'portal', redirectUris: ['http://portal.localhost:3000/connect/acme/callback'], postLogoutRedirectUris: [], scopes: ['openid'], audience: [], managedBy: 'idforge' },
+    };
+    const created = await applicationImpl.create(inputs);
+    const outs = created.outs as ApplicationOutputs;
+    expect(outs.clientId).toBe('portal');
+    expect(outs.clientSecret).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    const changed = { ...inputs, body: { ...inputs.body, redirectUris: ['http://portal.localhost:3001/connect/acme/callback'] } };
+    const updated = await applicationImpl.update(created.id, outs, changed);
+    expect(updated.outs?.clientSecret).toBe(outs.clientSecret);
+    // The server still holds the same secret: PUTting it again changes nothing.
+    const again = await admin.put<{ outcome: string }>(adminPaths.application('acme', 'portal'), { ...changed.body, clientSecret: outs.clientSecret });
+    expect(again.outcome).toBe('unchanged');
+    const read = await applicationImpl.read(created.id, updated.outs);
+    expect(read.inputs?.body).toEqual(changed.body);
+    expect(read.props?.clientSecret).toBe(outs.clientSecret);
+  });
+
+  it('users and assignments in bulk: only what changed is sent; drift is read back per entry', async () => {
+    const users: TenantUsersInputs = {
+      connection,
+      tenant: 'acme',
+      users: {
+        'u-alice': { email: 'alice@acme.example', scopes: ['admin'], disabled: false, managedBy: 'idforge' },
+        'u-bob': { email: 'bob@acme.example', scopes: [], disabled: false, managedBy: 'idforge' },
+      },
+      initialPasswords: { 'u-alice': 'alice-initial-password' },
+    };
+    const u = await tenantUsersImpl.create(users);
+    expect(await admin.get(adminPaths.user('acme', 'u-alice'))).toMatchObject({ hasPassword: true });
+    expect(await admin.get(adminPaths.user('acme', 'u-bob'))).toMatchObject({ hasPassword: false });
+
+    const assignments: TenantAssignmentsInputs = { connection, tenant: 'acme', assignments: { portal: ['u-alice', 'u-bob'] } };
+    const a = await tenantAssignmentsImpl.create(assignments);
+    await admin.delete(adminPaths.assignment('acme', 'portal', 'u-bob'));
+    await admin.delete(adminPaths.user('acme', 'u-bob'));
+
+    const readUsers = await tenantUsersImpl.read(u.id, u.outs);
+    expect(Object.keys(readUsers.inputs!.users)).toEqual(['u-alice']);
+    const readAssignments = await tenantAssignmentsImpl.read(a.id, a.outs);
+    expect(readAssignments.inputs?.assignments).toEqual({ portal: ['u-alice'] });
+
+    await tenantUsersImpl.update(u.id, readUsers.props!, users);
+    await tenantAssignmentsImpl.update(a.id, readAssignments.props!, assignments);
+    expect(await admin.get(adminPaths.assignment('acme', 'portal', 'u-bob'))).toBeDefined();
+
+    await tenantAssignmentsImpl.delete(a.id, assignments);
+    await tenantUsersImpl.delete(u.id, users);
+    expect(await admin.get(adminPaths.user('acme', 'u-alice'))).toBeUndefined();
+  });
+
+  it('deleting is idempotent, and a deleted tenant reads as gone', async () => {
+    await tenantImpl.delete('acme', tenant());
+    await tenantImpl.delete('acme', tenant());
+    expect(await tenantImpl.read('acme', tenant())).toEqual({ id: '' });
+  });
+});
