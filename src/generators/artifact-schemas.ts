@@ -22,22 +22,22 @@ export const ApiConfig = z.strictObject({
   jwks_uri: z.url(),
   audience: z.string().min(1),
   origin: z.url().optional(),
-  public_routes: z.array(z.string().startsWith('/')),
-  routes: z.array(z.strictObject({ path: z.string().startsWith('/'), scopes: z.array(z.string()) })),
+  public_routes: z.array(z.string().regex(/^\//)),
+  routes: z.array(z.strictObject({ path: z.string().regex(/^\//), scopes: z.array(z.string()) })),
 });
 export type ApiConfig = z.infer<typeof ApiConfig>;
 
 export const GrantProvider = z.strictObject({
   oauth: z.literal(2),
-  authorize_url: z.string().includes('[subdomain]'),
-  access_url: z.string().includes('[subdomain]'),
-  profile_url: z.string().includes('[subdomain]'),
+  authorize_url: z.string().regex(/\[subdomain\]/),
+  access_url: z.string().regex(/\[subdomain\]/),
+  profile_url: z.string().regex(/\[subdomain\]/),
   subdomain: z.string().min(1),
   key: z.string().min(1),
   secret: z.string().min(1),
   scope: z.array(z.string()).min(1),
   scope_delimiter: z.literal(' '),
-  callback: z.string().startsWith('/'),
+  callback: z.string().regex(/^\//),
   response: z.array(z.enum(['tokens', 'raw', 'profile'])).min(1),
   pkce: z.literal(true),
   nonce: z.literal(true),
@@ -56,7 +56,7 @@ export const GrantConfig = z
   .catchall(GrantProvider);
 export type GrantProvider = z.infer<typeof GrantProvider>;
 
-const path = z.string().startsWith('/admin/v1/');
+const path = z.string().regex(/^\/admin\/v1\//);
 export const PlanSchema = z.strictObject({
   version: z.literal(1),
   steps: z.array(

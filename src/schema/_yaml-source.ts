@@ -112,15 +112,28 @@ export function parseModelText(file: string, text: string): ParseResult {
     doc = parseDocument(text, { lineCounter: lines, uniqueKeys: true, prettyErrors: false, strict: true, stringKeys: false });
   } catch (err) {
     // The parser should report, not throw; if it throws (e.g. stack exhaustion) the file is hostile.
-    return { ok: false, problems: [fileProblem(file, 'unparseable', `cannot parse file: ${(err as Error).message}`)] };
-  }
-  if (doc.errors.length > 0) {
+    const deepErr = err instanceof RangeError;
     return {
       ok: false,
-      problems: doc.errors.map((e) => {
+      problems: [fileProblem(file, deepErr ? 'too-deep' : 'unparseable', deepErr ? `nesting too deep to read (a model needs at most ${MAX_DEPTH} levels)` : `cannot parse file: ${firstLine((err as Error).message)}`)],
+    };
+  }
+  // An unknown tag (e.g. !!js/function) would silently become a plain string: refuse it instead.
+  const errors = [...doc.errors, ...doc.warnings.filter((w) => w.code === 'TAG_RESOLVE_FAILED')];
+  if (errors.length > 0) {
+    return {
+      ok: false,
+      problems: errors.map((e) => {
         const pos = lines.linePos(e.pos[0]);
-        const message = e.code === 'DUPLICATE_KEY' ? 'duplicate key: ' + firstLine(e.message).replace(/^Map keys must be unique.*$/, 'each key may appear once in a mapping') : firstLine(e.message);
-        return fileProblem(file, e.code === 'DUPLICATE_KEY' ? 'duplicate-key' : 'yaml-syntax', message, pos.line, pos.col);
+        const [code, message] =
+          e.code === 'DUPLICATE_KEY'
+            ? ['duplicate-key', 'duplicate key: each key may appear once in a mapping']
+            : e.code === 'TAG_RESOLVE_FAILED'
+              ? ['yaml-tag', `unsupported tag: ${firstLine(e.message)}`]
+              : /call stack/i.test(e.message)
+                ? ['too-deep', `nesting too deep to read (a model needs at most ${MAX_DEPTH} levels)`]
+                : ['yaml-syntax', firstLine(e.message)];
+        return fileProblem(file, code, message, pos.line, pos.col);
       }),
     };
   }

@@ -8,8 +8,8 @@ import { suggest, type PathSegment, type Problem } from './problems.ts';
 
 type Path = readonly PathSegment[];
 
-function problem(code: string, path: Path, message: string): Problem {
-  return { code, path, message };
+function problem(code: string, path: Path, message: string, extra: Pick<Problem, 'related' | 'ref'> = {}): Problem {
+  return { code, path, message, ...extra };
 }
 
 /** Loopback hosts and `*.localhost` (RFC 6761) are the only places plain http is acceptable. */
@@ -52,7 +52,8 @@ function checkUnique<T>(items: readonly T[], key: (t: T) => string, base: Path, 
     const k = key(item);
     const first = seen.get(k);
     if (first === undefined) seen.set(k, i);
-    else out.push(problem('duplicate-name', [...base, i, field], `${what} ${JSON.stringify(k)} is already defined at ${base.at(-1)}[${first}]`));
+    // The loader appends where the first one is, as file:line:col.
+    else out.push(problem('duplicate-name', [...base, i, field], `${what} ${JSON.stringify(k)} is already defined`, { related: [...base, first, field] }));
   });
   return out;
 }
@@ -65,7 +66,7 @@ function checkRefs(values: readonly string[], known: ReadonlySet<string>, path: 
     seen.add(v);
     if (!known.has(v)) {
       const hint = suggest(v, known);
-      out.push(problem('unknown-reference', [...path, i], `${what} ${JSON.stringify(v)} is not defined in ${where}${hint === undefined ? '' : ` (did you mean '${hint}'?)`}`));
+      out.push(problem('unknown-reference', [...path, i], `${what} ${JSON.stringify(v)} is not defined in ${where}${hint === undefined ? '' : ` (did you mean '${hint}'?)`}`, { ref: v }));
     }
   });
   return out;
@@ -91,10 +92,10 @@ function checkTenant(t: TenantSpec, tp: Path): Problem[] {
   const appsByName = new Map(t.applications.map((a) => [a.name, a]));
   const apiNames = new Set(t.applications.filter((a) => a.kind === 'api').map((a) => a.name));
 
-  t.users.forEach((u, i) => out.push(...checkRefs(u.scopes, custom, [...tp, 'users', i, 'scopes'], 'scope', `${where}'s scopes`)));
+  t.users.forEach((u, i) => out.push(...checkRefs(u.scopes, custom, [...tp, 'users', i, 'scopes'], 'scope', where)));
   t.groups.forEach((g, i) => {
-    out.push(...checkRefs(g.members, userIds, [...tp, 'groups', i, 'members'], 'user', `${where}'s users`));
-    out.push(...checkRefs(g.scopes, custom, [...tp, 'groups', i, 'scopes'], 'scope', `${where}'s scopes`));
+    out.push(...checkRefs(g.members, userIds, [...tp, 'groups', i, 'members'], 'user', where));
+    out.push(...checkRefs(g.scopes, custom, [...tp, 'groups', i, 'scopes'], 'scope', where));
   });
 
   t.applications.forEach((a, i) => {
@@ -113,7 +114,7 @@ function checkTenant(t: TenantSpec, tp: Path): Problem[] {
       );
     }
     if (a.kind === 'api') {
-      out.push(...checkRefs(a.routes.flatMap((r) => r.scopes), allScopes, [...ap, 'routes'], 'scope', `${where}'s scopes`).map((p) => routeScopePath(p, a.routes, ap)));
+      out.push(...checkRefs(a.routes.flatMap((r) => r.scopes), allScopes, [...ap, 'routes'], 'scope', where).map((p) => routeScopePath(p, a.routes, ap)));
       out.push(...checkUnique(a.routes, (r) => r.path, [...ap, 'routes'], 'path', 'route'));
       a.routes.forEach((r, j) => {
         if (a.publicRoutes.includes(r.path)) out.push(problem('route-conflict', [...ap, 'routes', j, 'path'], `route ${r.path} is also listed in publicRoutes: a route is either public or protected`));
@@ -123,7 +124,7 @@ function checkTenant(t: TenantSpec, tp: Path): Problem[] {
     }
     out.push(...checkRedirectUrl(a.origin, [...ap, 'origin'], { originOnly: true }));
     a.redirectUris.forEach((r, j) => out.push(...checkRedirectUrl(r, [...ap, 'redirectUris', j])));
-    out.push(...checkRefs(a.scopes, allScopes, [...ap, 'scopes'], 'scope', `${where}'s scopes`));
+    out.push(...checkRefs(a.scopes, allScopes, [...ap, 'scopes'], 'scope', where));
     if (!a.scopes.includes('openid')) out.push(problem('missing-openid', [...ap, 'scopes'], "scopes must include 'openid': sign-in is OpenID Connect"));
     if (a.kind === 'proxy') {
       try {
@@ -138,7 +139,7 @@ function checkTenant(t: TenantSpec, tp: Path): Problem[] {
         const target = appsByName.get(name);
         if (target === undefined) {
           const hint = suggest(name, apiNames);
-          out.push(problem('unknown-reference', [...ap, 'audience', j], `audience ${JSON.stringify(name)} is not an application of ${where}${hint === undefined ? '' : ` (did you mean '${hint}'?)`}`));
+          out.push(problem('unknown-reference', [...ap, 'audience', j], `audience ${JSON.stringify(name)} is not an application of ${where}${hint === undefined ? '' : ` (did you mean '${hint}'?)`}`, { ref: name }));
         } else if (target.kind !== 'api') {
           out.push(problem('wrong-kind', [...ap, 'audience', j], `audience ${JSON.stringify(name)} is a ${target.kind} application; an audience must name an api application`));
         }
@@ -149,20 +150,22 @@ function checkTenant(t: TenantSpec, tp: Path): Problem[] {
     }
   });
 
-  const assigned = new Set<string>();
+  const assigned = new Map<string, number>();
   t.assignments.forEach((as, i) => {
     const asp: Path = [...tp, 'assignments', i];
     const app = appsByName.get(as.application);
     if (app === undefined) {
       const hint = suggest(as.application, appsByName.keys());
-      out.push(problem('unknown-reference', [...asp, 'application'], `application ${JSON.stringify(as.application)} is not defined in ${where}${hint === undefined ? '' : ` (did you mean '${hint}'?)`}`));
+      out.push(problem('unknown-reference', [...asp, 'application'], `application ${JSON.stringify(as.application)} is not defined in ${where}${hint === undefined ? '' : ` (did you mean '${hint}'?)`}`, { ref: as.application }));
     } else if (app.kind === 'api') {
       out.push(problem('wrong-kind', [...asp, 'application'], `'${app.name}' is an api: users are assigned to the applications they sign in to (web, proxy, spa), not to APIs`));
     }
-    if (assigned.has(as.application)) out.push(problem('duplicate-name', [...asp, 'application'], `application '${as.application}' already has an assignment entry: list all its users and groups in one`));
-    assigned.add(as.application);
-    out.push(...checkRefs(as.users, userIds, [...asp, 'users'], 'user', `${where}'s users`));
-    out.push(...checkRefs(as.groups, groupNames, [...asp, 'groups'], 'group', `${where}'s groups`));
+    const firstEntry = assigned.get(as.application);
+    if (firstEntry !== undefined) {
+      out.push(problem('duplicate-name', [...asp, 'application'], `application '${as.application}' already has an assignment entry (list all its users and groups in one)`, { related: [...tp, 'assignments', firstEntry, 'application'] }));
+    } else assigned.set(as.application, i);
+    out.push(...checkRefs(as.users, userIds, [...asp, 'users'], 'user', where));
+    out.push(...checkRefs(as.groups, groupNames, [...asp, 'groups'], 'group', where));
     if (as.users.length === 0 && as.groups.length === 0) out.push(problem('empty-assignment', asp, `assignment of '${as.application}' names no users and no groups`));
   });
   return out;

@@ -11,6 +11,7 @@ import { checkModel } from './checks.ts';
 import { ModelFileSpec, type Model, type ModelFile, type TenantSpec } from './model.ts';
 import { problemsFromZodIssue, sortProblems, type PathSegment, type Problem } from './problems.ts';
 import { MAX_FILE_BYTES, decodeModelBytes, locate, parseModelText, type SourceDoc } from './_yaml-source.ts';
+import { identityMaps, salvageFile, type ListName, type SalvagedTenant } from './_salvage.ts';
 
 export interface ModelSource {
   readonly file: string;
@@ -72,16 +73,38 @@ function knownKeysFor(input: unknown) {
 interface Origin {
   readonly source: SourceDoc;
   readonly localIndex: number;
+  readonly indexMaps: Readonly<Record<ListName, readonly number[]>>;
+  readonly broken: ReadonlySet<string>;
+}
+
+function where(source: SourceDoc, localPath: readonly PathSegment[], prefer: 'key' | 'value' = 'value') {
+  const pos = locate(source, localPath, prefer);
+  return { file: source.file, line: pos?.line, col: pos?.col };
 }
 
 function positioned(p: Problem, source: SourceDoc, localPath: readonly PathSegment[]): Problem {
-  const pos = locate(source, localPath, p.code === 'unknown-field' ? 'key' : 'value');
-  return { ...p, file: source.file, line: pos?.line, col: pos?.col };
+  return { ...p, ...where(source, localPath, p.code === 'unknown-field' ? 'key' : 'value') };
+}
+
+/** A merged-model path → the file it is in and the path inside that file. */
+function toLocal(
+  path: readonly PathSegment[],
+  origins: readonly Origin[],
+): { origin: Origin; local: PathSegment[]; merged: PathSegment[] } | undefined {
+  const [head, index, list, item, ...rest] = path;
+  if (head !== 'tenants' || typeof index !== 'number' || origins[index] === undefined) return undefined;
+  const origin = origins[index];
+  // Salvaged lists may have lost broken entries: map list positions back to the file's.
+  const map = typeof list === 'string' && typeof item === 'number' ? origin.indexMaps[list as ListName] : undefined;
+  const fileItem = map !== undefined && typeof item === 'number' ? (map[item] ?? item) : item;
+  const tail = [...(list === undefined ? [] : [list]), ...(fileItem === undefined ? [] : [fileItem]), ...rest];
+  return { origin, local: ['tenants', origin.localIndex, ...tail], merged: ['tenants', index, ...tail] };
 }
 
 export function validateSources(sources: readonly ModelSource[]): LoadResult {
   const problems: Problem[] = [];
-  const parsed: Array<{ source: SourceDoc; file: ModelFile }> = [];
+  const parsed: Array<{ source: SourceDoc; server: ModelFile['server']; tenants: readonly SalvagedTenant[] }> = [];
+  let shapeProblems = false;
 
   for (const { file, content } of sources) {
     let text: string;
@@ -105,19 +128,21 @@ export function validateSources(sources: readonly ModelSource[]): LoadResult {
       continue;
     }
     if (typeof source.value !== 'object' || Array.isArray(source.value)) {
-      const pos = locate(source, []);
-      problems.push({ code: 'wrong-type', path: [], message: "the top level must be a mapping with 'tenants' (and optionally 'server')", file, line: pos?.line, col: pos?.col });
+      problems.push({ code: 'wrong-type', path: [], message: "the top level must be a mapping with 'tenants' (and optionally 'server')", ...where(source, []) });
       continue;
     }
-    const result = ModelFileSpec.safeParse(source.value);
-    if (!result.success) {
+    const result = ModelFileSpec.safeParse(source.value, { reportInput: true });
+    if (result.success) {
+      const tenants = result.data.tenants.map((tenant) => ({ tenant, indexMaps: identityMaps(tenant), broken: new Set<string>() }));
+      parsed.push({ source, server: result.data.server, tenants });
+    } else {
+      shapeProblems = true;
       const known = knownKeysFor(source.value);
       for (const issue of result.error.issues) {
         for (const p of problemsFromZodIssue(issue, known)) problems.push(positioned(p, source, p.path));
       }
-      continue;
+      parsed.push({ source, ...salvageFile(source.value as Record<string, unknown>) });
     }
-    parsed.push({ source, file: result.data });
   }
 
   // Merge: tenants in file order; at most one file says where the server is.
@@ -125,29 +150,28 @@ export function validateSources(sources: readonly ModelSource[]): LoadResult {
   const tenants: TenantSpec[] = [];
   let serverFrom: SourceDoc | undefined;
   let server: ModelFile['server'];
-  for (const { source, file } of parsed) {
-    file.tenants.forEach((t, i) => {
-      tenants.push(t);
-      origins.push({ source, localIndex: i });
+  for (const { source, server: fileServer, tenants: fileTenants } of parsed) {
+    fileTenants.forEach(({ tenant, indexMaps, broken }, i) => {
+      tenants.push(tenant);
+      origins.push({ source, localIndex: i, indexMaps, broken });
     });
-    if (file.server !== undefined) {
+    if (fileServer !== undefined) {
       if (serverFrom !== undefined) {
-        const first = locate(serverFrom, ['server']);
+        const first = where(serverFrom, ['server']);
         problems.push(
           positioned(
-            { code: 'duplicate-server', path: ['server'], message: `the server section is already defined in ${serverFrom.file}:${first?.line ?? 1}:${first?.col ?? 1}; define it in one file only` },
+            { code: 'duplicate-server', path: ['server'], message: `the server section is already defined in ${first.file}:${first.line ?? 1}:${first.col ?? 1}; define it in one file only` },
             source,
             ['server'],
           ),
         );
       } else {
         serverFrom = source;
-        server = file.server;
+        server = fileServer;
       }
     }
   }
-  if (problems.length > 0) return { ok: false, problems: sortProblems(problems) };
-  if (parsed.length === 0) {
+  if (parsed.length === 0 && problems.length === 0) {
     return { ok: false, problems: [{ code: 'no-model', path: [], message: 'no model files to read' }] };
   }
 
@@ -159,27 +183,41 @@ export function validateSources(sources: readonly ModelSource[]): LoadResult {
   };
 
   for (const p of checkModel(model)) {
-    const [head, index, ...rest] = p.path;
-    if (head === 'tenants' && typeof index === 'number' && origins[index] !== undefined) {
-      const { source, localIndex } = origins[index];
-      const located = positioned(p, source, ['tenants', localIndex, ...rest]);
-      // A duplicate tenant may sit in another file: name that file, not a merged index.
-      if (p.code === 'duplicate-name' && rest.length === 1 && rest[0] === 'name') {
-        const firstIndex = tenants.findIndex((t) => t.name === tenants[index]!.name);
-        const first = origins[firstIndex]!;
-        const pos = locate(first.source, ['tenants', first.localIndex, 'name']);
-        problems.push({ ...located, message: `tenant ${JSON.stringify(tenants[index]!.name)} is already defined at ${first.source.file}:${pos?.line ?? 1}:${pos?.col ?? 1}` });
-      } else {
-        problems.push(located);
-      }
-    } else if (head === 'server' && serverFrom !== undefined) {
-      problems.push(positioned(p, serverFrom, p.path));
-    } else {
-      problems.push(p);
+    if (p.path[0] === 'server') {
+      problems.push(serverFrom === undefined ? p : positioned(p, serverFrom, p.path));
+      continue;
     }
+    const at = toLocal(p.path, origins);
+    if (at === undefined) {
+      problems.push(p);
+      continue;
+    }
+    // A reference to an entity that failed the schema is reported there, not again here.
+    if (p.ref !== undefined && at.origin.broken.has(p.ref)) continue;
+    let located = positioned({ ...p, path: at.merged }, at.origin.source, at.local);
+    if (p.related !== undefined) {
+      const rel = toLocal(p.related, origins);
+      if (rel !== undefined) {
+        const r = where(rel.origin.source, rel.local);
+        located = { ...located, message: `${p.message} at ${r.file}:${r.line ?? 1}:${r.col ?? 1}` };
+      }
+    }
+    problems.push(located);
   }
-  if (problems.length > 0) return { ok: false, problems: sortProblems(problems) };
+  if (problems.length > 0 || shapeProblems) return { ok: false, problems: sortProblems(dedupeDeep(problems)) };
   return { ok: true, model, files: parsed.map((p) => p.source.file) };
+}
+
+/** A stack-exhausting document yields one error per level: one is enough. */
+function dedupeDeep(problems: Problem[]): Problem[] {
+  const seen = new Set<string>();
+  return problems.filter((p) => {
+    if (p.code !== 'too-deep') return true;
+    const key = p.file ?? '';
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
 }
 
 async function collectFiles(path: string, problems: Problem[]): Promise<string[]> {

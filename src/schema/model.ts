@@ -138,11 +138,18 @@ export const ApiAppSpec = z.strictObject({
   routes: z.array(ApiRouteSpec).default([]),
 });
 
+function kindError(input: unknown): string {
+  if (input === null || typeof input !== 'object' || Array.isArray(input)) {
+    return 'must be a mapping describing an application (name, kind, ...)';
+  }
+  const kind = (input as { kind?: unknown }).kind;
+  return kind === undefined
+    ? "missing 'kind': one of web, proxy, spa, api"
+    : `unknown kind ${JSON.stringify(kind)}: expected one of web, proxy, spa, api`;
+}
+
 export const ApplicationSpec = z.discriminatedUnion('kind', [WebAppSpec, ProxyAppSpec, SpaAppSpec, ApiAppSpec], {
-  error: (iss) =>
-    iss.code === 'invalid_union' && (iss.input as { kind?: unknown } | undefined)?.kind === undefined
-      ? "missing 'kind': one of web, proxy, spa, api"
-      : `unknown kind ${JSON.stringify((iss.input as { kind?: unknown }).kind)}: expected one of web, proxy, spa, api`,
+  error: (iss) => kindError(iss.input),
 });
 
 export const AssignmentSpec = z.strictObject({

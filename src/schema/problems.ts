@@ -17,6 +17,10 @@ export interface Problem {
   readonly line?: number | undefined;
   /** 1-based. */
   readonly col?: number | undefined;
+  /** The other place involved (the first definition of a duplicate), rendered as file:line:col. */
+  readonly related?: readonly PathSegment[] | undefined;
+  /** The name a broken reference points to. */
+  readonly ref?: string | undefined;
 }
 
 /** `tenants[0].applications[2].origin` */
@@ -123,10 +127,12 @@ export type KnownKeys = (path: readonly PathSegment[]) => readonly string[];
 export function problemsFromZodIssue(issue: z.core.$ZodIssue, knownKeys: KnownKeys): Problem[] {
   const path = issue.path.filter((s): s is PathSegment => typeof s !== 'symbol');
   const last = path[path.length - 1];
-  const field = typeof last === 'string' ? `'${last}'` : 'this entry';
+  const parent = path[path.length - 2];
+  const field =
+    typeof last === 'string' ? `'${last}'` : typeof parent === 'string' ? `each entry of '${parent}'` : 'this entry';
   switch (issue.code) {
     case 'invalid_type': {
-      if (issue.input === undefined) {
+      if (!('input' in issue) || issue.input === undefined) {
         return [{ code: 'missing-field', path, message: `missing required field ${field}` }];
       }
       const expected = EXPECTED[issue.expected] ?? issue.expected;
@@ -169,9 +175,10 @@ export function problemsFromZodIssue(issue: z.core.$ZodIssue, knownKeys: KnownKe
       return [{ code: min ? 'too-small' : 'too-big', path, message: `${field} must have at ${min ? 'least' : 'most'} ${what}` }];
     }
     case 'invalid_union': {
+      if (/^must\b/.test(issue.message)) return [{ code: 'invalid-value', path, message: `${field} ${issue.message}` }];
       // A discriminated union (application kind): point at the `kind` key when there is one.
       const input = issue.input as { kind?: unknown } | undefined;
-      const at = input !== null && typeof input === 'object' && 'kind' in input ? [...path, 'kind'] : path;
+      const at = path.at(-1) !== 'kind' && input !== null && typeof input === 'object' && 'kind' in input ? [...path, 'kind'] : path;
       return [{ code: 'invalid-kind', path: at, message: issue.message }];
     }
     default:

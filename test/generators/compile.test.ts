@@ -1,0 +1,140 @@
+import { readFile, readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { compileArtifacts, compilePlan, type Artifact } from '../../src/generators/index.ts';
+import { ApplicationBody, AssignmentBody, TenantBody, UserBody } from '../../src/schema/admin-api.ts';
+import type { Model } from '../../src/schema/index.ts';
+import { fixedSecrets, loadExample } from '../support/model.ts';
+
+const EXAMPLES = [['acme', ['examples/acme.yaml']], ['multi-tenant', ['examples/multi-tenant']]] as const;
+
+async function ajvWithSchemas() {
+  const ajv = new Ajv2020({ allErrors: true, strict: false });
+  addFormats.default(ajv);
+  for (const f of await readdir('schema')) ajv.addSchema(JSON.parse(await readFile(join('schema', f), 'utf8')), f);
+  return ajv;
+}
+
+/** Reverse every list of the model: order in the files must not change the output. */
+function reversed(model: Model): Model {
+  return {
+    server: model.server,
+    tenants: [...model.tenants].reverse().map((t) => ({
+      ...t,
+      users: [...t.users].reverse(),
+      applications: [...t.applications].reverse(),
+      assignments: [...t.assignments].reverse(),
+      groups: [...t.groups].reverse(),
+      scopes: [...t.scopes].reverse(),
+    })),
+  };
+}
+
+describe.each(EXAMPLES)('compiling the %s example', (name, paths) => {
+  it('matches the reviewed output, file by file', async () => {
+    const model = await loadExample(...paths);
+    const { artifacts } = compileArtifacts(model, fixedSecrets(model));
+    for (const a of artifacts) await expect(a.content).toMatchFileSnapshot(`__snapshots__/${name}/${a.path}`);
+  });
+
+  it('is byte-identical across runs and independent of list order in the model', async () => {
+    const model = await loadExample(...paths);
+    const resolved = fixedSecrets(model);
+    const first = compileArtifacts(model, resolved).artifacts;
+    expect(compileArtifacts(model, resolved).artifacts).toEqual(first);
+    expect(compileArtifacts(reversed(model), resolved).artifacts).toEqual(first);
+  });
+
+  it('writes JSON that validates against the published schemas', async () => {
+    const model = await loadExample(...paths);
+    const ajv = await ajvWithSchemas();
+    const schemaFor = (a: Artifact) =>
+      a.path === 'plan.json' ? 'plan.schema.json' : a.path.endsWith('/spa-config.json') ? 'spa-config.schema.json' : a.path.endsWith('/api-config.json') ? 'api-config.schema.json' : a.path.endsWith('/grant.json') ? 'grant-config.schema.json' : undefined;
+    const json = compileArtifacts(model, fixedSecrets(model)).artifacts.filter((a) => a.path.endsWith('.json'));
+    expect(json.length).toBeGreaterThan(2);
+    for (const a of json) {
+      const schema = schemaFor(a);
+      expect(schema, a.path).toBeDefined();
+      const validate = ajv.getSchema(schema!)!;
+      expect(validate(JSON.parse(a.content)), `${a.path}: ${ajv.errorsText(validate.errors)}`).toBe(true);
+    }
+  });
+
+  it('plans bodies that the admin API accepts', async () => {
+    const model = await loadExample(...paths);
+    const bodies = { tenant: TenantBody, application: ApplicationBody, user: UserBody, assignment: AssignmentBody };
+    for (const step of compilePlan(model, fixedSecrets(model)).steps) {
+      if (step.op !== 'put') continue;
+      const r = bodies[step.kind].safeParse(step.body);
+      expect(r.success, `${step.path}: ${r.error?.message}`).toBe(true);
+    }
+  });
+});
+
+describe('the acme example', () => {
+  it('validates against the model JSON Schema that editors use', async () => {
+    const ajv = await ajvWithSchemas();
+    const validate = ajv.getSchema('idforge-model.schema.json')!;
+    for (const f of ['examples/acme.yaml', 'examples/multi-tenant/globex.yaml', 'examples/multi-tenant/server.yaml', 'examples/multi-tenant/initech.json']) {
+      const text = await readFile(f, 'utf8');
+      expect(text.startsWith(f.endsWith('.json') ? '{\n  "$schema"' : '# yaml-language-server: $schema=')).toBe(true);
+      expect(validate(parse(text)), `${f}: ${ajv.errorsText(validate.errors)}`).toBe(true);
+    }
+  });
+
+  it('gives the SPA exactly the contract parameters', async () => {
+    const model = await loadExample('examples/acme.yaml');
+    const spa = compileArtifacts(model, fixedSecrets(model)).artifacts.find((a) => a.path === 'acme/dashboard/spa-config.json')!;
+    const config = JSON.parse(spa.content) as Record<string, unknown>;
+    expect(Object.keys(config).sort()).toEqual(['audience', 'cache_type', 'client_id', 'redirect_uri', 'scope', 'wellknown_endpoint']);
+    expect(config).toMatchObject({
+      wellknown_endpoint: 'http://acme.localhost:9080/oauth2/.well-known/openid-configuration',
+      redirect_uri: 'http://dashboard.localhost:5173',
+      audience: ['http://orders-api.localhost:4000'],
+      cache_type: 'session_storage',
+    });
+    expect(String(config.scope).split(' ')).toContain('offline');
+    expect(spa.secret).toBe(false);
+  });
+
+  it('registers the contract redirect URI shape for each client kind', async () => {
+    const model = await loadExample('examples/acme.yaml');
+    const apps = Object.fromEntries(
+      compilePlan(model, fixedSecrets(model))
+        .steps.filter((s) => s.op === 'put' && s.kind === 'application')
+        .map((s) => [s.path.split('/').at(-1), (s as { body: ApplicationBody }).body]),
+    );
+    expect(apps.portal).toMatchObject({ kind: 'web', redirectUris: ['http://portal.localhost:3000/connect/acme/callback'] });
+    expect(apps.wiki).toMatchObject({ kind: 'proxy', redirectUris: ['http://wiki.localhost:4180/oauth2/callback'] });
+    expect(apps.dashboard).toMatchObject({ kind: 'spa', redirectUris: ['http://dashboard.localhost:5173', 'http://dashboard.localhost:5173/'], offline: true });
+    expect(apps.dashboard).not.toHaveProperty('clientSecret');
+    expect(apps['orders-api']).toEqual({ kind: 'api', displayName: 'Orders API', identifier: 'http://orders-api.localhost:4000', scopes: ['admin'], managedBy: 'idforge' });
+  });
+
+  it('expands groups into assignments and leaves bob off the wiki', async () => {
+    const model = await loadExample('examples/acme.yaml');
+    const assignments = compilePlan(model, fixedSecrets(model))
+      .steps.filter((s) => s.kind === 'assignment')
+      .map((s) => s.path.replace('/admin/v1/tenants/acme/applications/', ''));
+    expect(assignments).toEqual(['dashboard/assignments/u-alice', 'dashboard/assignments/u-bob', 'portal/assignments/u-alice', 'portal/assignments/u-bob', 'wiki/assignments/u-alice']);
+  });
+
+  it('orders the plan so every reference exists before it is used', async () => {
+    const model = await loadExample('examples/acme.yaml');
+    const kinds = compilePlan(model, fixedSecrets(model)).steps.map((s) => (s.kind === 'application' ? `application:${(s as { body: ApplicationBody }).body.kind === 'api' ? 'api' : 'client'}` : s.kind));
+    const firstOf = (k: string) => kinds.indexOf(k);
+    const lastOf = (k: string) => kinds.lastIndexOf(k);
+    expect(firstOf('tenant')).toBe(0);
+    expect(lastOf('application:api')).toBeLessThan(firstOf('application:client'));
+    expect(lastOf('application:client')).toBeLessThan(firstOf('user'));
+    expect(lastOf('user')).toBeLessThan(firstOf('assignment'));
+  });
+
+  it('refuses to generate without a resolved secret instead of making one up', async () => {
+    const model = await loadExample('examples/acme.yaml');
+    expect(() => compileArtifacts(model, { secrets: {} })).toThrow(/no clientSecret resolved for acme\/portal/);
+  });
+});
