@@ -72,4 +72,4 @@ console.log(`\nClient configurations: ${out.clientConfigDir}`);
 console.log(`  e.g. node bin/idforge.js scaffold acme/portal --from ${out.clientConfigDir} --out /tmp/portal`);
 console.log(`Admin API: ${out.baseUrl}/admin/v1`);
 console.log(`Server log: ${join(stateDir, 'server', 'idforge-serve.log')}`);
-console.log('Tear it all down: node bin/demo-destroy.js');
+console.log('Tear it all down: npm run demo:destroy   (node bin/demo-destroy.js)');

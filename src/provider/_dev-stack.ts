@@ -21,7 +21,8 @@ export const DEV_PASSPHRASE = 'idforge-dev-only-passphrase';
 /** Environment for the pulumi CLI: no update check, no plugin downloads, state in the clone. */
 export function devPulumiEnv(base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...base };
-  env.PATH = [join(ROOT, 'tools/bin'), env.PATH ?? ''].join(delimiter);
+  // The same tools dir as scripts/tools-env.sh: tools/bin, or $IDFORGE_TOOLS_DIR/bin.
+  env.PATH = [join(env.IDFORGE_TOOLS_DIR ?? join(ROOT, 'tools'), 'bin'), env.PATH ?? ''].join(delimiter);
   env.PULUMI_SKIP_UPDATE_CHECK = 'true';
   env.PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION = 'true';
   env.PULUMI_BACKEND_URL ??= `file://${join(ROOT, '.pulumi-state')}`;

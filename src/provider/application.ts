@@ -1,10 +1,12 @@
 /**
  * Application: one `PUT /admin/v1/tenants/{tenant}/applications/{name}` object.
  *
- * A confidential client's secret is made here, once, when the application is created, kept in the
- * state as a secret output and sent with every later PUT, so no `up` ever rotates it by accident.
- * Tenant, name, kind and client id identify the registration: changing one replaces it (and makes a
- * new secret), everything else (redirect URIs, scopes, audience...) is updated in place.
+ * A confidential client's secret is an input (the IdentityStack passes a StableSecret, which stays
+ * known during previews, so a change to an app does not make every client config "maybe changed").
+ * Without one, the provider makes a secret when it creates the application. Either way it is kept in
+ * the state as a secret and sent with every PUT, so no `up` rotates it by accident.
+ * Tenant, name, kind and client id identify the registration: changing one replaces it; everything
+ * else (redirect URIs, scopes, audience...) is updated in place.
  */
 import * as pulumi from '@pulumi/pulumi';
 import { z } from 'zod';
@@ -29,6 +31,8 @@ export interface ApplicationArgs {
   readonly tenant: pulumi.Input<string>;
   readonly name: pulumi.Input<string>;
   readonly body: pulumi.Input<ApplicationSpecBody>;
+  /** Confidential clients: the secret to register (pass a secret). Default: made at create. */
+  readonly clientSecret?: pulumi.Input<string>;
 }
 
 export interface ApplicationInputs {
@@ -36,12 +40,11 @@ export interface ApplicationInputs {
   readonly tenant: string;
   readonly name: string;
   readonly body: ApplicationSpecBody;
+  readonly clientSecret?: string;
 }
 export interface ApplicationOutputs extends ApplicationInputs {
   /** The OAuth client id; absent for api applications, which are audiences, not clients. */
   readonly clientId?: string;
-  /** Confidential clients only; a secret output. */
-  readonly clientSecret?: string;
 }
 
 /** Bytes of a generated client secret: 256 bits, 43 base64url characters. */
@@ -58,6 +61,7 @@ const ApplicationInputsSchema = z.strictObject({
   tenant: z.string().regex(DNS_LABEL, { error: 'must be a lowercase DNS label' }),
   name: z.string().regex(NAME, { error: 'must be an application name' }),
   body: SpecBody,
+  clientSecret: z.string().min(32).max(256).optional(),
 });
 
 const IMMUTABLE = ['tenant', 'name'] as const;
@@ -98,12 +102,15 @@ export const applicationImpl: Required<
       const n = isUnknown(news.body) ? undefined : (news.body as Record<string, unknown>)[k];
       if (n !== undefined && !isUnknown(n) && !jsonEqual(o, n)) replaces.push(`body.${k}`);
     }
-    return { changes: replaces.length > 0 || !jsonEqual(olds.body, news.body), replaces };
+    const newSecret = news.clientSecret !== undefined && news.clientSecret !== olds.clientSecret;
+    return { changes: replaces.length > 0 || newSecret || !jsonEqual(olds.body, news.body), replaces };
   },
   async create(inputs) {
     const { AdminClient } = await import('./_admin-client.ts');
     const { randomBytes } = await import('node:crypto');
-    const clientSecret = isConfidential(inputs.body) ? randomBytes(CLIENT_SECRET_BYTES).toString('base64url') : undefined;
+    const clientSecret = isConfidential(inputs.body)
+      ? (inputs.clientSecret ?? randomBytes(CLIENT_SECRET_BYTES).toString('base64url'))
+      : undefined;
     await new AdminClient(inputs.connection).put(adminPaths.application(inputs.tenant, inputs.name), {
       ...inputs.body,
       ...(clientSecret === undefined ? {} : { clientSecret }),
@@ -119,13 +126,14 @@ export const applicationImpl: Required<
     const kind = typeof live.kind === 'string' ? live.kind : old.body.kind;
     const { clientSecret: _never, ...fields } = pickKeys<Record<string, unknown>>(shapeOf(kind), live);
     const body = { ...old.body, ...fields, kind } as ApplicationSpecBody;
-    const inputs: ApplicationInputs = { connection: old.connection, tenant: old.tenant, name: old.name, body };
+    // The secret cannot be read back (the server keeps a hash): the state's stays the truth.
+    const inputs: ApplicationInputs = { connection: old.connection, tenant: old.tenant, name: old.name, body, clientSecret: old.clientSecret };
     // Inputs as well as outputs, so drift shows up in the next diff (pulumi#13679).
     return { id, props: { ...old, ...inputs }, inputs: inputs as ApplicationOutputs };
   },
   async update(_id, olds, news) {
     const { AdminClient } = await import('./_admin-client.ts');
-    const clientSecret = isConfidential(news.body) ? olds.clientSecret : undefined;
+    const clientSecret = isConfidential(news.body) ? (news.clientSecret ?? olds.clientSecret) : undefined;
     await new AdminClient(news.connection).put(adminPaths.application(news.tenant, news.name), {
       ...news.body,
       ...(clientSecret === undefined ? {} : { clientSecret }),
@@ -163,7 +171,7 @@ export class Application extends pulumi.dynamic.Resource {
     super(
       applicationProvider,
       name,
-      { ...args, clientId: undefined, clientSecret: undefined },
+      { ...args, clientId: undefined, clientSecret: args.clientSecret === undefined ? undefined : pulumi.secret(args.clientSecret) },
       { ...opts, additionalSecretOutputs: ['clientSecret', 'connection'] },
       'idforge',
       'Application',

@@ -1,7 +1,7 @@
 /**
  * IdentityStack: the component that maps a validated Model onto the dynamic resources.
  *
- *   AuthServer ─┬─ Tenant ─┬─ Application (per app; web/proxy also get a StableSecret)
+ *   AuthServer ─┬─ Tenant ─┬─ Application (per app; web and proxy apps take StableSecrets)
  *               │          ├─ TenantUsers (one per tenant)
  *               │          └─ TenantAssignments (one per tenant, after apps and users)
  *               └─ ClientConfigs (every generated client file, written under one directory)
@@ -33,7 +33,7 @@ export interface IdentityStackArgs {
 }
 
 /** Bytes per the contract: the proxy's cookie secret is 16 random bytes; a session secret gets 32. */
-const SECRET_BYTES = { cookieSecret: 16, sessionSecret: 32 } as const;
+const SECRET_BYTES = { clientSecret: 32, cookieSecret: 16, sessionSecret: 32 } as const;
 
 /** Port of a local server when neither the stack nor the model names one. */
 export const DEFAULT_PORT = 9080;
@@ -116,7 +116,6 @@ export class IdentityStack extends pulumi.ComponentResource {
     const secrets: Record<string, Record<string, pulumi.Output<string>>> = {};
     const secretOf = (key: string): Record<string, pulumi.Output<string>> => (secrets[key] ??= {});
     for (const need of requiredSecrets(model)) {
-      if (need.kind === 'clientSecret') continue;
       secretOf(need.key)[need.kind] = new StableSecret(`${need.key}/${need.kind}`, { bytes: SECRET_BYTES[need.kind] }, child).value;
     }
 
@@ -125,9 +124,12 @@ export class IdentityStack extends pulumi.ComponentResource {
       const tenant = new Tenant(t, { connection, name: t, body: spec.body }, child);
       const inTenant = { parent: this, dependsOn: [tenant] };
       const apps = spec.applications.map((a) => {
-        const app = new Application(`${t}/${a.name}`, { connection, tenant: t, name: a.name, body: a.body }, inTenant);
-        if (a.body.kind === 'web' || a.body.kind === 'proxy') secretOf(`${t}/${a.name}`).clientSecret = app.clientSecret.apply((s) => s ?? '');
-        return app;
+        const clientSecret = secrets[`${t}/${a.name}`]?.clientSecret;
+        return new Application(
+          `${t}/${a.name}`,
+          { connection, tenant: t, name: a.name, body: a.body, ...(clientSecret ? { clientSecret } : {}) },
+          inTenant,
+        );
       });
       const passwords: Record<string, pulumi.Input<string>> = {};
       for (const id of Object.keys(spec.users)) {
