@@ -7,7 +7,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as oidc from 'openid-client';
-import { adminPaths, type ApplicationBody, type TenantBody, type UserBody } from '../../src/schema/admin-api.ts';
+import type { z } from 'zod';
+import { adminPaths, ApplicationBody, TenantBody, UserBody } from '../../src/schema/admin-api.ts';
+
+/** Request bodies as sent (defaults may be omitted). */
+type In<T extends z.ZodType> = z.input<T>;
 import { getAdminToken, localhostFetch, startServer, type RunningServer, type ServerOptions } from '../../src/server/index.ts';
 
 export { localhostFetch };
@@ -129,17 +133,17 @@ export interface Fixture {
  */
 export async function fixtureTenant(admin: AdminClient, tenant: string): Promise<Fixture> {
   const api = `https://api.${tenant}.test`;
-  await admin.put(adminPaths.tenant(tenant), { displayName: `${tenant} Inc.`, scopes: [{ name: 'admin', description: 'administer' }] } satisfies TenantBody);
-  await admin.put(adminPaths.application(tenant, 'api'), { kind: 'api', identifier: api, scopes: ['admin'] } satisfies ApplicationBody);
+  await admin.put(adminPaths.tenant(tenant), { displayName: `${tenant} Inc.`, scopes: [{ name: 'admin', description: 'administer' }] } satisfies In<typeof TenantBody>);
+  await admin.put(adminPaths.application(tenant, 'api'), { kind: 'api', identifier: api, scopes: ['admin'] } satisfies In<typeof ApplicationBody>);
   const web = { clientId: `${tenant}-web`, clientSecret: `${tenant}-web-secret-0123456789abcdefghijkl`, redirectUri: `http://app.${tenant}.test/connect/idforge/callback` };
   await admin.put(adminPaths.application(tenant, 'web'), {
     kind: 'web', displayName: 'Portal', clientId: web.clientId, clientSecret: web.clientSecret, redirectUris: [web.redirectUri],
     scopes: ['openid', 'profile', 'email', 'offline', 'admin'], audience: [api],
-  } satisfies ApplicationBody);
+  } satisfies In<typeof ApplicationBody>);
   const spa = { clientId: `${tenant}-spa`, redirectUri: `http://spa.${tenant}.test` };
   await admin.put(adminPaths.application(tenant, 'spa'), {
     kind: 'spa', clientId: spa.clientId, redirectUris: [spa.redirectUri], scopes: ['openid', 'profile', 'email', 'admin'], audience: [api], offline: true,
-  } satisfies ApplicationBody);
+  } satisfies In<typeof ApplicationBody>);
   const users = {
     alice: { id: 'u-alice', email: `alice@${tenant}.test` },
     bob: { id: 'u-bob', email: `bob@${tenant}.test` },
@@ -148,7 +152,7 @@ export async function fixtureTenant(admin: AdminClient, tenant: string): Promise
   for (const [name, u] of Object.entries(users)) {
     await admin.put(adminPaths.user(tenant, u.id), {
       email: u.email, displayName: name, scopes: name === 'alice' ? ['admin'] : [], initialPassword: PASSWORD,
-    } satisfies UserBody);
+    } satisfies In<typeof UserBody>);
   }
   for (const app of ['web', 'spa']) {
     await admin.put(adminPaths.assignment(tenant, app, users.alice.id), {});
