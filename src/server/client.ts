@@ -47,7 +47,11 @@ export async function localhostFetch(input: string | URL | Request, init: Reques
   });
   const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
   return new Promise<Response>((resolve, reject) => {
-    const req = request(url, { method, headers: outgoing, lookup, signal: init.signal ?? undefined }, (res: IncomingMessage) => {
+    const req = request(url, {
+      method, headers: outgoing, lookup, signal: init.signal ?? undefined,
+      // No connection pooling: a pooled socket to a server that restarted fails with 'socket hang up'.
+      agent: false,
+    }, (res: IncomingMessage) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('error', reject);
