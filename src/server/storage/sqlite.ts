@@ -4,6 +4,7 @@
  * columns its adapter looks up (uid, userCode, grantId) and the ones we revoke by (account, client).
  */
 import Database from 'better-sqlite3';
+import { chmodSync } from 'node:fs';
 import { join } from 'node:path';
 import type {
   ApplicationRecord,
@@ -76,7 +77,10 @@ export class SqliteStorage implements Storage {
   readonly #db: Database.Database;
 
   constructor(dataDir: string) {
-    this.#db = new Database(join(dataDir, DATABASE_FILE));
+    const file = join(dataDir, DATABASE_FILE);
+    this.#db = new Database(file);
+    // Password hashes and sealed keys: readable by the server's user only (WAL files inherit it).
+    chmodSync(file, 0o600);
     // WAL: readers never block the writer; NORMAL sync is durable across process crashes in WAL mode.
     this.#db.pragma('journal_mode = WAL');
     this.#db.pragma('synchronous = NORMAL');
