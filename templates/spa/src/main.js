@@ -18,7 +18,8 @@ const settings = {
   metadataUrl: config.wellknown_endpoint,
   client_id: config.client_id,
   redirect_uri: config.redirect_uri,
-  post_logout_redirect_uri: config.redirect_uri,
+  // Normalised (the root path written out), as the service registers it.
+  post_logout_redirect_uri: new URL(config.redirect_uri).href,
   response_type: 'code',
   scope: config.scope,
   resource: audience.length > 0 ? audience : undefined,
@@ -74,8 +75,9 @@ async function refresh() {
 }
 
 async function signOut() {
-  // Revoke what can be revoked, then forget the user locally.
-  await manager.revokeTokens(['refresh_token', 'access_token']).catch(() => undefined);
+  // Revoke the refresh token (the access token is a short-lived JWT, which the service cannot
+  // revoke), then forget the user locally.
+  await manager.revokeTokens(['refresh_token']).catch(() => undefined);
   await manager.removeUser();
   render(null);
 }
