@@ -75,6 +75,12 @@ async function authenticate(req, res, next) {
     req.auth = { claims: payload, scopes: scopesOf(payload) };
     next();
   } catch (err) {
+    if (err?.code === 'ERR_JWKS_TIMEOUT' || err instanceof TypeError) {
+      // The keys could not be fetched: our problem, not the caller's token.
+      console.error(`cannot fetch ${config.jwks_uri}: ${err.message}`);
+      res.status(503).set('Retry-After', '5').json({ message: 'The token cannot be checked right now; try again shortly.' });
+      return;
+    }
     challenge(res, 401, { error: 'invalid_token', error_description: describe(err) }, 'The access token is invalid.');
   }
 }
