@@ -272,7 +272,7 @@ export async function preparePlan(
   }
   if (positionals.length === 0) throw new UsageError(`no model given\n${usage}`);
   const json = values.json === true;
-  const model: Model | undefined = await loadForCommand(io, positionals, json);
+  const model: Model | undefined = await loadForCommand(io, positionals.map((p) => resolve(io.cwd, p)), json);
   if (model === undefined) return { exit: EXIT.invalid };
   const { passwords, problems } = resolvePasswords(model, io.env);
   if (problems.length > 0) {
@@ -297,9 +297,12 @@ export async function preparePlan(
   try {
     const session = await connect(model.server, values['data-dir'], io);
     // apply does not dry-run: it PUTs every step and the server reports what changed.
-    const plan = command === 'plan'
-      ? await planAgainst(session, steps)
-      : { server: session.base, changes: [], ...(await plannedDeletions(session, steps)) };
+    let plan: RemotePlan;
+    if (command === 'plan') plan = await planAgainst(session, steps);
+    else {
+      const { deletions, guard } = await plannedDeletions(session, steps);
+      plan = { server: session.base, changes: deletions, guard };
+    }
     return { plan, session, steps, values: { json, allowMassDelete: values['allow-mass-delete'] === true } };
   } catch (err) {
     if (err instanceof AdminApiError) {
