@@ -45,20 +45,20 @@ export function audienceOf(tenant: TenantSpec, app: SpaAppSpec): string[] {
   return app.audience.map((name) => apiByName(tenant, name).audience);
 }
 
-/** Custom scopes a user holds: its own plus its groups', sorted. */
-export function userScopesOf(tenant: TenantSpec, userId: string): string[] {
-  const user = tenant.users.find((u) => u.id === userId);
-  const scopes = new Set(user?.scopes ?? []);
-  for (const g of tenant.groups) if (g.members.includes(userId)) for (const s of g.scopes) scopes.add(s);
-  return [...scopes].sort();
+/** Per user id, the custom scopes the user holds: its own plus its groups', sorted. */
+export function userScopesOf(tenant: TenantSpec): Map<string, string[]> {
+  const byUser = new Map<string, Set<string>>(tenant.users.map((u) => [u.id, new Set(u.scopes)]));
+  for (const g of tenant.groups) for (const m of g.members) for (const s of g.scopes) byUser.get(m)?.add(s);
+  return new Map([...byUser].map(([id, scopes]) => [id, [...scopes].sort()]));
 }
 
 /** Per application name, the ids of the users assigned to it (directly or through groups), sorted. */
 export function assignmentsOf(tenant: TenantSpec): Map<string, string[]> {
+  const members = new Map(tenant.groups.map((g) => [g.name, g.members]));
   const out = new Map<string, string[]>();
   for (const as of tenant.assignments) {
     const users = new Set(as.users);
-    for (const gName of as.groups) for (const m of tenant.groups.find((g) => g.name === gName)?.members ?? []) users.add(m);
+    for (const gName of as.groups) for (const m of members.get(gName) ?? []) users.add(m);
     out.set(as.application, [...users].sort());
   }
   return out;

@@ -14,8 +14,54 @@ function sortKeys(value: unknown): unknown {
   return value;
 }
 
+/**
+ * Writes what `JSON.stringify(sortKeys(value), null, 2)` would, without building the sorted
+ * copy first: plans of a large model hold hundreds of thousands of objects.
+ */
+function writeJson(value: unknown, indent: string, out: string[]): void {
+  if (value === null || typeof value !== 'object') {
+    out.push(JSON.stringify(value) ?? 'null');
+    return;
+  }
+  const inner = `${indent}  `;
+  if (Array.isArray(value)) {
+    if (value.length === 0) {
+      out.push('[]');
+      return;
+    }
+    out.push('[\n');
+    value.forEach((item, i) => {
+      out.push(inner);
+      writeJson(item === undefined || typeof item === 'function' ? null : item, inner, out);
+      out.push(i === value.length - 1 ? '\n' : ',\n');
+    });
+    out.push(`${indent}]`);
+    return;
+  }
+  const keys = Object.keys(value)
+    .filter((k) => {
+      const v = (value as Record<string, unknown>)[k];
+      return v !== undefined && typeof v !== 'function';
+    })
+    .sort();
+  if (keys.length === 0) {
+    out.push('{}');
+    return;
+  }
+  out.push('{\n');
+  keys.forEach((k, i) => {
+    out.push(inner, JSON.stringify(k), ': ');
+    writeJson((value as Record<string, unknown>)[k], inner, out);
+    out.push(i === keys.length - 1 ? '\n' : ',\n');
+  });
+  out.push(`${indent}}`);
+}
+
 export function stableJson(value: unknown): string {
-  return `${JSON.stringify(sortKeys(value), null, 2)}\n`;
+  const out: string[] = [];
+  writeJson(value, '', out);
+  out.push('\n');
+  return out.join('');
 }
 
 export function stableYaml(value: unknown, header = ''): string {

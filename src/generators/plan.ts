@@ -43,11 +43,12 @@ export function tenantSteps(tenant: TenantSpec, resolved: Resolved): PlanStep[] 
   for (const app of [...apps.filter((a) => a.kind === 'api'), ...apps.filter((a) => a.kind !== 'api')]) {
     steps.push({ op: 'put', kind: 'application', path: adminPaths.application(t, app.name), body: applicationBody(tenant, app, resolved) });
   }
+  const scopesByUser = userScopesOf(tenant);
   for (const user of [...tenant.users].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))) {
     const body: UserBody = {
       email: user.email,
       displayName: user.displayName,
-      scopes: userScopesOf(tenant, user.id),
+      scopes: scopesByUser.get(user.id) ?? [],
       initialPassword: resolved.passwords?.[appKey(t, user.id)],
       disabled: user.disabled,
       managedBy: MANAGED_BY,

@@ -68,6 +68,26 @@ function nestingTooDeep(text: string): { line: number; col: number } | undefined
   return undefined;
 }
 
+/**
+ * Block nesting estimated from indentation: each deeper indentation opens a level, and so does
+ * each `- ` that starts a line's content. Deterministic, unlike waiting for the stack to run out.
+ */
+function indentationTooDeep(text: string): { line: number; col: number } | undefined {
+  const indents: number[] = [];
+  let line = 0;
+  for (const raw of text.split('\n')) {
+    line++;
+    const indent = raw.length - raw.trimStart().length;
+    const content = raw.slice(indent);
+    if (content === '' || content.startsWith('#')) continue;
+    while (indents.length > 0 && indents[indents.length - 1]! >= indent) indents.pop();
+    indents.push(indent);
+    const dashes = /^(?:-\s+)*/.exec(content)![0].split('-').length - 1;
+    if (indents.length + dashes > MAX_DEPTH) return { line, col: indent + 1 };
+  }
+  return undefined;
+}
+
 function blockDepthTooDeep(value: unknown): boolean {
   // Iterative walk of the parsed value: block-style nesting is not visible to the bracket scan.
   const stack: Array<{ v: unknown; d: number }> = [{ v: value, d: 0 }];
@@ -102,7 +122,7 @@ export function decodeModelBytes(file: string, bytes: Uint8Array): { ok: true; t
 }
 
 export function parseModelText(file: string, text: string): ParseResult {
-  const deep = nestingTooDeep(text);
+  const deep = nestingTooDeep(text) ?? indentationTooDeep(text);
   if (deep !== undefined) {
     return { ok: false, problems: [fileProblem(file, 'too-deep', `nesting deeper than ${MAX_DEPTH} levels`, deep.line, deep.col)] };
   }
@@ -125,14 +145,14 @@ export function parseModelText(file: string, text: string): ParseResult {
       ok: false,
       problems: errors.map((e) => {
         const pos = lines.linePos(e.pos[0]);
-        const [code, message] =
-          e.code === 'DUPLICATE_KEY'
+        // The parser reports stack exhaustion as an ordinary error or warning: check it first.
+        const [code, message] = /call stack/i.test(e.message)
+          ? ['too-deep', `nesting too deep to read (a model needs at most ${MAX_DEPTH} levels)`]
+          : e.code === 'DUPLICATE_KEY'
             ? ['duplicate-key', 'duplicate key: each key may appear once in a mapping']
             : e.code === 'TAG_RESOLVE_FAILED'
               ? ['yaml-tag', `unsupported tag: ${firstLine(e.message)}`]
-              : /call stack/i.test(e.message)
-                ? ['too-deep', `nesting too deep to read (a model needs at most ${MAX_DEPTH} levels)`]
-                : ['yaml-syntax', firstLine(e.message)];
+              : ['yaml-syntax', firstLine(e.message)];
         return fileProblem(file, code, message, pos.line, pos.col);
       }),
     };

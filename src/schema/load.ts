@@ -8,9 +8,10 @@ import { readFile, readdir, stat } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import type { z } from 'zod';
 import { checkModel } from './checks.ts';
-import { ModelFileSpec, type Model, type ModelFile, type TenantSpec } from './model.ts';
+import { ModelFileSpec, assembleModel, type Model, type ModelFile, type TenantSpec } from './model.ts';
 import { problemsFromZodIssue, sortProblems, type PathSegment, type Problem } from './problems.ts';
 import { MAX_FILE_BYTES, decodeModelBytes, locate, parseModelText, type SourceDoc } from './_yaml-source.ts';
+import { fastValidate } from './_fast-path.ts';
 import { identityMaps, salvageFile, type ListName, type SalvagedTenant } from './_salvage.ts';
 
 export interface ModelSource {
@@ -102,6 +103,13 @@ function toLocal(
 }
 
 export function validateSources(sources: readonly ModelSource[]): LoadResult {
+  const fast = fastValidate(sources);
+  if (fast !== undefined) return { ok: true, ...fast };
+  return validateCarefully(sources);
+}
+
+/** The position-tracking path: every problem, each with its file and line:col. */
+export function validateCarefully(sources: readonly ModelSource[]): LoadResult {
   const problems: Problem[] = [];
   const parsed: Array<{ source: SourceDoc; server: ModelFile['server']; tenants: readonly SalvagedTenant[] }> = [];
   let shapeProblems = false;
@@ -175,12 +183,7 @@ export function validateSources(sources: readonly ModelSource[]): LoadResult {
     return { ok: false, problems: [{ code: 'no-model', path: [], message: 'no model files to read' }] };
   }
 
-  const baseDomain = server?.baseDomain ?? 'localhost';
-  const isLocal = baseDomain === 'localhost' || baseDomain.endsWith('.localhost');
-  const model: Model = {
-    server: { baseDomain, scheme: server?.scheme ?? (isLocal ? 'http' : 'https'), port: server?.port },
-    tenants,
-  };
+  const model = assembleModel(server, tenants);
 
   for (const p of checkModel(model)) {
     if (p.path[0] === 'server') {

@@ -219,3 +219,10 @@ export interface Model {
 
 /** Scopes every tenant knows without defining them. `offline` asks for refresh tokens. */
 export const BUILTIN_SCOPES: readonly string[] = ['openid', 'profile', 'email', 'offline'];
+
+/** Merged tenants plus the one server section (if any), with the server's defaults applied. */
+export function assembleModel(server: ModelFile['server'], tenants: readonly TenantSpec[]): Model {
+  const baseDomain = server?.baseDomain ?? 'localhost';
+  const isLocal = baseDomain === 'localhost' || baseDomain.endsWith('.localhost');
+  return { server: { baseDomain, scheme: server?.scheme ?? (isLocal ? 'http' : 'https'), port: server?.port }, tenants };
+}

@@ -138,3 +138,25 @@ describe('the acme example', () => {
     expect(() => compileArtifacts(model, { secrets: {} })).toThrow(/no clientSecret resolved for acme\/portal/);
   });
 });
+
+describe('stable JSON', () => {
+  it('writes what JSON.stringify writes for the same value with sorted keys', async () => {
+    const fc = (await import('fast-check')).default;
+    const { stableJson } = await import('../../src/generators/_serialize.ts');
+    // JS objects put integer-like keys first whatever the insertion order, so the oracle
+    // (JSON.stringify of a key-sorted copy) only holds for other keys: prefix those.
+    const prefixed = (v: unknown): unknown =>
+      Array.isArray(v) ? v.map(prefixed) : v !== null && typeof v === 'object' ? Object.fromEntries(Object.entries(v).map(([k, x]) => [`k${k}`, prefixed(x)])) : v;
+    const sorted = (v: unknown): unknown =>
+      Array.isArray(v) ? v.map(sorted) : v !== null && typeof v === 'object' ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sorted((v as Record<string, unknown>)[k])])) : v;
+    fc.assert(
+      fc.property(fc.jsonValue().map(prefixed), (v) => {
+        expect(stableJson(v)).toBe(`${JSON.stringify(sorted(v), null, 2)}\n`);
+      }),
+      { numRuns: 500 },
+    );
+    fc.assert(fc.property(fc.jsonValue(), (v) => {
+        expect(JSON.parse(stableJson(v))).toEqual(v);
+      }), { numRuns: 500 });
+  });
+});

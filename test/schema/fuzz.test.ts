@@ -93,3 +93,32 @@ describe('validate never throws', () => {
     );
   });
 });
+
+describe('the fast path for valid models', () => {
+  it('gives the same model as the position-tracking path for every example', async () => {
+    const { readFile, readdir } = await import('node:fs/promises');
+    const { validateCarefully } = await import('../../src/schema/load.ts');
+    const sets = [['examples/acme.yaml'], (await readdir('examples/multi-tenant')).sort().map((f) => `examples/multi-tenant/${f}`)];
+    for (const files of sets) {
+      const sources = await Promise.all(files.map(async (file) => ({ file, content: await readFile(file, 'utf8') })));
+      const fast = validateSources(sources);
+      const careful = validateCarefully(sources);
+      expect(fast.ok).toBe(true);
+      expect(fast).toEqual(careful);
+    }
+  });
+  it('gives the same verdict as the position-tracking path on model-shaped documents', () => {
+    return import('../../src/schema/load.ts').then(({ validateCarefully }) =>
+      fc.assert(
+        fc.property(modelish, (doc) => {
+          const sources = [{ file: 'm.yaml', content: stringify(doc) }];
+          const fast = validateSources(sources);
+          const careful = validateCarefully(sources);
+          expect(fast.ok).toBe(careful.ok);
+          if (fast.ok && careful.ok) expect(fast.model).toEqual(careful.model);
+        }),
+        { numRuns: 300 },
+      ),
+    );
+  });
+});
