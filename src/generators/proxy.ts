@@ -7,7 +7,7 @@ import { envFile, stableYaml } from './_serialize.ts';
 import { appKey, secretFor, type Resolved } from './secrets.ts';
 
 /** The oauth2-proxy release that the tests run; the compose file names the same release's image. */
-export const OAUTH2_PROXY_VERSION = 'v7.12.0';
+export const OAUTH2_PROXY_VERSION = 'v7.8.1';
 export const OAUTH2_PROXY_IMAGE = `quay.io/oauth2-proxy/oauth2-proxy:${OAUTH2_PROXY_VERSION}`;
 
 function listenPort(origin: string): string {

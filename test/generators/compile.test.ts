@@ -156,7 +156,21 @@ describe('stable JSON', () => {
       { numRuns: 500 },
     );
     fc.assert(fc.property(fc.jsonValue(), (v) => {
-        expect(JSON.parse(stableJson(v))).toEqual(v);
+        expect(JSON.parse(stableJson(v))).toEqual(JSON.parse(JSON.stringify(v)));
       }), { numRuns: 500 });
+  });
+});
+
+describe('the proxy image', () => {
+  it('is the same oauth2-proxy release that scripts/ensure-tools.sh builds for the tests', async () => {
+    const { OAUTH2_PROXY_IMAGE, OAUTH2_PROXY_VERSION } = await import('../../src/generators/index.ts');
+    const pinned = Object.fromEntries(
+      (await readFile('scripts/tool-versions.env', 'utf8'))
+        .split('\n')
+        .filter((l) => /^[A-Z0-9_]+=/.test(l))
+        .map((l) => l.split('=', 2) as [string, string]),
+    );
+    expect(OAUTH2_PROXY_VERSION).toBe(pinned.OAUTH2_PROXY_VERSION);
+    expect(OAUTH2_PROXY_IMAGE).toBe(pinned.OAUTH2_PROXY_IMAGE);
   });
 });
