@@ -22,7 +22,13 @@ export const DEV_PASSPHRASE = 'idforge-dev-only-passphrase';
 export function devPulumiEnv(base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...base };
   // The same tools dir as scripts/tools-env.sh: tools/bin, or $IDFORGE_TOOLS_DIR/bin.
-  env.PATH = [join(env.IDFORGE_TOOLS_DIR ?? join(ROOT, 'tools'), 'bin'), env.PATH ?? ''].join(delimiter);
+  // The SDK's own folder holds pulumi-resource-pulumi-nodejs, the dynamic provider plugin that
+  // matches the installed @pulumi/pulumi by construction.
+  env.PATH = [
+    join(env.IDFORGE_TOOLS_DIR ?? join(ROOT, 'tools'), 'bin'),
+    join(ROOT, 'node_modules/@pulumi/pulumi'),
+    env.PATH ?? '',
+  ].join(delimiter);
   env.PULUMI_SKIP_UPDATE_CHECK = 'true';
   env.PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION = 'true';
   env.PULUMI_BACKEND_URL ??= `file://${join(ROOT, '.pulumi-state')}`;

@@ -1,0 +1,123 @@
+/**
+ * A throwaway Pulumi project for engine tests: its own directory, file backend, PULUMI_HOME and
+ * stack, running a program module of this repo through the real `pulumi` CLI and Node language host
+ * (built into tools/bin by scripts/ensure-tools.sh).
+ */
+import { spawn } from 'node:child_process';
+import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { devPulumiEnv } from '../../src/provider/_dev-stack.ts';
+
+export const REPO = resolve(import.meta.dirname, '../..');
+
+export interface RunResult {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+export interface PreviewStep {
+  readonly op: string;
+  readonly urn: string;
+  readonly diffReasons?: string[];
+  readonly replaceReasons?: string[];
+  readonly detailedDiff?: Record<string, { kind: string }>;
+}
+
+export class PulumiProject {
+  private constructor(
+    readonly root: string,
+    readonly dir: string,
+    readonly backend: string,
+    readonly stack: string,
+    private readonly env: NodeJS.ProcessEnv,
+  ) {}
+
+  /** `program` is a module of this repo whose exports become the stack outputs. */
+  static async create(program: string, config: Record<string, string>, extraEnv: Record<string, string> = {}): Promise<PulumiProject> {
+    const root = await mkdtemp(join(tmpdir(), 'idforge-pulumi-'));
+    const dir = join(root, 'project');
+    const backend = join(root, 'backend');
+    await mkdir(dir);
+    await mkdir(backend);
+    await mkdir(join(root, 'home'));
+    await writeFile(
+      join(dir, 'Pulumi.yaml'),
+      'name: idforge\nruntime:\n  name: nodejs\n  options:\n    typescript: false\nmain: index.js\n',
+    );
+    await writeFile(join(dir, 'package.json'), '{ "name": "idforge-test-project", "private": true, "type": "module" }\n');
+    // The engine runs the language host and the dynamic provider plugin here; both resolve
+    // @pulumi/pulumi (and the program its dependencies) from this node_modules.
+    await symlink(join(REPO, 'node_modules'), join(dir, 'node_modules'));
+    await writeFile(
+      join(dir, 'index.js'),
+      `import { register } from 'tsx/esm/api';\nregister();\nconst program = await import(${JSON.stringify(pathToFileURL(program).href)});\nexport default { ...program };\n`,
+    );
+    const env = devPulumiEnv({
+      ...process.env,
+      ...extraEnv,
+      PULUMI_BACKEND_URL: `file://${backend}`,
+      PULUMI_HOME: join(root, 'home'),
+      PULUMI_CONFIG_PASSPHRASE: 'test-only-passphrase',
+      NO_COLOR: '1',
+    });
+    delete env.PULUMI_CONFIG_PASSPHRASE_FILE;
+    const p = new PulumiProject(root, dir, backend, 'test', env);
+    await p.must(['stack', 'init', 'test', '--secrets-provider', 'passphrase']);
+    for (const [k, v] of Object.entries(config)) await p.must(['config', 'set', k, v]);
+    return p;
+  }
+
+  run(args: readonly string[], extraEnv: Record<string, string> = {}): Promise<RunResult> {
+    return new Promise((resolvePromise, reject) => {
+      const child = spawn('pulumi', [...args, '--non-interactive'], {
+        cwd: this.dir,
+        env: { ...this.env, ...extraEnv },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+      child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+      child.on('error', reject);
+      child.on('close', (code) => resolvePromise({ code: code ?? 1, stdout, stderr }));
+    });
+  }
+
+  /** Runs and fails the test with the CLI's own words when it fails. */
+  async must(args: readonly string[], extraEnv: Record<string, string> = {}): Promise<RunResult> {
+    const r = await this.run(args, extraEnv);
+    if (r.code !== 0) throw new Error(`pulumi ${args.join(' ')} exited ${r.code}\n${r.stdout}\n${r.stderr}`);
+    return r;
+  }
+
+  up(extraEnv: Record<string, string> = {}): Promise<RunResult> {
+    return this.must(['up', '--yes', '--skip-preview'], extraEnv);
+  }
+
+  /** The steps a preview plans, other than `same`. */
+  async previewSteps(extraEnv: Record<string, string> = {}): Promise<PreviewStep[]> {
+    const r = await this.must(['preview', '--json', '--diff'], extraEnv);
+    const steps = (JSON.parse(r.stdout) as { steps?: PreviewStep[] }).steps ?? [];
+    return steps.filter((s) => s.op !== 'same');
+  }
+
+  async outputs(): Promise<Record<string, unknown>> {
+    return JSON.parse((await this.must(['stack', 'output', '--json'])).stdout) as Record<string, unknown>;
+  }
+
+  async configSet(key: string, value: string): Promise<void> {
+    await this.must(['config', 'set', key, value]);
+  }
+
+  async cleanup(): Promise<void> {
+    await rm(this.root, { recursive: true, force: true });
+  }
+}
+
+/** `name` part of a URN (`urn:pulumi:stack::project::type::name`). */
+export function urnName(urn: string): string {
+  return urn.slice(urn.lastIndexOf('::') + 2);
+}

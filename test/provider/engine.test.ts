@@ -1,0 +1,98 @@
+/**
+ * The dynamic providers on the real engine (pulumi CLI + Node language host from tools/bin), with
+ * the providers that need no server: the serialized shells load their implementation, secrets stay
+ * secret in the backend, a preview right after `up` is empty, drift is found by `refresh` and
+ * repaired by `up`, and `destroy` removes what `up` made.
+ */
+import { readFile, readdir, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PulumiProject, urnName } from './_pulumi.ts';
+
+async function filesUnder(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const e of await readdir(dir, { withFileTypes: true, recursive: true })) {
+    if (e.isFile()) out.push(join(e.parentPath, e.name));
+  }
+  return out;
+}
+
+describe('providers on the real engine (no server needed)', () => {
+  let p: PulumiProject;
+  let dir: string;
+
+  beforeAll(async () => {
+    p = await PulumiProject.create(join(import.meta.dirname, 'fixtures/secrets-and-files.ts'), { 'fixture:note': 'first' });
+    dir = join(p.root, 'clients');
+    await p.configSet('fixture:dir', dir);
+  });
+  afterAll(async () => p?.cleanup());
+
+  it('up writes the files; the secret appears nowhere in the backend in plain text', async () => {
+    await p.up();
+    const env = await readFile(join(dir, 'acme/wiki/oauth2-proxy.env'), 'utf8');
+    const secret = /^OAUTH2_PROXY_COOKIE_SECRET=(.+)$/m.exec(env)?.[1] ?? '';
+    expect(Buffer.from(secret, 'base64url')).toHaveLength(16);
+    for (const f of await filesUnder(p.backend)) expect(await readFile(f, 'utf8')).not.toContain(secret);
+    // The state holds the shell, not the implementation.
+    const state = (await Promise.all((await filesUnder(p.backend)).map((f) => readFile(f, 'utf8')))).join('\n');
+    expect(state).toContain('_loadImpl');
+    expect(state).not.toContain('syncFiles');
+  });
+
+  it('a preview right after up changes nothing, and a second up keeps the secret', async () => {
+    await p.must(['preview', '--expect-no-changes']);
+    const before = await readFile(join(dir, 'acme/wiki/oauth2-proxy.env'), 'utf8');
+    await p.up();
+    expect(await readFile(join(dir, 'acme/wiki/oauth2-proxy.env'), 'utf8')).toBe(before);
+  });
+
+  it('an input change previews as exactly one update', async () => {
+    await p.configSet('fixture:note', 'second');
+    const steps = await p.previewSteps();
+    expect(steps.map((s) => [s.op, urnName(s.urn)])).toEqual([['update', 'client-configs']]);
+    await p.up();
+    expect(await readFile(join(dir, 'acme/note.txt'), 'utf8')).toBe('second\n');
+  });
+
+  it('refresh finds a file edited behind its back; the next up repairs it', async () => {
+    await writeFile(join(dir, 'acme/note.txt'), 'edited by hand\n');
+    const refresh = await p.must(['refresh', '--yes', '--skip-preview']);
+    expect(refresh.stdout).toMatch(/1 updated|~ 1 updated|updated/);
+    const steps = await p.previewSteps();
+    expect(steps.map((s) => [s.op, urnName(s.urn)])).toEqual([['update', 'client-configs']]);
+    await p.up();
+    expect(await readFile(join(dir, 'acme/note.txt'), 'utf8')).toBe('second\n');
+    await p.must(['preview', '--expect-no-changes']);
+  });
+
+  it('destroy removes the files it wrote', async () => {
+    await p.must(['destroy', '--yes', '--skip-preview']);
+    expect(existsSync(join(dir, 'acme'))).toBe(false);
+  });
+});
+
+describe('an invalid model', () => {
+  it('fails the preview with the same located messages as idforge validate', async () => {
+    const { loadModel, formatProblems } = await import('../../src/schema/index.ts');
+    const p = await PulumiProject.create(join(import.meta.dirname, '../../src/provider/program.ts'), {});
+    try {
+      const model = join(p.root, 'bad.yaml');
+      await writeFile(
+        model,
+        'tenants:\n  - name: Acme\n    displayName: Acme\n    applications:\n      - name: portal\n        kind: web\n        origin: http://portal.localhost:3000\n    assignments:\n      - application: nope\n        users: [ghost]\n',
+      );
+      await p.configSet('idforge:model', model);
+      const loaded = await loadModel([model]);
+      expect(loaded.ok).toBe(false);
+      const expected = loaded.ok ? '' : formatProblems(loaded.problems);
+      const r = await p.run(['preview']);
+      expect(r.code).not.toBe(0);
+      for (const line of expected.split('\n')) expect(r.stdout + r.stderr).toContain(line);
+      expect(r.stdout + r.stderr).not.toMatch(/at .*\.ts:\d+:\d+/); // a message, not a stack trace
+    } finally {
+      await p.cleanup();
+    }
+  });
+});
