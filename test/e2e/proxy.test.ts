@@ -1,0 +1,84 @@
+/**
+ * Pattern 2, identity-aware reverse proxy (contract §1, §5.7, §5.8): the scaffolded project's
+ * run.sh starts oauth2-proxy (built from its Go module) in front of the echo upstream.
+ */
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { jsonOf, launchBrowser, newContext, screenshot, visibleText } from '../support/browser.ts';
+import { toolPath } from '../support/tools.ts';
+import { isLoginPage, signIn, startStack, type Stack } from './_stack.ts';
+
+describe('reverse proxy (oauth2-proxy + upstream echo app)', () => {
+  let stack: Stack;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    stack = await startStack({ label: 'proxy', apps: ['wiki'], oauth2ProxyBin: toolPath('oauth2-proxy') });
+    browser = await launchBrowser();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await stack?.stop();
+  });
+
+  it('sends an anonymous request straight to the login page', async () => {
+    const wiki = stack.app('wiki');
+    const res = await fetch(`${wiki.origin}/`, { redirect: 'manual' });
+    expect(res.status).toBe(302);
+    const location = new URL(res.headers.get('location') ?? '');
+    expect(`${location.origin}${location.pathname}`).toBe(`${stack.issuer}auth`);
+    expect(location.searchParams.get('redirect_uri')).toBe(`${wiki.origin}/oauth2/callback`);
+    expect(location.searchParams.get('code_challenge_method')).toBe('S256');
+  });
+
+  it('forwards the signed-in user as X-Forwarded-User and X-Forwarded-Email, with a Secure session cookie', async () => {
+    const wiki = stack.app('wiki');
+    const context = await newContext(browser);
+    const page = await context.newPage();
+    await page.goto(`${wiki.origin}/some/page?x=1`);
+    expect(await isLoginPage(page, stack.issuer)).toBe(true);
+    await screenshot(page, 'proxy-1-login');
+
+    await signIn(page, stack.users.alice);
+    await page.waitForURL(`${wiki.origin}/some/page?x=1`);
+    await screenshot(page, 'proxy-2-result');
+    const echo = await jsonOf<{ url: string; headers: Record<string, string> }>(page);
+    expect(echo.url).toBe('/some/page?x=1');
+    expect(echo.headers['x-forwarded-user']).toBe(stack.users.alice.id);
+    expect(echo.headers['x-forwarded-email']).toBe(stack.users.alice.email);
+
+    // The upstream only answered because the browser sent the session cookie back: on
+    // http://*.localhost Chromium stores and sends Secure cookies (a secure context).
+    const cookies = await context.cookies(wiki.origin);
+    const session = cookies.find((c) => c.name.startsWith('_oauth2_proxy') && !c.name.endsWith('_csrf'));
+    expect(session).toMatchObject({ secure: true, httpOnly: true });
+
+    await page.reload();
+    expect((await jsonOf<{ headers: Record<string, string> }>(page)).headers['x-forwarded-email']).toBe(stack.users.alice.email);
+    await context.close();
+  });
+
+  it('denies a user who is not assigned to the app and tells them why', async () => {
+    const wiki = stack.app('wiki');
+    const context = await newContext(browser);
+    const page = await context.newPage();
+    await page.goto(`${wiki.origin}/`);
+    await signIn(page, stack.users.bob);
+    expect(await visibleText(page)).toMatch(/not assigned/i);
+    await screenshot(page, 'proxy-3-denied-at-service');
+
+    const back = page.waitForResponse((r) => r.url().startsWith(`${wiki.origin}/oauth2/callback`));
+    await page.getByRole('button', { name: /^Return to/ }).click();
+    const callback = await back;
+    await page.waitForLoadState();
+    await screenshot(page, 'proxy-4-denied-at-proxy');
+    // oauth2-proxy answers the service's access_denied with its own 403 page; it shows the
+    // service's reason only with --show-debug-on-error, so the person reads it on the service's
+    // page above, before returning.
+    expect(callback.status()).toBe(403);
+    expect(await visibleText(page)).toMatch(/Forbidden/);
+    const cookies = await context.cookies(wiki.origin);
+    expect(cookies.filter((c) => c.name.startsWith('_oauth2_proxy') && !c.name.endsWith('_csrf'))).toEqual([]);
+    await context.close();
+  });
+});
