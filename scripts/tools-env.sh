@@ -1,0 +1,28 @@
+# Source this file (bash or zsh): `. scripts/tools-env.sh`
+# Puts idforge's tools/bin (or $IDFORGE_TOOLS_DIR/bin) first on PATH and sets the Pulumi variables that keep the
+# CLI offline and self-contained. Run scripts/ensure-tools.sh first to build the tools.
+# test/support/tools.ts (pulumiEnv) sets the same variables for tests.
+
+if [ -n "${BASH_SOURCE[0]:-}" ]; then
+  _idforge_here="${BASH_SOURCE[0]}"
+elif [ -n "${ZSH_VERSION:-}" ]; then
+  # shellcheck disable=SC2296
+  _idforge_here="${(%):-%x}"
+else
+  _idforge_here="$0"
+fi
+_idforge_root="$(cd "$(dirname "$_idforge_here")/.." && pwd)"
+
+IDFORGE_TOOLS_BIN="${IDFORGE_TOOLS_DIR:-$_idforge_root/tools}/bin"
+export IDFORGE_TOOLS_BIN
+case "$PATH" in
+  "$IDFORGE_TOOLS_BIN":*) ;;
+  *) PATH="$IDFORGE_TOOLS_BIN:$PATH" ;;
+esac
+export PATH
+
+# No network calls to check for a newer CLI, and never download plugins: everything comes from tools/bin.
+export PULUMI_SKIP_UPDATE_CHECK=true
+export PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true
+
+unset _idforge_here _idforge_root
