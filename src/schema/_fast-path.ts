@@ -8,20 +8,10 @@
 import jsyaml from 'js-yaml';
 import { checkModel } from './checks.ts';
 import { ModelFileSpec, assembleModel, type Model, type ModelFile, type TenantSpec } from './model.ts';
-import { MAX_DEPTH, decodeModelBytes } from './_yaml-source.ts';
+import { blockDepthTooDeep, decodeModelBytes } from './_yaml-source.ts';
 
 /** Anchors (&a) and aliases (*a) are where alias bombs live: leave them to the careful parser. */
 const ANCHOR_OR_ALIAS = /(?:^|[\s[{,:-])[&*][^\s,\]}"']/m;
-
-function depthWithin(value: unknown, max: number): boolean {
-  const stack: Array<{ v: unknown; d: number }> = [{ v: value, d: 0 }];
-  while (stack.length > 0) {
-    const { v, d } = stack.pop()!;
-    if (d > max) return false;
-    if (v !== null && typeof v === 'object') for (const child of Object.values(v as object)) stack.push({ v: child, d: d + 1 });
-  }
-  return true;
-}
 
 export interface FastSource {
   readonly file: string;
@@ -47,7 +37,7 @@ export function fastValidate(sources: readonly FastSource[]): { model: Model; fi
     } catch {
       return undefined;
     }
-    if (value === null || typeof value !== 'object' || Array.isArray(value) || !depthWithin(value, MAX_DEPTH)) return undefined;
+    if (value === null || typeof value !== 'object' || Array.isArray(value) || blockDepthTooDeep(value)) return undefined;
     const parsed = ModelFileSpec.safeParse(value);
     if (!parsed.success) return undefined;
     if (parsed.data.server !== undefined) {

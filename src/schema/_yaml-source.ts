@@ -88,7 +88,8 @@ function indentationTooDeep(text: string): { line: number; col: number } | undef
   return undefined;
 }
 
-function blockDepthTooDeep(value: unknown): boolean {
+/** True when a parsed value nests deeper than MAX_DEPTH (an iterative walk: no stack to exhaust). */
+export function blockDepthTooDeep(value: unknown): boolean {
   // Iterative walk of the parsed value: block-style nesting is not visible to the bracket scan.
   const stack: Array<{ v: unknown; d: number }> = [{ v: value, d: 0 }];
   while (stack.length > 0) {
