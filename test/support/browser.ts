@@ -2,12 +2,11 @@
  * Debian's Chromium driven by playwright-core, for end-to-end tests. Each test gets a fresh
  * context (no cookies, no storage), so sessions never leak between users or tests.
  */
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { OUTPUT_DIR } from './processes.ts';
-
-export const CHROMIUM_PATH = process.env.IDFORGE_CHROMIUM ?? '/usr/bin/chromium';
+import { toolPath } from './tools.ts';
 
 /** Quiet, sandbox-free headless Chromium that makes no network calls of its own. */
 export const CHROMIUM_FLAGS: readonly string[] = [
@@ -19,11 +18,9 @@ export const CHROMIUM_FLAGS: readonly string[] = [
   '--disable-sync',
 ];
 
+/** Debian's /usr/bin/chromium (IDFORGE_CHROMIUM overrides); a missing one says how to get it. */
 export async function launchBrowser(): Promise<Browser> {
-  if (!existsSync(CHROMIUM_PATH)) {
-    throw new Error(`Chromium not found at ${CHROMIUM_PATH}: run scripts/ensure-tools.sh (installs Debian's chromium)`);
-  }
-  return chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args: [...CHROMIUM_FLAGS] });
+  return chromium.launch({ executablePath: toolPath('chromium'), headless: true, args: [...CHROMIUM_FLAGS] });
 }
 
 export async function newContext(browser: Browser): Promise<BrowserContext> {
