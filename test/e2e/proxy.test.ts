@@ -72,11 +72,13 @@ describe('reverse proxy (oauth2-proxy + upstream echo app)', () => {
     const callback = await back;
     await page.waitForLoadState();
     await screenshot(page, 'proxy-4-denied-at-proxy');
-    // oauth2-proxy answers the service's access_denied with its own 403 page; it shows the
-    // service's reason only with --show-debug-on-error, so the person reads it on the service's
-    // page above, before returning.
+    // oauth2-proxy answers the service's access_denied with its own 403 page, the OAuth error
+    // behind its "More Info" disclosure.
     expect(callback.status()).toBe(403);
     expect(await visibleText(page)).toMatch(/Forbidden/);
+    await page.locator('#more-info .card-toggle').click();
+    expect(await visibleText(page)).toContain('The upstream identity provider returned an error: access_denied');
+    await screenshot(page, 'proxy-5-denied-at-proxy-details');
     const cookies = await context.cookies(wiki.origin);
     expect(cookies.filter((c) => c.name.startsWith('_oauth2_proxy') && !c.name.endsWith('_csrf'))).toEqual([]);
     await context.close();
