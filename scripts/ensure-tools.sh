@@ -36,6 +36,16 @@ die() {
 
 mkdir -p "$BIN" || die "cannot create $BIN"
 
+# One run at a time per tools dir (tests and people may start it together); a second run waits, then finds
+# everything built.
+if command -v flock >/dev/null 2>&1; then
+  exec 9>"$TOOLS_DIR/.ensure-tools.lock"
+  if ! flock -n 9; then
+    log "another ensure-tools run holds $TOOLS_DIR/.ensure-tools.lock; waiting for it"
+    flock 9 || die "could not lock $TOOLS_DIR/.ensure-tools.lock"
+  fi
+fi
+
 # ---------------------------------------------------------------------------------------------------------------
 # Debian packages
 
@@ -54,11 +64,12 @@ apt_install() {
   command -v apt-get >/dev/null 2>&1 || die "apt-get not found; install these by hand: $*"
   if [ "$APT_UPDATED" -eq 0 ]; then
     log "apt-get update (needed to install: $*)"
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 || die "apt-get update failed"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 update -qq >&2 || die "apt-get update failed"
     APT_UPDATED=1
   fi
   log "apt-get install $*"
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >&2 \
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq \
+    --no-install-recommends "$@" >&2 \
     || die "apt-get install $* failed"
 }
 

@@ -59,6 +59,14 @@ describe('pulumi', () => {
     expect(`v${sdk.version}`).toBe(versions.PULUMI_VERSION);
   });
 
+  it('has its Node language host and dynamic-provider launcher beside it', async () => {
+    const bin = dirname(toolPath('pulumi'));
+    expect(dirname(toolPath('pulumi-language-nodejs'))).toBe(bin);
+    expect(dirname(toolPath('pulumi-resource-pulumi-nodejs'))).toBe(bin);
+    const { stdout } = await ok(toolPath('pulumi-language-nodejs'), ['--version']);
+    expect(stdout.trim()).toBe(versions.PULUMI_VERSION);
+  });
+
   /**
    * A Pulumi project in a temp dir. It lives outside the repo because the repo's package.json says
    * "type": "module" and this program is CommonJS TypeScript (what @pulumi/pulumi's ts-node runs
