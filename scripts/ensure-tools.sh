@@ -21,6 +21,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TOOLS_DIR="${IDFORGE_TOOLS_DIR:-$ROOT/tools}"
+case "$TOOLS_DIR" in /*) ;; *) TOOLS_DIR="$ROOT/$TOOLS_DIR" ;; esac # relative: to the repo root, as in tools.ts
 BIN="$TOOLS_DIR/bin"
 
 log() { printf 'ensure-tools: %s\n' "$*" >&2; }

@@ -3,17 +3,19 @@
 # CLI offline and self-contained. Run scripts/ensure-tools.sh first to build the tools.
 # test/support/tools.ts (pulumiEnv) sets the same variables for tests.
 
-if [ -n "${BASH_SOURCE[0]:-}" ]; then
-  _idforge_here="${BASH_SOURCE[0]}"
+if [ -n "${BASH_SOURCE:-}" ]; then
+  _idforge_here="$BASH_SOURCE"
 elif [ -n "${ZSH_VERSION:-}" ]; then
   # shellcheck disable=SC2296
   _idforge_here="${(%):-%x}"
 else
-  _idforge_here="$0"
+  # POSIX sh cannot tell a sourced file its own path: assume it is sourced from the repository root.
+  _idforge_here="$PWD/scripts/tools-env.sh"
 fi
 _idforge_root="$(cd "$(dirname "$_idforge_here")/.." && pwd)"
 
 IDFORGE_TOOLS_BIN="${IDFORGE_TOOLS_DIR:-$_idforge_root/tools}/bin"
+case "$IDFORGE_TOOLS_BIN" in /*) ;; *) IDFORGE_TOOLS_BIN="$_idforge_root/$IDFORGE_TOOLS_BIN" ;; esac
 export IDFORGE_TOOLS_BIN
 case "$PATH" in
   "$IDFORGE_TOOLS_BIN":*) ;;
