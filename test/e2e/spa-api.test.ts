@@ -2,9 +2,12 @@
  * Patterns 3 and 4, single-page app (public client, PKCE, oidc-client-ts) and the protected API
  * it calls (jose), each scaffolded and started as its own process (contract §1, §4, §5.4-6, §7).
  */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser, newContext, screenshot, visibleText } from '../support/browser.ts';
+import { startProcess, waitForPort } from '../support/processes.ts';
 import { isLoginPage, signIn, startStack, type Stack, type TestUser } from './_stack.ts';
 
 const ADMIN_MESSAGE = 'Insufficient privileges: this route needs the admin scope.';
@@ -163,6 +166,25 @@ describe('single-page app (oidc-client-ts) and protected API (jose)', () => {
     expect(await page.locator('#error').innerText()).toContain('access_denied');
     expect(await page.locator('#status').getAttribute('data-state')).toBe('signed-out');
     await screenshot(page, 'spa-5-denied-at-app');
+    await context.close();
+  });
+
+  // Last: it restarts the SPA with another configuration.
+  it('without cache_type (in-memory cache, the default) a reload forgets the user', async () => {
+    const dashboard = stack.app('dashboard');
+    await dashboard.process.stop();
+    const configFile = join(dashboard.dir, 'spa-config.json');
+    const { cache_type: _persisted, ...config } = JSON.parse(readFileSync(configFile, 'utf8')) as Record<string, unknown>;
+    writeFileSync(configFile, `${JSON.stringify(config, null, 2)}\n`);
+    const restarted = startProcess('spa-dashboard-in-memory', 'npm', ['start', '--silent'], { cwd: dashboard.dir });
+    await waitForPort(Number(new URL(spa).port), { process: restarted });
+
+    const context = await newContext(browser);
+    const page = await signInToSpa(context, stack.users.alice);
+    expect(await page.evaluate(() => Object.keys(sessionStorage).filter((k) => k.startsWith('oidc.user:')))).toEqual([]);
+    await page.reload();
+    await expect.poll(() => page.locator('#status').getAttribute('data-state')).toBe('signed-out');
+    await screenshot(page, 'spa-6-in-memory-after-reload');
     await context.close();
   });
 });
