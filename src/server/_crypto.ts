@@ -14,6 +14,8 @@ export const MASTER_KEY_FILE = 'master.key';
 
 export class MasterKey {
   readonly #key: Buffer;
+  /** Derived keys are pure functions of (master, purpose): compute each once (HKDF per request showed in profiles). */
+  readonly #derived = new Map<string, Buffer>();
   private constructor(key: Buffer) {
     this.#key = key;
   }
@@ -35,7 +37,13 @@ export class MasterKey {
 
   /** A purpose-bound subkey, so one leaked derived key (e.g. cookie signing) reveals nothing else. */
   derive(purpose: string, length = 32): Buffer {
-    return Buffer.from(hkdfSync('sha256', this.#key, Buffer.alloc(0), `idforge:${purpose}`, length));
+    const id = `${purpose}/${length}`;
+    let key = this.#derived.get(id);
+    if (key === undefined) {
+      key = Buffer.from(hkdfSync('sha256', this.#key, Buffer.alloc(0), `idforge:${purpose}`, length));
+      this.#derived.set(id, key);
+    }
+    return key;
   }
 
   /** AES-256-GCM; the associated data binds a sealed value to its owner (e.g. tenant + kid). */

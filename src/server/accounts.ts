@@ -3,7 +3,7 @@
  */
 import type { Account, KoaContextWithOIDC } from 'oidc-provider';
 import type { ServerContext } from './_context.ts';
-import type { UserRecord } from './storage/types.ts';
+import type { ApplicationRecord, UserRecord } from './storage/types.ts';
 
 /** Always grantable when the client may request them; every other scope is custom and per-user. */
 export const STANDARD_SCOPES: readonly string[] = ['openid', 'profile', 'email', 'offline'];
@@ -25,8 +25,10 @@ export function grantableScopes(user: UserRecord, requested: Iterable<string>): 
   return [...new Set(requested)].filter((s) => STANDARD_SCOPES.includes(s) || held.has(s));
 }
 
-export async function isAssigned(ctx: ServerContext, tenant: string, clientId: string, userId: string): Promise<boolean> {
-  const app = await ctx.storage.getApplicationByClientId(tenant, clientId);
+export async function isAssigned(
+  ctx: ServerContext, tenant: string, clientId: string, userId: string, apps?: { byClientId(id: string): Promise<ApplicationRecord | undefined> },
+): Promise<boolean> {
+  const app = await (apps ? apps.byClientId(clientId) : ctx.storage.getApplicationByClientId(tenant, clientId));
   if (app === undefined) return false;
   return (await ctx.storage.getAssignment(tenant, app.name, userId)) !== undefined;
 }
@@ -50,12 +52,12 @@ export function accountFor(user: UserRecord): Account {
  * exist, be enabled and be assigned to the token's client: removing an assignment therefore ends
  * that user's refresh tokens for that application at once, even before the grant purge.
  */
-export function findAccount(ctx: ServerContext, tenant: string) {
+export function findAccount(ctx: ServerContext, tenant: string, apps?: Parameters<typeof isAssigned>[4]) {
   return async (_oidc: KoaContextWithOIDC, sub: string, token?: { clientId?: string; kind?: string }): Promise<Account | undefined> => {
     const user = await ctx.storage.getUser(tenant, sub);
     if (user === undefined || user.body.disabled) return undefined;
     if (token?.clientId !== undefined && token.kind !== 'ClientCredentials') {
-      if (!(await isAssigned(ctx, tenant, token.clientId, sub))) return undefined;
+      if (!(await isAssigned(ctx, tenant, token.clientId, sub, apps))) return undefined;
     }
     return accountFor(user);
   };

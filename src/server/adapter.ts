@@ -74,7 +74,38 @@ export function clientMetadata(app: ApplicationRecord): ClientMetadata | undefin
   }
 }
 
-export function adapterClass(ctx: ServerContext, tenant: string): new (name: string) => Adapter {
+/**
+ * Application lookups memoized for the life of one provider instance. Every application change
+ * evicts the tenant's provider (and with it this memo), so it never serves stale clients.
+ */
+export class TenantApps {
+  readonly #byClientId = new Map<string, Promise<ApplicationRecord | undefined>>();
+  readonly #byIdentifier = new Map<string, Promise<ApplicationRecord | undefined>>();
+  constructor(private readonly storage: ServerContext['storage'], private readonly tenant: string) {}
+
+  byClientId(clientId: string): Promise<ApplicationRecord | undefined> {
+    let hit = this.#byClientId.get(clientId);
+    if (hit === undefined) {
+      hit = this.storage.getApplicationByClientId(this.tenant, clientId);
+      // Bounded: unknown ids come from the network; do not let them grow the memo without limit.
+      if (this.#byClientId.size > 10_000) this.#byClientId.clear();
+      this.#byClientId.set(clientId, hit);
+    }
+    return hit;
+  }
+
+  byIdentifier(identifier: string): Promise<ApplicationRecord | undefined> {
+    let hit = this.#byIdentifier.get(identifier);
+    if (hit === undefined) {
+      hit = this.storage.getApplicationByIdentifier(this.tenant, identifier);
+      if (this.#byIdentifier.size > 10_000) this.#byIdentifier.clear();
+      this.#byIdentifier.set(identifier, hit);
+    }
+    return hit;
+  }
+}
+
+export function adapterClass(ctx: ServerContext, tenant: string, apps: TenantApps): new (name: string) => Adapter {
   const { storage } = ctx;
   return class TenantAdapter implements Adapter {
     constructor(readonly name: string) {}
@@ -84,7 +115,7 @@ export function adapterClass(ctx: ServerContext, tenant: string): new (name: str
     }
     async find(id: string): Promise<AdapterPayload | undefined> {
       if (this.name === 'Client') {
-        const app = await storage.getApplicationByClientId(tenant, id);
+        const app = await apps.byClientId(id);
         return app === undefined ? undefined : (clientMetadata(app) as AdapterPayload | undefined);
       }
       return (await storage.findArtifact(tenant, this.name, id)) as AdapterPayload | undefined;

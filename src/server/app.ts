@@ -3,12 +3,41 @@
  * that tenant's oidc-provider under /oauth2/ and its interaction pages; anything else is a 404
  * that says what went wrong.
  */
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { ServerContext } from './_context.ts';
 import { adminRouter, sendJsonError } from './admin/routes.ts';
 import { errors } from './errors.ts';
 import { interactionRouter } from './login/routes.ts';
 import { resolveHost, type ProviderCache } from './tenancy.ts';
+
+/**
+ * The node request handler. Tenant protocol requests (/oauth2/...) go straight to the tenant's
+ * oidc-provider, skipping express: the token endpoint is the hot path and express's request
+ * decoration is pure overhead there. Everything else goes through the express app.
+ */
+export function createHandler(ctx: ServerContext, providers: ProviderCache, app: express.Express) {
+  return (req: IncomingMessage, res: ServerResponse): void => {
+    const url = req.url ?? '/';
+    if (url.startsWith('/oauth2/') || url === '/oauth2') {
+      const target = resolveHost(req.headers.host, ctx.address().baseDomain);
+      if (target.kind === 'tenant') {
+        providers.get(target.tenant).then(
+          (runtime) => {
+            if (runtime === undefined) return app(req, res);
+            // As express would leave it: originalUrl is how oidc-provider finds its mount path.
+            (req as IncomingMessage & { originalUrl?: string }).originalUrl = url;
+            req.url = url.slice('/oauth2'.length) || '/';
+            return runtime.callback(req, res);
+          },
+          () => app(req, res),
+        );
+        return;
+      }
+    }
+    app(req, res);
+  };
+}
 
 export function createApp(ctx: ServerContext, providers: ProviderCache, trustProxy: boolean): express.Express {
   const app = express();
@@ -17,7 +46,6 @@ export function createApp(ctx: ServerContext, providers: ProviderCache, trustPro
 
   const admin = adminRouter(ctx);
   const interactions = interactionRouter(ctx);
-  const callbacks = new WeakMap<object, ReturnType<import('oidc-provider').default['callback']>>();
 
   app.use(async (req: Request, res: Response, next: NextFunction) => {
     try {
@@ -28,21 +56,14 @@ export function createApp(ctx: ServerContext, providers: ProviderCache, trustPro
         if (req.path === '/' || req.path === '/healthz') return res.json({ service: 'idforge', admin: '/admin/v1', openapi: '/admin/v1/openapi.json' });
         throw errors.notFound(`no route ${req.method} ${req.path} on the base host`);
       }
-      const provider = await providers.get(target.tenant);
-      if (provider === undefined) throw errors.unknownTenant(target.tenant);
-      const tenant = await ctx.storage.getTenant(target.tenant);
-      if (tenant === undefined) throw errors.unknownTenant(target.tenant);
-      res.locals.tenant = tenant;
-      res.locals.provider = provider;
+      const runtime = await providers.get(target.tenant);
+      if (runtime === undefined) throw errors.unknownTenant(target.tenant);
+      res.locals.tenant = runtime.tenant;
+      res.locals.provider = runtime.provider;
       if (req.path === '/oauth2' || req.path.startsWith('/oauth2/')) {
-        let cb = callbacks.get(provider);
-        if (cb === undefined) {
-          cb = provider.callback();
-          callbacks.set(provider, cb);
-        }
         // oidc-provider is mounted below /oauth2: it sees the rest of the path, like app.use('/oauth2', ...).
         req.url = req.url.slice('/oauth2'.length) || '/';
-        return cb(req, res);
+        return runtime.callback(req, res);
       }
       return interactions(req, res, (err?: unknown) => {
         if (err !== undefined) return next(err);

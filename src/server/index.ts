@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { adminBaseUrl, issuerUrl, type ServerAddress } from '../schema/urls.ts';
 import type { ServerContext } from './_context.ts';
 import { MasterKey } from './_crypto.ts';
-import { createApp } from './app.ts';
+import { createApp, createHandler } from './app.ts';
 import { ensureSystemTenant, writeAdminCredentials, type AdminCredentials } from './bootstrap.ts';
 import { DEFAULTS, type ServerOptions } from './config.ts';
 import { SqliteStorage } from './storage/sqlite.ts';
@@ -80,7 +80,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   try {
     await ensureSystemTenant(ctx);
     const app = createApp(ctx, providers, scheme === 'https');
-    server = createServer(app);
+    server = createServer(createHandler(ctx, providers, app));
     // Keep-alive beyond typical proxy idle timeouts, so proxies never reuse a socket we just closed.
     server.keepAliveTimeout = 65_000;
     await new Promise<void>((resolve, reject) => {

@@ -6,10 +6,11 @@ import Provider, { errors as oidcErrors, type Configuration, type KoaContextWith
 import { OIDC_ROUTES, issuerUrl } from '../schema/urls.ts';
 import type { ServerContext } from './_context.ts';
 import { SCOPE_CLAIMS, STANDARD_SCOPES, findAccount, grantableScopes, isAssigned } from './accounts.ts';
-import { adapterClass } from './adapter.ts';
+import { TenantApps, adapterClass } from './adapter.ts';
 import { LIFETIMES } from './config.ts';
 import { activeKey, privateJwks } from './keys.ts';
 import { renderPage } from './login/pages.ts';
+import type { TenantRecord } from './storage/types.ts';
 
 /** Every route oidc-provider serves, below the issuer path; fixed in schema/urls.ts. */
 const ROUTES = {
@@ -24,7 +25,14 @@ const ROUTES = {
 
 export const INTERACTION_PATH = '/interaction';
 
-export async function buildProvider(ctx: ServerContext, tenant: string): Promise<Provider | undefined> {
+/** A tenant's live runtime: its provider, its record, and the node handler for /oauth2/. */
+export interface TenantRuntime {
+  readonly provider: Provider;
+  readonly tenant: TenantRecord;
+  readonly callback: ReturnType<Provider['callback']>;
+}
+
+export async function buildProvider(ctx: ServerContext, tenant: string): Promise<TenantRuntime | undefined> {
   const { storage, master } = ctx;
   const record = await storage.getTenant(tenant);
   if (record === undefined) return undefined;
@@ -43,11 +51,12 @@ export async function buildProvider(ctx: ServerContext, tenant: string): Promise
   }
   const scopes = [...new Set([...STANDARD_SCOPES, ...record.body.scopes.map((s) => s.name), ...apiScopes])];
 
+  const apps = new TenantApps(storage, tenant);
   const resourceFor = async (oidc: KoaContextWithOIDC, identifier: string) => {
-    const api = await storage.getApplicationByIdentifier(tenant, identifier);
+    const api = await apps.byIdentifier(identifier);
     if (api === undefined || api.body.kind !== 'api') throw new oidcErrors.InvalidTarget(`unknown resource ${identifier}`);
     const client = oidc.oidc.client;
-    const clientApp = client === undefined ? undefined : await storage.getApplicationByClientId(tenant, client.clientId);
+    const clientApp = client === undefined ? undefined : await apps.byClientId(client.clientId);
     const audience = clientApp !== undefined && clientApp.body.kind !== 'api' ? clientApp.body.audience : [];
     if (!audience.includes(identifier)) throw new oidcErrors.InvalidTarget(`client may not request resource ${identifier}`);
     return {
@@ -61,12 +70,12 @@ export async function buildProvider(ctx: ServerContext, tenant: string): Promise
   };
 
   const clientAudience = async (clientId: string): Promise<readonly string[]> => {
-    const app = await storage.getApplicationByClientId(tenant, clientId);
+    const app = await apps.byClientId(clientId);
     return app === undefined || app.body.kind === 'api' ? [] : app.body.audience;
   };
 
   const configuration: Configuration = {
-    adapter: adapterClass(ctx, tenant),
+    adapter: adapterClass(ctx, tenant, apps),
     jwks: { keys: privateJwks(keys, master) },
     cookies: {
       // Per tenant, derived from the master key: survives restarts, differs between tenants.
@@ -83,7 +92,7 @@ export async function buildProvider(ctx: ServerContext, tenant: string): Promise
       response_types: ['code'],
       token_endpoint_auth_method: 'client_secret_basic',
     },
-    findAccount: findAccount(ctx, tenant) as Configuration['findAccount'],
+    findAccount: findAccount(ctx, tenant, apps) as Configuration['findAccount'],
     interactions: {
       url: async (_ctx, interaction) => `${INTERACTION_PATH}/${interaction.uid}`,
     },
@@ -150,7 +159,7 @@ export async function buildProvider(ctx: ServerContext, tenant: string): Promise
       const accountId = oidc.oidc.session?.accountId;
       const client = oidc.oidc.client;
       if (accountId === undefined || client === undefined) return undefined;
-      if (!(await isAssigned(ctx, tenant, client.clientId, accountId))) return undefined;
+      if (!(await isAssigned(ctx, tenant, client.clientId, accountId, apps))) return undefined;
       const user = await storage.getUser(tenant, accountId);
       if (user === undefined || user.body.disabled) return undefined;
       const { Grant } = oidc.oidc.provider;
@@ -198,7 +207,7 @@ export async function buildProvider(ctx: ServerContext, tenant: string): Promise
     };
 
   provider.on('server_error', (_oidc: unknown, err: Error) => ctx.log(`tenant ${tenant}: server_error: ${err.message}`));
-  return provider;
+  return { provider, tenant: record, callback: provider.callback() };
 }
 
 export function escapeHtml(s: string): string {

@@ -3,10 +3,9 @@
  * tenants do not mean thousands of live instances: an evicted tenant's provider is rebuilt from
  * storage on its next request (everything it needs is persistent).
  */
-import type Provider from 'oidc-provider';
 import { DNS_LABEL } from '../schema/admin-api.ts';
 import type { ServerContext } from './_context.ts';
-import { buildProvider } from './provider.ts';
+import { buildProvider, type TenantRuntime } from './provider.ts';
 
 export type HostTarget =
   | { readonly kind: 'base' }
@@ -28,15 +27,15 @@ export function resolveHost(hostHeader: string | undefined, baseDomain: string):
 }
 
 export class ProviderCache {
-  readonly #entries = new Map<string, Promise<Provider | undefined>>();
+  readonly #entries = new Map<string, Promise<TenantRuntime | undefined>>();
 
   constructor(
     private readonly ctx: Omit<ServerContext, 'evictTenant'> & { evictTenant?: (t: string) => void },
     private readonly capacity: number,
   ) {}
 
-  /** The tenant's provider, built on first use; undefined when the tenant does not exist. */
-  get(tenant: string): Promise<Provider | undefined> {
+  /** The tenant's runtime, built on first use; undefined when the tenant does not exist. */
+  get(tenant: string): Promise<TenantRuntime | undefined> {
     const hit = this.#entries.get(tenant);
     if (hit !== undefined) {
       // Map order is insertion order: re-inserting marks it most recently used.

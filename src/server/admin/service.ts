@@ -225,6 +225,7 @@ export class AdminService {
     }
     const clientSecret = newClientSecret();
     await this.#s.putApplication(tenant, name, a.body, this.ctx.master.hashClientSecret(clientSecret));
+    this.ctx.evictTenant(tenant);
     return { clientId: a.body.clientId, clientSecret };
   }
 

@@ -1,0 +1,91 @@
+/**
+ * Token endpoint throughput: client_credentials and refresh_token grants per second, p50/p99
+ * latency, with the server pinned to one core. Prints figures; never part of the tests.
+ *
+ *   taskset -c 1 npx tsx bench/server/grants.ts [seconds=10] [connections=16]
+ */
+import autocannon from 'autocannon';
+import * as oidc from 'openid-client';
+import { adminPaths } from '../../src/schema/admin-api.ts';
+// The tests' browser (cookie jar, form filling) drives the logins that mint refresh tokens.
+import { Browser, authorize, relyingParty } from '../../test/server/_support.ts';
+import { startBenchServer, type BenchServer } from './_harness.ts';
+
+const seconds = Number(process.argv[2] ?? 10);
+const connections = Number(process.argv[3] ?? 16);
+
+interface Figures { label: string; rps: number; p50: number; p99: number; non2xx: number; errors: number }
+
+function run(opts: autocannon.Options): Promise<autocannon.Result> {
+  return new Promise((done, fail) => {
+    autocannon({ ...opts, duration: seconds, connections }, (err, result) => (err ? fail(err) : done(result)));
+  });
+}
+
+async function clientCredentials(server: BenchServer, label: string): Promise<Figures> {
+  const creds = (await import('../../src/server/index.ts')).readAdminCredentials(server.dataDir);
+  const basic = Buffer.from(`${creds.clientId}:${creds.clientSecret}`).toString('base64');
+  const r = await run({
+    url: `http://127.0.0.1:${server.port}/oauth2/token`,
+    method: 'POST',
+    headers: { host: `system.localhost:${server.port}`, authorization: `Basic ${basic}`, 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ grant_type: 'client_credentials', scope: 'admin', resource: creds.resource }).toString(),
+  });
+  return { label, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors };
+}
+
+async function refreshTokens(server: BenchServer, label: string): Promise<Figures> {
+  const t = 'bench';
+  const api = 'https://api.bench.test';
+  const secret = 'bench-web-secret-0123456789abcdefghijkl';
+  const redirect = 'http://app.bench.test/cb';
+  await server.admin('PUT', adminPaths.tenant(t), { displayName: 'Bench', scopes: [{ name: 'admin' }] });
+  await server.admin('PUT', adminPaths.application(t, 'api'), { kind: 'api', identifier: api, scopes: ['admin'] });
+  await server.admin('PUT', adminPaths.application(t, 'web'), {
+    kind: 'web', clientId: 'bench-web', clientSecret: secret, redirectUris: [redirect], scopes: ['openid', 'offline', 'admin'], audience: [api],
+  });
+  await server.admin('PUT', adminPaths.user(t, 'u1'), { email: 'u1@bench.test', initialPassword: 'bench-password', scopes: ['admin'] });
+  await server.admin('PUT', adminPaths.assignment(t, 'web', 'u1'), {});
+  const config = await relyingParty(server.issuer(t), 'bench-web', secret);
+  // One refresh token per connection (+ spares): rotation makes each one single-use.
+  const pool: string[] = [];
+  for (let i = 0; i < connections * 2; i++) {
+    const { callback, verifier, state } = await authorize(config, new Browser(), redirect, { email: 'u1@bench.test', password: 'bench-password' }, { scope: 'openid offline admin' });
+    const tokens = await oidc.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: state });
+    pool.push(tokens.refresh_token!);
+  }
+  const basic = Buffer.from(`bench-web:${secret}`).toString('base64');
+  const r = await run({
+    url: `http://127.0.0.1:${server.port}/oauth2/token`,
+    method: 'POST',
+    headers: { host: `${t}.localhost:${server.port}`, authorization: `Basic ${basic}`, 'content-type': 'application/x-www-form-urlencoded' },
+    requests: [{
+      setupRequest: (req) => ({ ...req, body: `grant_type=refresh_token&refresh_token=${encodeURIComponent(pool.shift() ?? 'exhausted')}` }),
+      onResponse: (status, body) => {
+        if (status === 200) pool.push((JSON.parse(body) as { refresh_token: string }).refresh_token);
+      },
+    }],
+  });
+  return { label, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors };
+}
+
+const results: Figures[] = [];
+// BENCH_ALGS=ES256 or BENCH_GRANTS=refresh narrow a run (e.g. for profiling one path).
+const algs = (process.env.BENCH_ALGS ?? 'RS256,ES256').split(',') as ('RS256' | 'ES256')[];
+const grants = (process.env.BENCH_GRANTS ?? 'client_credentials,refresh').split(',');
+for (const alg of algs) {
+  const server = await startBenchServer({ keyAlg: alg, core: 0 });
+  try {
+    // Warm-up: JIT, provider instance, SQLite page cache.
+    await clientCredentials(server, 'warmup');
+    if (grants.includes('client_credentials')) results.push(await clientCredentials(server, `client_credentials ${alg}`));
+    if (grants.includes('refresh')) results.push(await refreshTokens(server, `refresh_token (rotating) ${alg}`));
+  } finally {
+    await server.stop();
+  }
+}
+console.log(`\nserver pinned to core 0, ${connections} connections, ${seconds}s per run, node ${process.version}`);
+console.log('grant                               req/s    p50 ms  p99 ms  non-2xx  errors');
+for (const f of results) {
+  console.log(`${f.label.padEnd(34)} ${f.rps.toFixed(0).padStart(7)} ${String(f.p50).padStart(8)} ${String(f.p99).padStart(7)} ${String(f.non2xx).padStart(8)} ${String(f.errors).padStart(7)}`);
+}
