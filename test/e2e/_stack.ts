@@ -5,7 +5,7 @@
  * started with its own start command as its own process.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
@@ -159,9 +159,4 @@ export async function signIn(page: Page, user: TestUser): Promise<void> {
 /** True when the page is the tenant's login form on the issuer's host. */
 export async function isLoginPage(page: Page, issuer: string): Promise<boolean> {
   return new URL(page.url()).host === new URL(issuer).host && (await page.locator('input[name="password"]').count()) > 0;
-}
-
-export function ensureDir(path: string): string {
-  mkdirSync(path, { recursive: true });
-  return path;
 }

@@ -2,6 +2,8 @@
  * Pattern 2, identity-aware reverse proxy (contract §1, §5.7, §5.8): the scaffolded project's
  * run.sh starts oauth2-proxy (built from its Go module) in front of the echo upstream.
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jsonOf, launchBrowser, newContext, screenshot, visibleText } from '../support/browser.ts';
@@ -29,6 +31,15 @@ describe('reverse proxy (oauth2-proxy + upstream echo app)', () => {
     expect(`${location.origin}${location.pathname}`).toBe(`${stack.issuer}auth`);
     expect(location.searchParams.get('redirect_uri')).toBe(`${wiki.origin}/oauth2/callback`);
     expect(location.searchParams.get('code_challenge_method')).toBe('S256');
+  });
+
+  it('runs with the generated settings: cookie secret of 16 random bytes, Secure cookie, any email domain', () => {
+    const env = readFileSync(join(stack.app('wiki').dir, 'oauth2-proxy.env'), 'utf8');
+    const value = (key: string) => new RegExp(`^${key}='?([^'\\n]*)'?$`, 'm').exec(env)?.[1];
+    expect(Buffer.from(value('OAUTH2_PROXY_COOKIE_SECRET') ?? '', 'base64url')).toHaveLength(16);
+    expect(value('OAUTH2_PROXY_COOKIE_SECRET')).toMatch(/^[A-Za-z0-9_-]+$/);
+    expect(value('OAUTH2_PROXY_COOKIE_SECURE')).toBe('true');
+    expect(value('OAUTH2_PROXY_EMAIL_DOMAINS')).toBe('*');
   });
 
   it('forwards the signed-in user as X-Forwarded-User and X-Forwarded-Email, with a Secure session cookie', async () => {

@@ -141,6 +141,16 @@ describe('single-page app (oidc-client-ts) and protected API (jose)', () => {
       }
     }
 
+    // An ID token is a signed JWT of the same tenant, but not an access token for this API.
+    const idToken = await bobPage.evaluate(() => {
+      const key = Object.keys(sessionStorage).find((k) => k.startsWith('oidc.user:'));
+      return key === undefined ? '' : (JSON.parse(sessionStorage.getItem(key) ?? '{}') as { id_token?: string }).id_token ?? '';
+    });
+    expect(idToken).not.toBe('');
+    const withIdToken = await get('/whoami', idToken);
+    expect(withIdToken.status).toBe(401);
+    expect(withIdToken.headers.get('www-authenticate')).toMatch(/error="invalid_token"/);
+
     // The same 403, seen by Bob in the SPA.
     await bobPage.locator('[data-api-path="/admin"]').click();
     await expect.poll(() => bobPage.locator('#api-result').getAttribute('data-status')).toBe('403');
