@@ -88,3 +88,15 @@ export function pickKeys<T>(shape: Record<string, unknown>, live: Record<string,
 export function changedKeys(keys: readonly string[], olds: Record<string, unknown>, news: Record<string, unknown>): string[] {
   return keys.filter((k) => !isUnknown(news[k]) && !jsonEqual(olds[k], news[k]));
 }
+
+/**
+ * Drops keys whose value is undefined, recursively: the engine's protobuf Struct cannot carry
+ * `undefined` ("Unexpected struct type"), so every result handed back to it goes through this.
+ */
+export function defined<T>(v: T): T {
+  if (Array.isArray(v)) return v.map(defined) as T;
+  if (v !== null && typeof v === 'object') {
+    return Object.fromEntries(Object.entries(v).filter(([, x]) => x !== undefined).map(([k, x]) => [k, defined(x)])) as T;
+  }
+  return v;
+}

@@ -20,7 +20,7 @@ import {
   adminPaths,
 } from '../schema/admin-api.ts';
 import type { AdminConnection } from './_admin-client.ts';
-import { AdminConnectionSchema, changedKeys, checkWith, isUnknown, jsonEqual, pickKeys } from './_common.ts';
+import { AdminConnectionSchema, changedKeys, checkWith, defined, isUnknown, jsonEqual, pickKeys } from './_common.ts';
 import { _loadImpl } from './_load.ts';
 
 /** The body without `clientSecret`: the provider owns the secret. */
@@ -116,7 +116,7 @@ export const applicationImpl: Required<
       ...(clientSecret === undefined ? {} : { clientSecret }),
     });
     const outs: ApplicationOutputs = { ...inputs, clientId: clientIdOf(inputs.body), clientSecret };
-    return { id: `${inputs.tenant}/${inputs.name}`, outs };
+    return { id: `${inputs.tenant}/${inputs.name}`, outs: defined(outs) };
   },
   async read(id, props) {
     const { AdminClient } = await import('./_admin-client.ts');
@@ -129,7 +129,7 @@ export const applicationImpl: Required<
     // The secret cannot be read back (the server keeps a hash): the state's stays the truth.
     const inputs: ApplicationInputs = { connection: old.connection, tenant: old.tenant, name: old.name, body, clientSecret: old.clientSecret };
     // Inputs as well as outputs, so drift shows up in the next diff (pulumi#13679).
-    return { id, props: { ...old, ...inputs }, inputs: inputs as ApplicationOutputs };
+    return { id, props: defined({ ...old, ...inputs }), inputs: defined(inputs) as ApplicationOutputs };
   },
   async update(_id, olds, news) {
     const { AdminClient } = await import('./_admin-client.ts');
@@ -138,7 +138,7 @@ export const applicationImpl: Required<
       ...news.body,
       ...(clientSecret === undefined ? {} : { clientSecret }),
     });
-    return { outs: { ...news, clientId: clientIdOf(news.body), clientSecret } };
+    return { outs: defined({ ...news, clientId: clientIdOf(news.body), clientSecret }) };
   },
   async delete(_id, props) {
     const { AdminClient } = await import('./_admin-client.ts');

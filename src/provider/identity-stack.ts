@@ -123,13 +123,19 @@ export class IdentityStack extends pulumi.ComponentResource {
       const t = spec.tenant;
       const tenant = new Tenant(t, { connection, name: t, body: spec.body }, child);
       const inTenant = { parent: this, dependsOn: [tenant] };
+      // APIs first (the plan lists them first): clients name them as their audience, and the server
+      // refuses an audience that is not registered yet.
+      const apis: Application[] = [];
       const apps = spec.applications.map((a) => {
         const clientSecret = secrets[`${t}/${a.name}`]?.clientSecret;
-        return new Application(
+        const needsApis = a.body.kind !== 'api' && 'audience' in a.body && a.body.audience.length > 0;
+        const app = new Application(
           `${t}/${a.name}`,
           { connection, tenant: t, name: a.name, body: a.body, ...(clientSecret ? { clientSecret } : {}) },
-          inTenant,
+          needsApis ? { parent: this, dependsOn: [tenant, ...apis] } : inTenant,
         );
+        if (a.body.kind === 'api') apis.push(app);
+        return app;
       });
       const passwords: Record<string, pulumi.Input<string>> = {};
       for (const id of Object.keys(spec.users)) {

@@ -1,0 +1,164 @@
+/**
+ * Acceptance of the Pulumi integration on the real engine against the real server: the example
+ * model deployed by `pulumi up` (server process included), checked through the admin API; an
+ * empty preview right after; model edits previewed as exactly those changes; drift made through
+ * the admin API found by `refresh` and repaired by `up`; no client or cookie secret in plain text
+ * in the backend; `destroy` deletes the tenants and stops the server.
+ */
+import { copyFile, readFile, readdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseDocument } from 'yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AdminClient, type AdminConnection } from '../../src/provider/_admin-client.ts';
+import { isOurProcess, PID_FILE } from '../../src/provider/_local-server.ts';
+import { adminPaths } from '../../src/schema/admin-api.ts';
+import { startServer } from '../../src/server/index.ts';
+import { freePort } from '../support/processes.ts';
+import { PulumiProject, REPO, urnName } from './_pulumi.ts';
+
+const PASSWORDS = { ACME_ALICE_PASSWORD: 'alice-test-password', ACME_BOB_PASSWORD: 'bob-test-password' };
+
+async function filesUnder(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const e of await readdir(dir, { withFileTypes: true, recursive: true })) if (e.isFile()) out.push(join(e.parentPath, e.name));
+  return out;
+}
+
+async function connectionOf(dataDir: string): Promise<AdminConnection> {
+  const c = JSON.parse(await readFile(join(dataDir, 'admin-credentials.json'), 'utf8')) as Record<string, string>;
+  return { adminUrl: c.adminUrl!, tokenUrl: c.tokenEndpoint!, clientId: c.clientId!, clientSecret: c.clientSecret!, resource: c.resource!, scope: c.scope! };
+}
+
+describe('pulumi up/preview/refresh/destroy of a model against the real server', () => {
+  let p: PulumiProject;
+  let model: string;
+  let dataDir: string;
+  let clients: string;
+  let admin: AdminClient;
+
+  /** Edits the model file in place, keeping its comments. */
+  async function editModel(edit: (doc: ReturnType<typeof parseDocument>) => void): Promise<void> {
+    const doc = parseDocument(await readFile(model, 'utf8'));
+    edit(doc);
+    await writeFile(model, doc.toString());
+  }
+
+  async function assignmentsOf(app: string): Promise<string[]> {
+    const page = await admin.get<{ items: { userId: string }[] }>(`${adminPaths.application('acme', app)}/assignments`);
+    return (page?.items ?? []).map((i) => i.userId).sort();
+  }
+
+  beforeAll(async () => {
+    const port = await freePort();
+    p = await PulumiProject.create(join(REPO, 'src/provider/program.ts'), {}, PASSWORDS);
+    model = join(p.root, 'acme.yaml');
+    dataDir = join(p.root, 'server');
+    clients = join(p.root, 'clients');
+    await copyFile(join(REPO, 'examples/acme.yaml'), model);
+    await p.configSet('idforge:model', model);
+    await p.configSet('idforge:port', String(port));
+    await p.configSet('idforge:dataDir', dataDir);
+    await p.configSet('idforge:clientConfigDir', clients);
+  });
+
+  afterAll(async () => {
+    // Whatever happened above, leave no server behind.
+    const pid = Number((await readFile(join(dataDir, PID_FILE), 'utf8').catch(() => '0')).trim());
+    if (isOurProcess(pid)) process.kill(-pid, 'SIGKILL');
+    await p?.cleanup();
+  });
+
+  it('up deploys the server and provisions the model; the live server matches', async () => {
+    await p.up();
+    admin = new AdminClient(await connectionOf(dataDir));
+    const tenant = await admin.get(adminPaths.tenant('acme'));
+    expect(tenant).toMatchObject({ name: 'acme', displayName: 'Acme Corporation', scopes: [{ name: 'admin' }] });
+    const portal = await admin.get(adminPaths.application('acme', 'portal'));
+    expect(portal).toMatchObject({ kind: 'web', clientId: 'portal', redirectUris: ['http://portal.localhost:3000/connect/acme/callback'] });
+    expect(await admin.get(adminPaths.application('acme', 'orders-api'))).toMatchObject({ kind: 'api', identifier: 'http://orders-api.localhost:4000' });
+    expect(await admin.get(adminPaths.user('acme', 'u-alice'))).toMatchObject({ email: 'alice@acme.example', scopes: ['admin'], hasPassword: true });
+    expect(await assignmentsOf('portal')).toEqual(['u-alice', 'u-bob']);
+    expect(await assignmentsOf('wiki')).toEqual(['u-alice']);
+    const out = await p.outputs();
+    expect(out.issuers).toEqual({ acme: expect.stringMatching(/^http:\/\/acme\.localhost:\d+\/oauth2\/$/) });
+    expect(await readdir(join(clients, 'acme'))).toEqual(expect.arrayContaining(['portal', 'wiki', 'dashboard', 'orders-api']));
+  });
+
+  it('a preview right after changes nothing', async () => {
+    await p.must(['preview', '--expect-no-changes']);
+  });
+
+  it('client and cookie secrets never appear in plain text in the backend', async () => {
+    const generated = (await Promise.all((await filesUnder(clients)).map((f) => readFile(f, 'utf8')))).join('\n');
+    const secrets = [
+      ...generated.matchAll(/OAUTH2_PROXY_(?:CLIENT_SECRET|COOKIE_SECRET)="?([A-Za-z0-9_-]{16,})/g),
+      ...generated.matchAll(/"secret":\s*"([^"]{16,})"/g),
+    ].map((m) => m[1]!);
+    expect(secrets.length).toBeGreaterThanOrEqual(3);
+    const backend = await Promise.all((await filesUnder(p.backend)).map((f) => readFile(f, 'utf8')));
+    for (const s of [...secrets, PASSWORDS.ACME_ALICE_PASSWORD]) for (const text of backend) expect(text).not.toContain(s);
+  });
+
+  it('model edits preview as exactly those changes, and up applies them', async () => {
+    await editModel((doc) => {
+      const apps = doc.getIn(['tenants', 0, 'applications']) as { add: (v: unknown) => void };
+      apps.add(doc.createNode({ name: 'reports', kind: 'spa', origin: 'http://reports.localhost:5174', scopes: ['openid'] }));
+      const assignments = doc.getIn(['tenants', 0, 'assignments']) as { items: { get: (k: string) => unknown }[]; delete: (i: number) => void };
+      assignments.delete(assignments.items.findIndex((a) => a.get('application') === 'wiki'));
+      doc.setIn(['tenants', 0, 'applications', 1, 'origin'], 'http://wiki.localhost:4280');
+    });
+    const steps = await p.previewSteps(PASSWORDS);
+    expect(steps.map((s) => `${s.op} ${urnName(s.urn)}`).sort()).toEqual([
+      'create acme/reports',
+      'update acme/assignments',
+      'update acme/wiki',
+      'update client-configs',
+    ]);
+    await p.up(PASSWORDS);
+    expect(await admin.get(adminPaths.application('acme', 'reports'))).toMatchObject({ kind: 'spa', redirectUris: ['http://reports.localhost:5174', 'http://reports.localhost:5174/'] });
+    expect(await admin.get(adminPaths.application('acme', 'wiki'))).toMatchObject({ redirectUris: ['http://wiki.localhost:4280/oauth2/callback'] });
+    expect(await assignmentsOf('wiki')).toEqual([]);
+    expect(await assignmentsOf('portal')).toEqual(['u-alice', 'u-bob']);
+    await p.must(['preview', '--expect-no-changes'], PASSWORDS);
+  });
+
+  it('drift made through the admin API is reported by refresh and repaired by the next up', async () => {
+    const portal = (await admin.get<Record<string, unknown>>(adminPaths.application('acme', 'portal')))!;
+    const { name: _n, createdAt: _c, updatedAt: _u, ...body } = portal;
+    await admin.put(adminPaths.application('acme', 'portal'), { ...body, redirectUris: ['http://evil.localhost/cb'] });
+    await admin.delete(adminPaths.assignment('acme', 'portal', 'u-bob'));
+    const refresh = await p.must(['refresh', '--yes', '--skip-preview', '--diff'], PASSWORDS);
+    expect(refresh.stdout).toContain('evil.localhost');
+    expect(refresh.stdout).toMatch(/2 updated/);
+    const steps = await p.previewSteps(PASSWORDS);
+    expect(steps.map((s) => `${s.op} ${urnName(s.urn)}`).sort()).toEqual(['update acme/assignments', 'update acme/portal']);
+    await p.up(PASSWORDS);
+    expect(await admin.get(adminPaths.application('acme', 'portal'))).toMatchObject({
+      redirectUris: ['http://portal.localhost:3000/connect/acme/callback'],
+    });
+    expect(await assignmentsOf('portal')).toEqual(['u-alice', 'u-bob']);
+    await p.must(['preview', '--expect-no-changes'], PASSWORDS);
+  });
+
+  it('destroy deletes the tenants and stops the server', async () => {
+    const pid = Number((await readFile(join(dataDir, PID_FILE), 'utf8')).trim());
+    expect(isOurProcess(pid)).toBe(true);
+    await p.must(['destroy', '--yes', '--skip-preview'], PASSWORDS);
+    expect(isOurProcess(pid)).toBe(false);
+    // Look at what destroy left in the data dir with the server itself.
+    const server = await startServer({ dataDir, port: 0, baseDomain: 'localhost' });
+    try {
+      const again = new AdminClient({
+        adminUrl: server.adminUrl,
+        tokenUrl: server.adminCredentials.tokenEndpoint,
+        clientId: server.adminCredentials.clientId,
+        clientSecret: server.adminCredentials.clientSecret,
+        resource: server.adminCredentials.resource,
+        scope: server.adminCredentials.scope,
+      });
+      expect(await again.get(adminPaths.tenant('acme'))).toBeUndefined();
+    } finally {
+      await server.close();
+    }
+  });
+});
