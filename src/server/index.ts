@@ -83,13 +83,21 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     server = createServer(createHandler(ctx, providers, app));
     // Keep-alive beyond typical proxy idle timeouts, so proxies never reuse a socket we just closed.
     server.keepAliveTimeout = 65_000;
+    const wanted = options.port ?? DEFAULTS.port;
+    // With a fixed port the credentials file is written before the port opens, so a client that
+    // waits for the port (idforge apply in scripts) never finds it missing.
+    let adminCredentials: AdminCredentials | undefined;
+    if (wanted !== 0) {
+      address = { scheme, baseDomain, port: options.publicPort ?? wanted };
+      adminCredentials = await writeAdminCredentials(ctx, options.dataDir);
+    }
     await new Promise<void>((resolve, reject) => {
       server!.once('error', reject);
-      server!.listen(options.port ?? DEFAULTS.port, host, () => resolve());
+      server!.listen(wanted, host, () => resolve());
     });
     const port = (server.address() as AddressInfo).port;
     address = { scheme, baseDomain, port: options.publicPort ?? port };
-    const adminCredentials = await writeAdminCredentials(ctx, options.dataDir);
+    adminCredentials ??= await writeAdminCredentials(ctx, options.dataDir);
     timer = setInterval(() => {
       storage.purgeExpired().catch((err: unknown) => log(`purge failed: ${(err as Error).message}`));
     }, PURGE_INTERVAL_MS);

@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as oidc from 'openid-client';
-import { createLocalJWKSet, decodeJwt, jwtVerify, errors as joseErrors, type JSONWebKeySet } from 'jose';
+import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify, errors as joseErrors, type JSONWebKeySet } from 'jose';
 import { adminPaths } from '../../src/schema/admin-api.ts';
 import { discoveryUrl, jwksUrl } from '../../src/schema/urls.ts';
 import {
@@ -263,5 +263,24 @@ describe('assignments', () => {
     const del = await admin.call('DELETE', adminPaths.assignment('globex', 'spa', globex.users.carol.id));
     expect(del.status).toBe(204);
     await expect(oidc.refreshTokenGrant(config, first.refresh_token!)).rejects.toHaveProperty('error', 'invalid_grant');
+  });
+});
+
+describe('key rotation', () => {
+  it('after a rotation new tokens are signed by the key published before; old tokens still verify', async () => {
+    const config = await relyingParty(server.issuer('globex'), globex.web.clientId, globex.web.clientSecret);
+    const login = { email: globex.users.alice.email, password: PASSWORD };
+    const before = await authorize(config, new Browser(), globex.web.redirectUri, login);
+    const oldTokens = await oidc.authorizationCodeGrant(config, before.callback, { pkceCodeVerifier: before.verifier, expectedState: before.state });
+    const keys = (await admin.call('GET', '/admin/v1/tenants/globex/keys')).body.items as { kid: string; state: string }[];
+    const next = keys.find((k) => k.state === 'next')!.kid;
+    expect((await admin.call('POST', '/admin/v1/tenants/globex/keys/rotate')).status).toBe(200);
+
+    const after = await authorize(config, new Browser(), globex.web.redirectUri, login);
+    const newTokens = await oidc.authorizationCodeGrant(config, after.callback, { pkceCodeVerifier: after.verifier, expectedState: after.state });
+    expect(decodeProtectedHeader(newTokens.access_token).kid).toBe(next);
+    expect(decodeProtectedHeader(newTokens.id_token!).kid).toBe(next);
+    await verifyAccessToken(oldTokens.access_token, 'globex', globex.api);
+    await verifyAccessToken(newTokens.access_token, 'globex', globex.api);
   });
 });

@@ -1,0 +1,52 @@
+/**
+ * Host → tenant, and the bounded cache of provider instances.
+ */
+import { describe, expect, it } from 'vitest';
+import { adminPaths } from '../../src/schema/admin-api.ts';
+import { discoveryUrl } from '../../src/schema/urls.ts';
+import { resolveHost } from '../../src/server/tenancy.ts';
+import { adminClient, localhostFetch, testServer } from './_support.ts';
+
+describe('resolveHost', () => {
+  it.each([
+    ['localhost:9080', 'localhost', { kind: 'base' }],
+    ['localhost', 'localhost', { kind: 'base' }],
+    ['acme.localhost:9080', 'localhost', { kind: 'tenant', tenant: 'acme' }],
+    ['ACME.id.example.com', 'id.example.com', { kind: 'tenant', tenant: 'acme' }],
+    ['acme.id.example.com.', 'id.example.com', { kind: 'tenant', tenant: 'acme' }],
+    ['a.b.localhost', 'localhost', { kind: 'unknown', host: 'a.b.localhost' }],
+    ['evil.com', 'localhost', { kind: 'unknown', host: 'evil.com' }],
+    ['notlocalhost', 'localhost', { kind: 'unknown', host: 'notlocalhost' }],
+    [undefined, 'localhost', { kind: 'unknown', host: '' }],
+  ])('%s with base %s', (host, base, expected) => {
+    expect(resolveHost(host, base)).toEqual(expected);
+  });
+});
+
+describe('provider cache', () => {
+  it('keeps at most the configured number of live providers; evicted tenants still answer', async () => {
+    const server = await testServer({ providerCacheSize: 2 });
+    try {
+      const admin = await adminClient(server);
+      for (const t of ['one', 'two', 'three']) await admin.put(adminPaths.tenant(t), { displayName: t });
+      for (const t of ['one', 'two', 'three']) expect((await localhostFetch(discoveryUrl(server.address, t))).status).toBe(200);
+      expect(server.providerCount()).toBeLessThanOrEqual(2);
+      const again = await localhostFetch(discoveryUrl(server.address, 'one'));
+      expect(again.status).toBe(200);
+      expect(((await again.json()) as { issuer: string }).issuer).toBe(server.issuer('one'));
+    } finally {
+      await server.dispose();
+    }
+  });
+
+  it('answers hosts outside the base domain with a clear 404', async () => {
+    const server = await testServer();
+    try {
+      const res = await localhostFetch(`http://127.0.0.1:${server.port}/oauth2/.well-known/openid-configuration`);
+      expect(res.status).toBe(404);
+      expect(await res.json()).toMatchObject({ error: 'unknown_host' });
+    } finally {
+      await server.dispose();
+    }
+  });
+});
