@@ -18,7 +18,8 @@ import { IdentityStack } from './identity-stack.ts';
 
 const config = new pulumi.Config('idforge');
 const stack = pulumi.getStack();
-const projectDir = process.cwd();
+// The directory of Pulumi.yaml; the program itself runs in the directory of `main`.
+const projectDir = pulumi.runtime.getRootDirectory();
 const here = (p: string): string => resolve(projectDir, p);
 
 const loaded = await loadModel([here(config.require('model'))]);
