@@ -59,7 +59,7 @@ describe('providers on the real engine (no server needed)', () => {
   it('refresh finds a file edited behind its back; the next up repairs it', async () => {
     await writeFile(join(dir, 'acme/note.txt'), 'edited by hand\n');
     const refresh = await p.must(['refresh', '--yes', '--skip-preview']);
-    expect(refresh.stdout).toMatch(/1 updated|~ 1 updated|updated/);
+    expect(refresh.stdout).toMatch(/~ 1 updated/);
     const steps = await p.previewSteps();
     expect(steps.map((s) => [s.op, urnName(s.urn)])).toEqual([['update', 'client-configs']]);
     await p.up();

@@ -88,7 +88,7 @@ describe('pulumi up/preview/refresh/destroy of a model against the real server',
     await p.must(['preview', '--expect-no-changes']);
   });
 
-  it('client and cookie secrets never appear in plain text in the backend', async () => {
+  it('client, cookie and admin secrets and passwords never appear in plain text in the backend', async () => {
     const generated = (await Promise.all((await filesUnder(clients)).map((f) => readFile(f, 'utf8')))).join('\n');
     const secrets = [
       ...generated.matchAll(/OAUTH2_PROXY_(?:CLIENT_SECRET|COOKIE_SECRET)="?([A-Za-z0-9_-]{16,})/g),
@@ -96,7 +96,8 @@ describe('pulumi up/preview/refresh/destroy of a model against the real server',
     ].map((m) => m[1]!);
     expect(secrets.length).toBeGreaterThanOrEqual(3);
     const backend = await Promise.all((await filesUnder(p.backend)).map((f) => readFile(f, 'utf8')));
-    for (const s of [...secrets, PASSWORDS.ACME_ALICE_PASSWORD]) for (const text of backend) expect(text).not.toContain(s);
+    const adminSecret = (await connectionOf(dataDir)).clientSecret;
+    for (const s of [...secrets, adminSecret, PASSWORDS.ACME_ALICE_PASSWORD]) for (const text of backend) expect(text).not.toContain(s);
   });
 
   it('model edits preview as exactly those changes, and up applies them', async () => {
