@@ -18,7 +18,7 @@ async function filesUnder(dir: string): Promise<string[]> {
   return out;
 }
 
-describe('providers on the real engine (no server needed)', () => {
+describe('providers on the real engine (no server needed)', { timeout: 300_000 }, () => {
   let p: PulumiProject;
   let dir: string;
 
@@ -73,7 +73,7 @@ describe('providers on the real engine (no server needed)', () => {
   });
 });
 
-describe('an invalid model', () => {
+describe('an invalid model', { timeout: 300_000 }, () => {
   it('fails the preview with the same located messages as idforge validate', async () => {
     const { loadModel, formatProblems } = await import('../../src/schema/index.ts');
     const p = await PulumiProject.create(join(import.meta.dirname, '../../src/provider/program.ts'), {});

@@ -29,7 +29,7 @@ async function connectionOf(dataDir: string): Promise<AdminConnection> {
   return { adminUrl: c.adminUrl!, tokenUrl: c.tokenEndpoint!, clientId: c.clientId!, clientSecret: c.clientSecret!, resource: c.resource!, scope: c.scope! };
 }
 
-describe('pulumi up/preview/refresh/destroy of a model against the real server', () => {
+describe('pulumi up/preview/refresh/destroy of a model against the real server', { timeout: 300_000 }, () => {
   let p: PulumiProject;
   let model: string;
   let dataDir: string;
