@@ -35,7 +35,14 @@ export function tenantSteps(tenant: TenantSpec, resolved: Resolved): PlanStep[] 
       op: 'put',
       kind: 'tenant',
       path: adminPaths.tenant(t),
-      body: { displayName: tenant.displayName, scopes: [...tenant.scopes].sort(byName), managedBy: MANAGED_BY },
+      body: {
+        displayName: tenant.displayName,
+        scopes: [...tenant.scopes].sort(byName),
+        // Only when the model sets one: absent means password only, and plans of models without a
+        // policy stay byte-identical to before the field existed.
+        ...(tenant.login === undefined ? {} : { login: { methods: [...tenant.login.methods], requireSecondFactor: tenant.login.requireSecondFactor } }),
+        managedBy: MANAGED_BY,
+      },
     },
   ];
   const apps = [...tenant.applications].sort(byName);

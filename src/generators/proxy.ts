@@ -1,5 +1,6 @@
 /** Reverse proxy: oauth2-proxy's environment and a compose service with the official image. */
 import type { Model, ProxyAppSpec, TenantSpec } from '../schema/model.ts';
+import { isLocalHost } from '../schema/checks.ts';
 import { issuerUrl } from '../schema/urls.ts';
 import { GENERATED_HEADER, type Artifact } from './_artifact.ts';
 import { clientIdOf, originOf, scopesOf } from './_app-facts.ts';
@@ -41,12 +42,15 @@ export function proxyArtifacts(model: Model, tenant: TenantSpec, app: ProxyAppSp
     OAUTH2_PROXY_SKIP_PROVIDER_BUTTON: 'true',
     OAUTH2_PROXY_REVERSE_PROXY: 'false',
   };
+  // Inside a container, loopback and *.localhost are the container itself: when the issuer or the
+  // upstream is local, the proxy must share the host's network to reach them (Linux hosts).
+  const local = isLocalHost(new URL(app.upstream).hostname) || isLocalHost(model.server.baseDomain);
   const compose = {
     services: {
       [`${app.name}-oauth2-proxy`]: {
         image: OAUTH2_PROXY_IMAGE,
         env_file: ['oauth2-proxy.env'],
-        ports: [`${port}:${port}`],
+        ...(local ? { network_mode: 'host' } : { ports: [`${port}:${port}`] }),
         restart: 'unless-stopped',
       },
     },

@@ -174,3 +174,23 @@ describe('the proxy image', () => {
     expect(OAUTH2_PROXY_IMAGE).toBe(pinned.OAUTH2_PROXY_IMAGE);
   });
 });
+
+describe('the proxy compose file', () => {
+  it('publishes the port when nothing is local, and shares the host network when the issuer is on localhost', async () => {
+    const { validateSources } = await import('../../src/schema/index.ts');
+    const model = (baseDomain: string) => {
+      const r = validateSources([
+        {
+          file: 'm.yaml',
+          content: `server:\n  baseDomain: ${baseDomain}\ntenants:\n  - name: acme\n    displayName: Acme\n    applications:\n      - name: wiki\n        kind: proxy\n        origin: https://wiki.acme.example:8443\n        upstream: http://10.0.0.5:8080\n`,
+        },
+      ]);
+      if (!r.ok) throw new Error(JSON.stringify(r.problems));
+      return r.model;
+    };
+    const compose = (m: Model) => parse(compileArtifacts(m, fixedSecrets(m)).artifacts.find((a) => a.path === 'acme/wiki/docker-compose.yml')!.content);
+    expect(compose(model('id.acme.example')).services['wiki-oauth2-proxy']).toMatchObject({ ports: ['8443:8443'] });
+    expect(compose(model('id.acme.example')).services['wiki-oauth2-proxy']).not.toHaveProperty('network_mode');
+    expect(compose(model('localhost')).services['wiki-oauth2-proxy']).toMatchObject({ network_mode: 'host' });
+  });
+});
