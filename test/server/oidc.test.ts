@@ -284,3 +284,19 @@ describe('key rotation', () => {
     await verifyAccessToken(newTokens.access_token, 'globex', globex.api);
   });
 });
+
+describe('disabled users', () => {
+  it('disabling a user ends their refresh tokens, and they cannot sign in', async () => {
+    const config = await relyingParty(server.issuer('acme'), acme.spa.clientId);
+    const login = { email: acme.users.carol.email, password: PASSWORD };
+    const { callback, verifier, state } = await authorize(config, new Browser(), acme.spa.redirectUri, login, { scope: 'openid offline' });
+    const tokens = await oidc.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: state });
+    await admin.put(adminPaths.user('acme', acme.users.carol.id), { email: acme.users.carol.email, displayName: 'carol', disabled: true });
+    await expect(oidc.refreshTokenGrant(config, tokens.refresh_token!)).rejects.toHaveProperty('error', 'invalid_grant');
+    const again = await authorize(config, new Browser(), acme.spa.redirectUri, login, { scope: 'openid' });
+    // The login page answered "invalid credentials" (no hint that the account exists), then the
+    // person cancelled: the client hears access_denied.
+    expect(again.pages[1]).toContain('Invalid email or password.');
+    expect(again.callback.searchParams.get('error')).toBe('access_denied');
+  });
+});

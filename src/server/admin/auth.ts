@@ -24,17 +24,16 @@ export function requireAdmin(ctx: ServerContext) {
     return cached.jwks;
   };
 
-  const fail = (res: Response, err: ServerError) => {
+  /** RFC 6750 §3: say what credential is expected and, when one was given, why it failed. */
+  const fail = (res: Response, err: ServerError, challenge: string) => {
     const { status, body } = errorBody(err);
-    // RFC 6750 §3: tell the client what kind of credential is expected and why it failed.
-    const code = status === 401 ? (err.message.startsWith('a bearer') ? '' : ', error="invalid_token"') : ', error="insufficient_scope"';
-    res.status(status).set('www-authenticate', `Bearer realm="idforge-admin"${code}${status === 403 ? `, scope="${ADMIN_SCOPE}"` : ''}`).json(body);
+    res.status(status).set('www-authenticate', `Bearer realm="idforge-admin"${challenge}`).json(body);
   };
 
   return async (req: Request, res: Response, next: NextFunction) => {
     const header = req.headers.authorization ?? '';
     const m = /^Bearer ([A-Za-z0-9._~+/-]+=*)$/i.exec(header);
-    if (m === null) return fail(res, errors.unauthorized());
+    if (m === null) return fail(res, errors.unauthorized(), '');
     let scp: unknown;
     try {
       const { payload } = await jwtVerify(m[1]!, await keys(), {
@@ -44,10 +43,10 @@ export function requireAdmin(ctx: ServerContext) {
       });
       scp = payload.scp;
     } catch {
-      return fail(res, errors.unauthorized('the access token is invalid, expired, or not issued for the admin API'));
+      return fail(res, errors.unauthorized('the access token is invalid, expired, or not issued for the admin API'), ', error="invalid_token"');
     }
     if (!Array.isArray(scp) || !scp.includes(ADMIN_SCOPE)) {
-      return fail(res, errors.forbidden(`the access token lacks the '${ADMIN_SCOPE}' scope`));
+      return fail(res, errors.forbidden(`the access token lacks the '${ADMIN_SCOPE}' scope`), `, error="insufficient_scope", scope="${ADMIN_SCOPE}"`);
     }
     next();
   };
