@@ -25,11 +25,33 @@ export const ScopeDefinition = z.strictObject({
 });
 export type ScopeDefinition = z.infer<typeof ScopeDefinition>;
 
+/**
+ * Sign-in methods. `password`, `otp` (a one-time code sent to the user's email) and `passkey`
+ * (WebAuthn, with user verification) identify a person; `totp` (authenticator app) only confirms
+ * a person another method identified, so it needs `requireSecondFactor`.
+ */
+export const LOGIN_METHODS = ['password', 'otp', 'passkey', 'totp'] as const;
+export type LoginMethod = (typeof LOGIN_METHODS)[number];
+
+/** A tenant's sign-in policy. Absent from a tenant: password only, as if `{methods: [password]}`. */
+export const LoginPolicyBody = z.strictObject({
+  /** Methods this tenant's people may use, each at most once. Default: [password]. */
+  methods: z.array(z.enum(LOGIN_METHODS)).min(1).default(['password']),
+  /**
+   * Whether a second, different factor must follow `password` or `otp`: `totp`, or `otp` after a
+   * password. A passkey with user verification is two factors by itself. Default: false.
+   */
+  requireSecondFactor: z.boolean().default(false),
+});
+export type LoginPolicyBody = z.infer<typeof LoginPolicyBody>;
+
 /** PUT /admin/v1/tenants/{tenant} */
 export const TenantBody = z.strictObject({
   displayName: z.string().min(1).max(128),
   /** Custom scopes the tenant defines (standard OIDC scopes are always known). */
   scopes: z.array(ScopeDefinition).default([]),
+  /** Sign-in policy. Default (absent): password only, no second factor. */
+  login: LoginPolicyBody.optional(),
   managedBy: z.string().max(64).optional(),
 });
 export type TenantBody = z.infer<typeof TenantBody>;

@@ -3,6 +3,7 @@
  * redirect-URI rules of RFC 9700, kind-specific rules, scopes that are defined. Pure; collects
  * every problem instead of stopping at the first.
  */
+import type { LoginPolicyBody } from './admin-api.ts';
 import { BUILTIN_SCOPES, type Model, type TenantSpec } from './model.ts';
 import { suggest, type PathSegment, type Problem } from './problems.ts';
 
@@ -72,9 +73,40 @@ function checkRefs(values: readonly string[], known: ReadonlySet<string>, path: 
   return out;
 }
 
+/**
+ * Rules of a tenant's sign-in policy, beyond its schema. The admin API runs them too, so a policy
+ * that would lock everyone out never reaches a server by any path.
+ */
+export function checkLoginPolicy(policy: LoginPolicyBody, lp: Path): Problem[] {
+  const out: Problem[] = [];
+  const mp: Path = [...lp, 'methods'];
+  const seen = new Set<string>();
+  policy.methods.forEach((m, i) => {
+    if (seen.has(m)) out.push(problem('duplicate-entry', [...mp, i], `login method '${m}' is listed twice`));
+    seen.add(m);
+  });
+  const has = (m: string) => seen.has(m);
+  if (!has('password') && !has('otp') && !has('passkey')) {
+    out.push(problem('login-no-first-factor', mp, 'login methods must include password, otp or passkey: totp only confirms a person another method identified'));
+  }
+  if (policy.requireSecondFactor) {
+    // Each identifying method other than a passkey needs a different factor to follow it.
+    if (has('password') && !has('totp') && !has('otp')) {
+      out.push(problem('login-no-second-factor', [...lp, 'requireSecondFactor'], 'a second factor is required, but nothing can follow a password: allow totp or otp as well (a passkey alone counts as two factors)'));
+    }
+    if (has('otp') && !has('totp')) {
+      out.push(problem('login-no-second-factor', [...lp, 'requireSecondFactor'], 'a second factor is required, but nothing can follow an emailed code (otp): allow totp as well, or remove otp'));
+    }
+  } else if (has('totp')) {
+    out.push(problem('login-unused-method', mp, "totp only confirms a person after another method: set 'requireSecondFactor: true' or remove totp"));
+  }
+  return out;
+}
+
 function checkTenant(t: TenantSpec, tp: Path): Problem[] {
   const out: Problem[] = [];
   const where = `tenant '${t.name}'`;
+  if (t.login !== undefined) out.push(...checkLoginPolicy(t.login, [...tp, 'login']));
   out.push(...checkUnique(t.scopes, (s) => s.name, [...tp, 'scopes'], 'name', 'scope'));
   t.scopes.forEach((s, i) => {
     if (BUILTIN_SCOPES.includes(s.name)) out.push(problem('builtin-scope', [...tp, 'scopes', i, 'name'], `scope '${s.name}' is built in and must not be redefined`));

@@ -5,7 +5,7 @@
  * checks.ts, so that one pass reports every problem. Defaults are documented where defined.
  */
 import { z } from 'zod';
-import { DNS_LABEL, NAME, SCOPE, USER_ID } from './admin-api.ts';
+import { DNS_LABEL, LoginPolicyBody, NAME, SCOPE, USER_ID } from './admin-api.ts';
 
 const dnsLabel = z
   .string()
@@ -171,6 +171,11 @@ export const TenantSpec = z.strictObject({
   groups: z.array(GroupSpec).default([]),
   applications: z.array(ApplicationSpec).default([]),
   assignments: z.array(AssignmentSpec).default([]),
+  /**
+   * How people sign in: `methods` from password, otp, passkey, totp; `requireSecondFactor`
+   * (e.g. password then totp). Default (absent): password only.
+   */
+  login: LoginPolicyBody.optional(),
 });
 
 export const ServerSpec = z.strictObject({

@@ -275,3 +275,28 @@ describe('models split across files', () => {
     expect(r.ok ? '' : formatProblems(r.problems)).toMatchInlineSnapshot(`"b.yaml:4:11  tenant "acme" is already defined at a.yaml:2:11  (at tenants[2].name)"`);
   });
 });
+
+describe('login policy', () => {
+  const login = (body: string) => `tenants:\n  - name: acme\n    displayName: Acme\n    login:\n${body}`;
+  it('refuses a second factor required with none allowed after a password', () => {
+    expect(check(login('      methods: [password]\n      requireSecondFactor: true\n'))).toMatchInlineSnapshot(`"model.yaml:6:28  a second factor is required, but nothing can follow a password: allow totp or otp as well (a passkey alone counts as two factors)  (at tenants[0].login.requireSecondFactor)"`);
+  });
+  it('refuses otp required as a second factor after itself', () => {
+    expect(check(login('      methods: [otp]\n      requireSecondFactor: true\n'))).toMatchInlineSnapshot(`"model.yaml:6:28  a second factor is required, but nothing can follow an emailed code (otp): allow totp as well, or remove otp  (at tenants[0].login.requireSecondFactor)"`);
+  });
+  it('refuses totp alone: it identifies nobody', () => {
+    expect(check(login('      methods: [totp]\n      requireSecondFactor: true\n'))).toMatchInlineSnapshot(`"model.yaml:5:16  login methods must include password, otp or passkey: totp only confirms a person another method identified  (at tenants[0].login.methods)"`);
+  });
+  it('refuses totp that nothing would ever ask for', () => {
+    expect(check(login('      methods: [password, totp]\n'))).toMatchInlineSnapshot(`"model.yaml:5:16  totp only confirms a person after another method: set 'requireSecondFactor: true' or remove totp  (at tenants[0].login.methods)"`);
+  });
+  it('refuses an unknown method', () => {
+    expect(check(login('      methods: [password, sms]\n'))).toMatchInlineSnapshot(`"model.yaml:5:27  each entry of 'methods' must be one of password, otp, passkey, totp, not "sms"  (at tenants[0].login.methods[1])"`);
+  });
+  it('refuses a method listed twice', () => {
+    expect(check(login('      methods: [password, password]\n'))).toMatchInlineSnapshot(`"model.yaml:5:27  login method 'password' is listed twice  (at tenants[0].login.methods[1])"`);
+  });
+  it('refuses an empty method list', () => {
+    expect(check(login('      methods: []\n'))).toMatchInlineSnapshot(`"model.yaml:5:16  'methods' must have at least 1 entry  (at tenants[0].login.methods)"`);
+  });
+});
