@@ -11,11 +11,15 @@ import type {
   ArtifactPayload,
   AssignmentRecord,
   KeyRecord,
+  OtpRecord,
   Page,
+  PasskeyRecord,
   PageRequest,
   Storage,
   StoredApplicationBody,
   TenantRecord,
+  ThrottleRecord,
+  TotpRecord,
   UserRecord,
 } from './types.ts';
 import type { AssignmentBody, TenantBody, UserBody } from '../../schema/admin-api.ts';
@@ -51,7 +55,23 @@ CREATE INDEX IF NOT EXISTS artifacts_uid ON artifacts (tenant, model, uid) WHERE
 CREATE INDEX IF NOT EXISTS artifacts_user_code ON artifacts (tenant, model, user_code) WHERE user_code IS NOT NULL;
 CREATE INDEX IF NOT EXISTS artifacts_account ON artifacts (tenant, account_id, client_id) WHERE account_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS artifacts_expiry ON artifacts (expires_at) WHERE expires_at IS NOT NULL;
+CREATE TABLE IF NOT EXISTS totp_secrets (
+  tenant TEXT NOT NULL, user_id TEXT NOT NULL, sealed_secret TEXT NOT NULL, last_step INTEGER NOT NULL, created_at INTEGER NOT NULL,
+  PRIMARY KEY (tenant, user_id));
+CREATE TABLE IF NOT EXISTS otp_codes (
+  tenant TEXT NOT NULL, user_id TEXT NOT NULL, code_hash TEXT NOT NULL, expires_at_ms INTEGER NOT NULL, attempts INTEGER NOT NULL,
+  PRIMARY KEY (tenant, user_id));
+CREATE TABLE IF NOT EXISTS passkeys (
+  tenant TEXT NOT NULL, credential_id TEXT NOT NULL, user_id TEXT NOT NULL, public_key TEXT NOT NULL, counter INTEGER NOT NULL,
+  transports TEXT NOT NULL, created_at INTEGER NOT NULL, PRIMARY KEY (tenant, credential_id));
+CREATE INDEX IF NOT EXISTS passkeys_user ON passkeys (tenant, user_id);
+CREATE TABLE IF NOT EXISTS login_throttle (
+  tenant TEXT NOT NULL, key TEXT NOT NULL, failures INTEGER NOT NULL, last_failure_ms INTEGER NOT NULL, locked_until_ms INTEGER NOT NULL,
+  PRIMARY KEY (tenant, key));
 `;
+
+/** Tables of per-user login factors: removed with their user. */
+const USER_FACTOR_TABLES = ['totp_secrets', 'otp_codes', 'passkeys'] as const;
 
 const now = () => Math.floor(Date.now() / 1000);
 
@@ -126,7 +146,7 @@ export class SqliteStorage implements Storage {
   }
   async deleteTenant(name: string): Promise<boolean> {
     return this.#db.transaction(() => {
-      for (const table of ['keys', 'applications', 'users', 'assignments', 'artifacts']) {
+      for (const table of ['keys', 'applications', 'users', 'assignments', 'artifacts', ...USER_FACTOR_TABLES, 'login_throttle']) {
         this.#q(`DELETE FROM ${table} WHERE tenant = ?`).run(name);
       }
       return this.#q('DELETE FROM tenants WHERE name = ?').run(name).changes > 0;
@@ -215,6 +235,7 @@ export class SqliteStorage implements Storage {
     return this.#db.transaction(() => {
       this.#q('DELETE FROM assignments WHERE tenant = ? AND user_id = ?').run(tenant, id);
       this.#q('DELETE FROM artifacts WHERE tenant = ? AND account_id = ?').run(tenant, id);
+      for (const table of USER_FACTOR_TABLES) this.#q(`DELETE FROM ${table} WHERE tenant = ? AND user_id = ?`).run(tenant, id);
       return this.#q('DELETE FROM users WHERE tenant = ? AND id = ?').run(tenant, id).changes > 0;
     })();
   }
@@ -289,7 +310,82 @@ export class SqliteStorage implements Storage {
     this.#q('DELETE FROM artifacts WHERE tenant = ? AND grant_id = ?').run(tenant, grantId);
   }
   async purgeExpired(): Promise<number> {
+    // Expired emailed codes go with the artifacts; throttle rows are kept until cleared or replaced.
+    this.#q('DELETE FROM otp_codes WHERE expires_at_ms <= ?').run(Date.now());
     return this.#q('DELETE FROM artifacts WHERE expires_at IS NOT NULL AND expires_at <= ?').run(now()).changes;
+  }
+
+  // Login factors
+  async getTotp(tenant: string, userId: string): Promise<TotpRecord | undefined> {
+    const r = this.#q('SELECT * FROM totp_secrets WHERE tenant = ? AND user_id = ?').get(tenant, userId) as Row | undefined;
+    return r && { sealedSecret: String(r.sealed_secret), lastStep: Number(r.last_step), createdAt: Number(r.created_at) };
+  }
+  async putTotp(tenant: string, userId: string, sealedSecret: string, lastStep: number): Promise<void> {
+    this.#q(`INSERT INTO totp_secrets (tenant, user_id, sealed_secret, last_step, created_at) VALUES (?, ?, ?, ?, ?)
+      ON CONFLICT (tenant, user_id) DO UPDATE SET sealed_secret = excluded.sealed_secret, last_step = excluded.last_step, created_at = excluded.created_at`)
+      .run(tenant, userId, sealedSecret, lastStep, now());
+  }
+  async claimTotpStep(tenant: string, userId: string, step: number): Promise<boolean> {
+    return this.#q('UPDATE totp_secrets SET last_step = ? WHERE tenant = ? AND user_id = ? AND last_step < ?').run(step, tenant, userId, step).changes > 0;
+  }
+
+  async putOtp(tenant: string, userId: string, codeHash: string, expiresAtMs: number): Promise<void> {
+    this.#q(`INSERT INTO otp_codes (tenant, user_id, code_hash, expires_at_ms, attempts) VALUES (?, ?, ?, ?, 0)
+      ON CONFLICT (tenant, user_id) DO UPDATE SET code_hash = excluded.code_hash, expires_at_ms = excluded.expires_at_ms, attempts = 0`)
+      .run(tenant, userId, codeHash, expiresAtMs);
+  }
+  async getOtp(tenant: string, userId: string): Promise<OtpRecord | undefined> {
+    const r = this.#q('SELECT * FROM otp_codes WHERE tenant = ? AND user_id = ?').get(tenant, userId) as Row | undefined;
+    return r && { codeHash: String(r.code_hash), expiresAtMs: Number(r.expires_at_ms), attempts: Number(r.attempts) };
+  }
+  async countOtpAttempt(tenant: string, userId: string): Promise<number> {
+    const r = this.#q('UPDATE otp_codes SET attempts = attempts + 1 WHERE tenant = ? AND user_id = ? RETURNING attempts').get(tenant, userId) as Row | undefined;
+    return r === undefined ? Number.MAX_SAFE_INTEGER : Number(r.attempts);
+  }
+  async deleteOtp(tenant: string, userId: string, codeHash?: string): Promise<boolean> {
+    return codeHash === undefined
+      ? this.#q('DELETE FROM otp_codes WHERE tenant = ? AND user_id = ?').run(tenant, userId).changes > 0
+      : this.#q('DELETE FROM otp_codes WHERE tenant = ? AND user_id = ? AND code_hash = ?').run(tenant, userId, codeHash).changes > 0;
+  }
+
+  async listPasskeys(tenant: string, userId: string): Promise<readonly PasskeyRecord[]> {
+    return (this.#q('SELECT * FROM passkeys WHERE tenant = ? AND user_id = ? ORDER BY created_at, credential_id').all(tenant, userId) as Row[]).map(passkeyRow);
+  }
+  async getPasskey(tenant: string, credentialId: string): Promise<PasskeyRecord | undefined> {
+    const r = this.#q('SELECT * FROM passkeys WHERE tenant = ? AND credential_id = ?').get(tenant, credentialId) as Row | undefined;
+    return r && passkeyRow(r);
+  }
+  async putPasskey(tenant: string, p: PasskeyRecord): Promise<void> {
+    this.#q(`INSERT INTO passkeys (tenant, credential_id, user_id, public_key, counter, transports, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`)
+      .run(tenant, p.credentialId, p.userId, p.publicKey, p.counter, JSON.stringify(p.transports), p.createdAt);
+  }
+  async updatePasskeyCounter(tenant: string, credentialId: string, counter: number): Promise<void> {
+    this.#q('UPDATE passkeys SET counter = ? WHERE tenant = ? AND credential_id = ?').run(counter, tenant, credentialId);
+  }
+
+  async getThrottle(tenant: string, key: string): Promise<ThrottleRecord | undefined> {
+    const r = this.#q('SELECT * FROM login_throttle WHERE tenant = ? AND key = ?').get(tenant, key) as Row | undefined;
+    return r && { failures: Number(r.failures), lastFailureMs: Number(r.last_failure_ms), lockedUntilMs: Number(r.locked_until_ms) };
+  }
+  async recordFailure(tenant: string, key: string, nowMs: number, resetAfterMs: number, lockAt: number, lockMs: number) {
+    return this.#db.transaction(() => {
+      const r = this.#q('SELECT * FROM login_throttle WHERE tenant = ? AND key = ?').get(tenant, key) as Row | undefined;
+      const fresh = r === undefined || nowMs - Number(r.last_failure_ms) > resetAfterMs;
+      let failures = fresh ? 1 : Number(r.failures) + 1;
+      let lockedUntilMs = r === undefined ? 0 : Number(r.locked_until_ms);
+      const locked = failures >= lockAt;
+      if (locked) {
+        lockedUntilMs = nowMs + lockMs;
+        failures = 0;
+      }
+      this.#q(`INSERT INTO login_throttle (tenant, key, failures, last_failure_ms, locked_until_ms) VALUES (?, ?, ?, ?, ?)
+        ON CONFLICT (tenant, key) DO UPDATE SET failures = excluded.failures, last_failure_ms = excluded.last_failure_ms, locked_until_ms = excluded.locked_until_ms`)
+        .run(tenant, key, failures, nowMs, lockedUntilMs);
+      return { failures, lastFailureMs: nowMs, lockedUntilMs, locked };
+    })();
+  }
+  async clearThrottle(tenant: string, key: string): Promise<void> {
+    this.#q('DELETE FROM login_throttle WHERE tenant = ? AND key = ?').run(tenant, key);
   }
 
   async getMeta(key: string): Promise<string | undefined> {
@@ -319,6 +415,10 @@ const appRow = (r: Row): ApplicationRecord => ({
 const userRow = (r: Row): UserRecord => ({
   tenant: String(r.tenant), id: String(r.id), body: JSON.parse(String(r.body)),
   passwordHash: r.password_hash === null ? null : String(r.password_hash), createdAt: Number(r.created_at), updatedAt: Number(r.updated_at),
+});
+const passkeyRow = (r: Row): PasskeyRecord => ({
+  credentialId: String(r.credential_id), userId: String(r.user_id), publicKey: String(r.public_key), counter: Number(r.counter),
+  transports: JSON.parse(String(r.transports)) as string[], createdAt: Number(r.created_at),
 });
 const assignmentRow = (r: Row): AssignmentRecord => ({
   tenant: String(r.tenant), application: String(r.application), userId: String(r.user_id),

@@ -81,6 +81,43 @@ export interface ArtifactPayload {
   readonly consumed?: unknown;
 }
 
+/** A confirmed TOTP enrolment. */
+export interface TotpRecord {
+  /** The base32 secret, sealed with the master key (bound to tenant and user). */
+  readonly sealedSecret: string;
+  /** The last time step whose code was accepted: that step and earlier ones are refused (no replay). */
+  readonly lastStep: number;
+  readonly createdAt: number;
+}
+
+/** The one outstanding emailed code of a user; a new code replaces it. Times in milliseconds. */
+export interface OtpRecord {
+  /** HMAC of the code under a master-derived key: the database never holds a usable code. */
+  readonly codeHash: string;
+  readonly expiresAtMs: number;
+  /** Wrong codes entered against it so far. */
+  readonly attempts: number;
+}
+
+/** A WebAuthn credential (passkey) of a user. */
+export interface PasskeyRecord {
+  readonly credentialId: string;
+  readonly userId: string;
+  /** COSE public key, base64url. */
+  readonly publicKey: string;
+  readonly counter: number;
+  readonly transports: readonly string[];
+  readonly createdAt: number;
+}
+
+/** Failed sign-in attempts under one key (an account or an address). Times in milliseconds. */
+export interface ThrottleRecord {
+  readonly failures: number;
+  readonly lastFailureMs: number;
+  /** 0 when not locked. */
+  readonly lockedUntilMs: number;
+}
+
 export interface Storage {
   getTenant(name: string): Promise<TenantRecord | undefined>;
   listTenants(page: PageRequest): Promise<Page<TenantRecord>>;
@@ -129,6 +166,34 @@ export interface Storage {
   revokeArtifactsByGrantId(tenant: string, grantId: string): Promise<void>;
   /** Deletes expired artifacts; returns how many. */
   purgeExpired(): Promise<number>;
+
+  // Login factors (src/server/login). Deleting a user or tenant deletes these too.
+  getTotp(tenant: string, userId: string): Promise<TotpRecord | undefined>;
+  /** Creates or replaces the user's enrolment; `lastStep` is the step of the confirming code. */
+  putTotp(tenant: string, userId: string, sealedSecret: string, lastStep: number): Promise<void>;
+  /** Atomically accepts time step `step` if it is later than the last accepted one; false = replay. */
+  claimTotpStep(tenant: string, userId: string, step: number): Promise<boolean>;
+
+  putOtp(tenant: string, userId: string, codeHash: string, expiresAtMs: number): Promise<void>;
+  getOtp(tenant: string, userId: string): Promise<OtpRecord | undefined>;
+  /** Counts one wrong attempt; returns the new count. */
+  countOtpAttempt(tenant: string, userId: string): Promise<number>;
+  /** Deletes the code; true only for the caller that actually deleted it (single use under races). */
+  deleteOtp(tenant: string, userId: string, codeHash?: string): Promise<boolean>;
+
+  listPasskeys(tenant: string, userId: string): Promise<readonly PasskeyRecord[]>;
+  getPasskey(tenant: string, credentialId: string): Promise<PasskeyRecord | undefined>;
+  putPasskey(tenant: string, passkey: PasskeyRecord): Promise<void>;
+  updatePasskeyCounter(tenant: string, credentialId: string, counter: number): Promise<void>;
+
+  getThrottle(tenant: string, key: string): Promise<ThrottleRecord | undefined>;
+  /**
+   * Counts a failure under `key`: the count restarts when the previous failure is older than
+   * `resetAfterMs`; when it reaches `lockAt` the key is locked until `nowMs + lockMs` and the count
+   * restarts. Atomic, so concurrent guesses cannot slip past the limit.
+   */
+  recordFailure(tenant: string, key: string, nowMs: number, resetAfterMs: number, lockAt: number, lockMs: number): Promise<ThrottleRecord & { readonly locked: boolean }>;
+  clearThrottle(tenant: string, key: string): Promise<void>;
 
   getMeta(key: string): Promise<string | undefined>;
   setMeta(key: string, value: string): Promise<void>;
