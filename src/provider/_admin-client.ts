@@ -154,6 +154,24 @@ export class AdminClient {
     return (res.text ? JSON.parse(res.text) : {}) as T;
   }
 
+  /**
+   * Every item of a paged collection (`{items, nextCursor}`), 500 per request; undefined when the
+   * collection's owner does not exist (404).
+   */
+  async list<T = Record<string, unknown>>(path: string): Promise<T[] | undefined> {
+    const items: T[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await this.get<{ items: T[]; nextCursor?: string | null }>(
+        `${path}?limit=500${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+      );
+      if (page === undefined) return undefined;
+      items.push(...page.items);
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor);
+    return items;
+  }
+
   /** Deleting what is already gone succeeds: delete is idempotent like PUT. */
   async delete(path: string): Promise<void> {
     const res = await this.call('DELETE', path);

@@ -89,12 +89,15 @@ export const tenantAssignmentsImpl: Required<
     const { AdminClient, mapLimit } = await import('./_admin-client.ts');
     const old = props as TenantAssignmentsOutputs;
     const client = new AdminClient(old.connection);
-    const all = [...pairs(old.assignments).values()];
-    const live = await mapLimit(all, CONCURRENCY, ([a, u]) => client.get(adminPaths.assignment(old.tenant, a, u)));
+    const apps = Object.keys(old.assignments);
+    // One paged list per application rather than a GET per pair.
+    const live = await mapLimit(apps, CONCURRENCY, (a) =>
+      client.list<{ userId: string }>(`${adminPaths.application(old.tenant, a)}/assignments`),
+    );
     const assignments: Record<string, string[]> = {};
-    for (const app of Object.keys(old.assignments)) assignments[app] = [];
-    all.forEach(([a, u], i) => {
-      if (live[i] !== undefined) assignments[a]?.push(u);
+    apps.forEach((app, i) => {
+      const present = new Set((live[i] ?? []).map((x) => x.userId));
+      assignments[app] = (old.assignments[app] ?? []).filter((u) => present.has(u));
     });
     const now = { ...old, assignments };
     return { id, props: now, inputs: now };
