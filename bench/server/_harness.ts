@@ -30,6 +30,8 @@ export interface BenchServer {
   issuer(tenant: string): string;
   /** Resident set size of the server process, from /proc (bytes). */
   rss(): number;
+  /** CPU seconds (user + system, all threads) the server process has used so far. */
+  cpuSeconds(): number;
   admin(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }>;
   stop(): Promise<void>;
 }
@@ -59,6 +61,11 @@ export async function startBenchServer(options: { keyAlg?: 'RS256' | 'ES256'; co
       const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
       // taskset execs node, so the pid is node's own.
       return Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) * 1024;
+    },
+    cpuSeconds() {
+      // Fields 14 and 15 of /proc/<pid>/stat, in clock ticks (100 per second on Linux).
+      const fields = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      return (Number(fields[11]) + Number(fields[12])) / 100;
     },
     async admin(method, path, body) {
       if (Date.now() - tokenAt > 5 * 60_000) {

@@ -14,12 +14,18 @@ import { startBenchServer, type BenchServer } from './_harness.ts';
 const seconds = Number(process.argv[2] ?? 10);
 const connections = Number(process.argv[3] ?? 16);
 
-interface Figures { label: string; rps: number; p50: number; p99: number; non2xx: number; errors: number }
+interface Figures { label: string; rps: number; p50: number; p99: number; non2xx: number; errors: number; cpu: number }
 
-function run(opts: autocannon.Options): Promise<autocannon.Result> {
-  return new Promise((done, fail) => {
-    autocannon({ ...opts, duration: seconds, connections }, (err, result) => (err ? fail(err) : done(result)));
+let current: BenchServer;
+
+/** One autocannon run; `cpu` is the server's CPU use over the run (1.0 = its whole core). */
+async function run(opts: autocannon.Options): Promise<autocannon.Result & { cpu: number }> {
+  const cpu0 = current.cpuSeconds();
+  const t0 = Date.now();
+  const result = await new Promise<autocannon.Result>((done, fail) => {
+    autocannon({ ...opts, duration: seconds, connections }, (err, r) => (err ? fail(err) : done(r)));
   });
+  return { ...result, cpu: (current.cpuSeconds() - cpu0) / ((Date.now() - t0) / 1000) };
 }
 
 async function clientCredentials(server: BenchServer, label: string): Promise<Figures> {
@@ -31,7 +37,7 @@ async function clientCredentials(server: BenchServer, label: string): Promise<Fi
     headers: { host: `system.localhost:${server.port}`, authorization: `Basic ${basic}`, 'content-type': 'application/x-www-form-urlencoded' },
     body: new URLSearchParams({ grant_type: 'client_credentials', scope: 'admin', resource: creds.resource }).toString(),
   });
-  return { label, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors };
+  return { label, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors, cpu: r.cpu };
 }
 
 async function refreshTokens(server: BenchServer, label: string): Promise<Figures> {
@@ -66,7 +72,7 @@ async function refreshTokens(server: BenchServer, label: string): Promise<Figure
       },
     }],
   });
-  return { label, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors };
+  return { label, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors, cpu: r.cpu };
 }
 
 const results: Figures[] = [];
@@ -75,6 +81,7 @@ const algs = (process.env.BENCH_ALGS ?? 'RS256,ES256').split(',') as ('RS256' | 
 const grants = (process.env.BENCH_GRANTS ?? 'client_credentials,refresh').split(',');
 for (const alg of algs) {
   const server = await startBenchServer({ keyAlg: alg, core: 0 });
+  current = server;
   try {
     // Warm-up: JIT, provider instance, SQLite page cache.
     await clientCredentials(server, 'warmup');
@@ -85,7 +92,8 @@ for (const alg of algs) {
   }
 }
 console.log(`\nserver pinned to core 0, ${connections} connections, ${seconds}s per run, node ${process.version}`);
-console.log('grant                               req/s    p50 ms  p99 ms  non-2xx  errors');
+console.log('grant                               req/s    p50 ms  p99 ms  non-2xx  errors  server CPU  req/s per busy core');
 for (const f of results) {
-  console.log(`${f.label.padEnd(34)} ${f.rps.toFixed(0).padStart(7)} ${String(f.p50).padStart(8)} ${String(f.p99).padStart(7)} ${String(f.non2xx).padStart(8)} ${String(f.errors).padStart(7)}`);
+  console.log(`${f.label.padEnd(34)} ${f.rps.toFixed(0).padStart(7)} ${String(f.p50).padStart(8)} ${String(f.p99).padStart(7)} ${String(f.non2xx).padStart(8)} ${String(f.errors).padStart(7)} ${`${(f.cpu * 100).toFixed(0)}%`.padStart(10)} ${(f.rps / f.cpu).toFixed(0).padStart(8)}`);
 }
+console.log(`load average during the run: ${(await import('node:os')).loadavg().map((l) => l.toFixed(1)).join(' ')} (${(await import('node:os')).cpus().length} CPUs)`);
