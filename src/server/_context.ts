@@ -2,6 +2,7 @@
 import type { ServerAddress } from '../schema/urls.ts';
 import type { MasterKey } from './_crypto.ts';
 import type { SigningAlg } from './keys.ts';
+import type { LoginSettings } from './login/options.ts';
 import type { Storage } from './storage/types.ts';
 
 export interface ServerContext {
@@ -11,6 +12,8 @@ export interface ServerContext {
   readonly address: () => ServerAddress;
   readonly keyAlg: SigningAlg;
   readonly log: (line: string) => void;
+  /** Guessing defence, emailed codes and mail delivery (login/options.ts). */
+  readonly login: LoginSettings;
   /** Drops a tenant's cached oidc-provider so the next request sees new keys, scopes or settings. */
   readonly evictTenant: (tenant: string) => void;
 }

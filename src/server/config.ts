@@ -2,6 +2,7 @@
  * Server settings and their defaults, one block per key.
  */
 import type { SigningAlg } from './keys.ts';
+import type { LoginOptions } from './login/options.ts';
 
 /**
  * Token and artifact lifetimes, in seconds. Access tokens are JWTs that resource servers verify
@@ -51,8 +52,10 @@ export interface ServerOptions {
   readonly providerCacheSize?: number;
   /** Environment (master key). Default `process.env`. */
   readonly env?: Readonly<Record<string, string | undefined>>;
-  /** Where to log one-line notices; default stderr. */
+  /** Where to log one-line notices (and login audit lines, JSON); default stderr. */
   readonly log?: (line: string) => void;
+  /** Lockout, backoff, emailed-code lifetime, mail delivery: defaults in login/options.ts. */
+  readonly login?: LoginOptions;
 }
 
 export const DEFAULTS = {

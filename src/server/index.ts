@@ -15,6 +15,7 @@ import { MasterKey } from './_crypto.ts';
 import { createApp, createHandler } from './app.ts';
 import { ensureSystemTenant, writeAdminCredentials, type AdminCredentials } from './bootstrap.ts';
 import { DEFAULTS, type ServerOptions } from './config.ts';
+import { loginSettings } from './login/options.ts';
 import { SqliteStorage } from './storage/sqlite.ts';
 import type { Storage } from './storage/types.ts';
 import { ProviderCache } from './tenancy.ts';
@@ -26,6 +27,8 @@ export { PASSWORD_HASH_PARAMS, MASTER_KEY_ENV } from './_crypto.ts';
 export { ServerError } from './errors.ts';
 export type { Storage } from './storage/types.ts';
 export type { LoginFactor, LoginPolicy } from './login/factors.ts';
+export type { LoginOptions } from './login/options.ts';
+export { LOGIN_DEFAULTS } from './login/options.ts';
 export { localhostFetch, readAdminCredentials, getAdminToken } from './client.ts';
 
 export interface RunningServer {
@@ -54,11 +57,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
   const master = MasterKey.load(options.dataDir, options.env ?? process.env);
   const storage: Storage = new SqliteStorage(options.dataDir);
+  const login = loginSettings(options.login ?? {}, options.dataDir, baseDomain, log);
 
   let address: ServerAddress | undefined;
   const providers: ProviderCache = new ProviderCache(
     {
-      storage, master, log, keyAlg: options.keyAlg ?? DEFAULTS.keyAlg,
+      storage, master, log, login, keyAlg: options.keyAlg ?? DEFAULTS.keyAlg,
       address: () => {
         if (address === undefined) throw new Error('server address used before listening');
         return address;
@@ -67,7 +71,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     options.providerCacheSize ?? DEFAULTS.providerCacheSize,
   );
   const ctx: ServerContext = {
-    storage, master, log, keyAlg: options.keyAlg ?? DEFAULTS.keyAlg,
+    storage, master, log, login, keyAlg: options.keyAlg ?? DEFAULTS.keyAlg,
     address: () => {
       if (address === undefined) throw new Error('server address used before listening');
       return address;
@@ -122,6 +126,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
             srv.closeAllConnections();
           });
           providers.clear();
+          login.mailer.close();
           await storage.close();
         })();
         return closing;

@@ -9,6 +9,7 @@ import {
   type TenantBody,
   type UserBody,
 } from '../../schema/admin-api.ts';
+import { checkLoginPolicy } from '../../schema/checks.ts';
 import type { ServerContext } from '../_context.ts';
 import { hashPassword, newClientSecret } from '../_crypto.ts';
 import { STANDARD_SCOPES } from '../accounts.ts';
@@ -87,6 +88,9 @@ export class AdminService {
     if (dup >= 0) throw errors.invalidRequest(`scope '${names[dup]}' is defined twice`, `scopes.${dup}.name`);
     const std = names.findIndex((n) => STANDARD_SCOPES.includes(n));
     if (std >= 0) throw errors.invalidRequest(`scope '${names[std]}' is a standard scope and cannot be redefined`, `scopes.${std}.name`);
+    // The model's rules, so no client (curl, Pulumi, apply) can store a policy that locks people out.
+    const policy = body.login === undefined ? [] : checkLoginPolicy(body.login, ['login']).map((p) => ({ path: p.path.join('.'), message: p.message }));
+    if (policy.length > 0) throw errors.invalidRequest(policy[0]!.message, policy[0]!.path, policy);
     const before = await this.#s.getTenant(name);
     const changes = diff(before?.body, body);
     const outcome: Outcome = before === undefined ? 'created' : changes.length === 0 ? 'unchanged' : 'updated';

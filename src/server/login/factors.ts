@@ -1,68 +1,37 @@
 /**
  * Login steps ("factors"), pluggable. A tenant's login policy is a sequence of steps; each step
- * offers one or more factors to choose from. The first step must identify the user (password
- * today; a passkey can too); later steps (TOTP, email OTP, WebAuthn) verify the identified user.
- * Adding a factor is adding one LoginFactor here and listing it in a policy: the interaction
- * routes only drive the sequence.
+ * offers one or more factors to choose from. The first step must identify the user (password,
+ * an emailed code, or a passkey); later steps (TOTP, emailed code) confirm the identified user.
+ * Adding a factor is one factor-*.ts file, listed here and in a policy: the interaction routes
+ * only drive the sequence.
  */
-import { verifyPassword } from '../_crypto.ts';
-import type { Storage, UserRecord } from '../storage/types.ts';
-import { escapeHtml } from './pages.ts';
+import type { TenantBody } from '../../schema/admin-api.ts';
+import { otpFactor } from './factor-otp.ts';
+import { passkeyFactor } from './factor-passkey.ts';
+import { passwordFactor } from './factor-password.ts';
+import { totpFactor } from './factor-totp.ts';
+import type { LoginFactor, LoginPolicy } from './types.ts';
 
-export interface FactorContext {
-  readonly storage: Storage;
-  readonly tenant: string;
-  /** The user identified by an earlier step; undefined in the first step. */
-  readonly user: UserRecord | undefined;
-}
+export type { FactorContext, FactorOutcome, LoginFactor, LoginPolicy } from './types.ts';
+export { INVALID_CREDENTIALS } from './types.ts';
+export { passwordFactor };
 
-export type FactorOutcome =
-  | { readonly ok: true; readonly user: UserRecord }
-  /** Messages never say which part was wrong or whether the account exists (no enumeration). */
-  | { readonly ok: false; readonly message: string };
+export const FACTORS: ReadonlyMap<string, LoginFactor> = new Map(
+  [passwordFactor, otpFactor, passkeyFactor, totpFactor].map((f) => [f.id, f]),
+);
 
-export interface LoginFactor {
-  /** Stable id, used in form field `factor` and in policies: `password`, `totp`, `otp`, `webauthn`. */
-  readonly id: string;
-  readonly label: string;
-  /** Whether it can be a first step (identifies the user) rather than only confirm one. */
-  readonly identifies: boolean;
-  /** Form fields (already-escaped HTML); `previous` holds non-secret values to refill. */
-  renderFields(ctx: FactorContext, previous: Readonly<Record<string, string>>): string;
-  verify(ctx: FactorContext, form: Readonly<Record<string, string>>): Promise<FactorOutcome>;
-}
+/** Order on the page: the most familiar first. */
+const FIRST = ['password', 'otp', 'passkey'] as const;
+const SECOND = ['totp', 'otp'] as const;
 
-/** Ordered steps; each step lists the factors a person may choose between. */
-export interface LoginPolicy {
-  readonly steps: readonly (readonly string[])[];
-}
-
-export const INVALID_CREDENTIALS = 'Invalid email or password.';
-
-export const passwordFactor: LoginFactor = {
-  id: 'password',
-  label: 'Password',
-  identifies: true,
-  renderFields: (_ctx, previous) => `
-<label for="email">Email</label>
-<input id="email" name="email" type="email" autocomplete="username" required autofocus value="${escapeHtml(previous.email ?? '')}">
-<label for="password">Password</label>
-<input id="password" name="password" type="password" autocomplete="current-password" required>`,
-  async verify(ctx, form) {
-    const email = (form.email ?? '').trim();
-    const password = form.password ?? '';
-    const user = email === '' ? undefined : await ctx.storage.getUserByEmail(ctx.tenant, email);
-    // Unknown users, disabled users and wrong passwords cost the same argon2 verification and get
-    // the same answer, so neither timing nor wording tells which accounts exist.
-    const ok = await verifyPassword(user?.passwordHash ?? undefined, password);
-    if (!ok || user === undefined || user.body.disabled) return { ok: false, message: INVALID_CREDENTIALS };
-    return { ok: true, user };
-  },
-};
-
-export const FACTORS: ReadonlyMap<string, LoginFactor> = new Map([[passwordFactor.id, passwordFactor]]);
-
-/** Today every tenant signs in with a password; per-tenant policies come with more factors. */
-export function policyFor(_tenant: string): LoginPolicy {
-  return { steps: [['password']] };
+/**
+ * The tenant's policy (TenantBody.login; absent = password only). With requireSecondFactor the
+ * second step offers totp and otp; routes.ts skips it after a passkey (two factors by itself) and
+ * never offers the factor that made the first step.
+ */
+export function policyFor(tenant: TenantBody): LoginPolicy {
+  const methods: readonly string[] = tenant.login?.methods ?? ['password'];
+  const first = FIRST.filter((m) => methods.includes(m));
+  const steps = tenant.login?.requireSecondFactor ? [first, SECOND.filter((m) => methods.includes(m))] : [first];
+  return { steps, offerPasskey: methods.includes('passkey') };
 }

@@ -1,35 +1,58 @@
 /**
  * The interaction pages oidc-provider sends people to: sign-in (driven by the tenant's login
- * policy) and the "not assigned" page. Mounted on tenant hosts at /interaction/:uid.
+ * policy, step by step), the passkey offer after sign-in, and the "not assigned" page. Mounted on
+ * tenant hosts at /interaction/:uid; the passkey helper scripts at /static/login/.
  *
  * CSRF: every form carries a token = HMAC(tenant key, interaction uid). The uid appears only in
  * the victim's own URL and the interaction cookie binds it to that browser, so a forged form
  * cannot carry a valid pair.
+ *
+ * Guessing: every factor's attempt passes the GuessingDefence first (throttle.ts) and every
+ * failure is counted there, so no factor can be brute-forced around the others' limits.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import express, { type Request, type Response, type Router } from 'express';
 import type Provider from 'oidc-provider';
+import { issuerUrl } from '../../schema/urls.ts';
 import type { ServerContext } from '../_context.ts';
 import { isAssigned } from '../accounts.ts';
 import type { TenantRecord, UserRecord } from '../storage/types.ts';
-import { FACTORS, policyFor, type FactorContext } from './factors.ts';
+import { renderPasskeyRegistration, verifyPasskeyRegistration } from './factor-passkey.ts';
+import { FACTORS, policyFor } from './factors.ts';
 import { PAGE_HEADERS, escapeHtml, renderPage } from './pages.ts';
+import { mountLoginStatic } from './static.ts';
+import { GuessingDefence } from './throttle.ts';
+import { normalizeEmail, type FactorContext, type LoginPolicy } from './types.ts';
 
 interface Locals {
   readonly tenant: TenantRecord;
   readonly provider: Provider;
 }
 
-/** Progress through a multi-step policy, kept with the interaction (same lifetime). */
+/**
+ * Progress through a multi-step policy, kept with the interaction (same lifetime). `used`: the
+ * factors already passed (never offered again); `done`: all steps passed, the passkey offer shows.
+ */
 interface Progress {
   readonly userId: string;
   readonly step: number;
+  readonly used?: readonly string[];
+  readonly done?: boolean;
 }
 const PROGRESS_MODEL = 'LoginProgress';
 
+/** Which factors the current step offers: the policy's, minus any the person already passed. */
+const offered = (policy: LoginPolicy, progress: Progress | undefined) =>
+  (policy.steps[progress?.step ?? 0] ?? []).filter((id) => !(progress?.used ?? []).includes(id) && FACTORS.has(id));
+
+const listOr = (words: readonly string[]) =>
+  words.length <= 1 ? (words[0] ?? '') : `${words.slice(0, -1).join(', ')} or ${words.at(-1)}`;
+
 export function interactionRouter(ctx: ServerContext): Router {
   const router = express.Router();
-  const form = express.urlencoded({ extended: false, limit: '16kb' });
+  const form = express.urlencoded({ extended: false, limit: '64kb' });
+  const defence = new GuessingDefence(ctx.storage, ctx.login);
+  mountLoginStatic(router);
 
   const csrf = (tenant: string, uid: string) =>
     createHmac('sha256', ctx.master.derive(`csrf:${tenant}`)).update(uid).digest('base64url');
@@ -48,27 +71,72 @@ export function interactionRouter(ctx: ServerContext): Router {
     return client?.clientName ?? clientId;
   };
 
-  const loginPage = (
-    res: Response, status: number, l: Locals, uid: string, stepFactors: readonly string[],
-    fctx: FactorContext, appName: string, message?: string, previous: Record<string, string> = {},
-  ) => {
-    const forms = stepFactors.map((id) => FACTORS.get(id)).filter((f) => f !== undefined).map((f) => `
-<form method="post" action="/interaction/${encodeURIComponent(uid)}/login">
-<input type="hidden" name="csrf" value="${escapeHtml(csrf(l.tenant.name, uid))}">
-<input type="hidden" name="factor" value="${escapeHtml(f.id)}">
-${f.renderFields(fctx, previous)}
-<button type="submit">Sign in</button>
-</form>`).join('\n');
-    send(res, status, renderPage({
-      title: 'Sign in',
-      tenantName: l.tenant.body.displayName,
-      body: `<p>to continue to <strong>${escapeHtml(appName)}</strong></p>
-${message === undefined ? '' : `<p class="error" role="alert">${escapeHtml(message)}</p>`}
-${forms}
+  const factorContext = (l: Locals, uid: string, user: UserRecord | undefined): FactorContext => {
+    const origin = new URL(issuerUrl(ctx.address(), l.tenant.name)).origin;
+    return {
+      storage: ctx.storage, master: ctx.master, settings: ctx.login, tenant: l.tenant.name, tenantDisplayName: l.tenant.body.displayName,
+      uid, origin, rpId: new URL(origin).hostname, user,
+    };
+  };
+
+  const hidden = (l: Locals, uid: string) => `<input type="hidden" name="csrf" value="${escapeHtml(csrf(l.tenant.name, uid))}">`;
+
+  const cancelForm = (l: Locals, uid: string) => `
 <form method="post" action="/interaction/${encodeURIComponent(uid)}/deny">
-<input type="hidden" name="csrf" value="${escapeHtml(csrf(l.tenant.name, uid))}">
+${hidden(l, uid)}
 <input type="hidden" name="reason" value="cancel">
-<button type="submit" style="background:#888">Cancel</button>
+<button type="submit" class="secondary">Cancel</button>
+</form>`;
+
+  /** Errors: role=alert (assertive live region); notices: role=status (polite). */
+  const messages = (error?: string, notice?: string) =>
+    `${error === undefined ? '' : `<p class="error" aria-live="assertive" role="alert">${escapeHtml(error)}</p>`}
+${notice === undefined ? '' : `<p class="notice" aria-live="polite" role="status">${escapeHtml(notice)}</p>`}`;
+
+  const loginPage = async (
+    res: Response, status: number, l: Locals, uid: string, stepFactors: readonly string[],
+    fctx: FactorContext, appName: string, error?: string, previous: Record<string, string> = {}, notice?: string,
+  ) => {
+    const factors = stepFactors.map((id) => FACTORS.get(id)).filter((f) => f !== undefined);
+    const sections: string[] = [];
+    for (const f of factors) {
+      sections.push(`<section aria-labelledby="factor-${f.id}">
+${factors.length > 1 || fctx.user !== undefined ? `<h2 id="factor-${f.id}">${escapeHtml(f.label)}</h2>` : `<h2 id="factor-${f.id}" hidden>${escapeHtml(f.label)}</h2>`}
+<form method="post" action="/interaction/${encodeURIComponent(uid)}/login">
+${hidden(l, uid)}
+<input type="hidden" name="factor" value="${escapeHtml(f.id)}">
+${await f.renderFields(fctx, previous)}
+</form>
+</section>`);
+    }
+    const intro = fctx.user === undefined
+      ? `<p>to continue to <strong>${escapeHtml(appName)}</strong></p>`
+      : `<p>You entered the first step as <strong>${escapeHtml(fctx.user.body.email)}</strong>. To continue to <strong>${escapeHtml(appName)}</strong>, ${escapeHtml(l.tenant.body.displayName)} also asks for a second step: ${escapeHtml(listOr(factors.map((f) => f.label.toLowerCase())))}.</p>`;
+    send(res, status, renderPage({
+      title: fctx.user === undefined ? 'Sign in' : 'Confirm it is you',
+      tenantName: l.tenant.body.displayName,
+      body: `${intro}
+${messages(error, notice)}
+${sections.join('\n')}
+${cancelForm(l, uid)}`,
+    }));
+  };
+
+  const passkeyOfferPage = async (res: Response, status: number, l: Locals, uid: string, user: UserRecord, appName: string, error?: string) => {
+    const fctx = factorContext(l, uid, user);
+    send(res, status, renderPage({
+      title: 'Add a passkey?',
+      tenantName: l.tenant.body.displayName,
+      body: `<p>You are signed in as <strong>${escapeHtml(user.body.email)}</strong>.</p>
+<p>Next time you can sign in with a passkey instead: your device's fingerprint, face or screen lock, nothing to type or remember.</p>
+${messages(error)}
+<form method="post" action="/interaction/${encodeURIComponent(uid)}/passkey">
+${hidden(l, uid)}
+${await renderPasskeyRegistration(fctx, user)}
+</form>
+<form method="post" action="/interaction/${encodeURIComponent(uid)}/finish">
+${hidden(l, uid)}
+<button type="submit" class="secondary">Not now, continue to ${escapeHtml(appName)}</button>
 </form>`,
     }));
   };
@@ -80,7 +148,7 @@ ${forms}
       body: `<p class="error" role="alert">You are signed in as <strong>${escapeHtml(user.body.email)}</strong>, but you are not assigned to <strong>${escapeHtml(appName)}</strong>, so you cannot use it.</p>
 <p>Ask an administrator of ${escapeHtml(l.tenant.body.displayName)} to assign you to this application.</p>
 <form method="post" action="/interaction/${encodeURIComponent(uid)}/deny">
-<input type="hidden" name="csrf" value="${escapeHtml(csrf(l.tenant.name, uid))}">
+${hidden(l, uid)}
 <input type="hidden" name="reason" value="unassigned">
 <button type="submit">Return to ${escapeHtml(appName)}</button>
 </form>`,
@@ -93,6 +161,38 @@ ${forms}
       tenantName: l.tenant.body.displayName,
       body: '<p>This sign-in page has expired or was already used. Go back to the application and start again.</p>',
     }));
+
+  const refused = (res: Response, l: Locals) =>
+    send(res, 403, renderPage({ title: 'Request refused', tenantName: l.tenant.body.displayName, body: '<p>The form could not be verified. Go back and try again.</p>' }));
+
+  /** The interaction behind a POST, its form, and the person's progress; undefined when answered already. */
+  const posted = async (req: Request, res: Response) => {
+    const l = res.locals as Locals;
+    let details;
+    try {
+      details = await l.provider.interactionDetails(req, res);
+    } catch {
+      expired(res, l);
+      return undefined;
+    }
+    const body = (req.body ?? {}) as Record<string, string>;
+    if (details.uid !== req.params.uid || !csrfOk(l.tenant.name, details.uid, body.csrf)) {
+      refused(res, l);
+      return undefined;
+    }
+    const clientId = String(details.params.client_id ?? '');
+    const progress = (await ctx.storage.findArtifact(l.tenant.name, PROGRESS_MODEL, details.uid)) as Progress | undefined;
+    const user = progress === undefined ? undefined : await ctx.storage.getUser(l.tenant.name, progress.userId);
+    return { l, uid: details.uid, body, clientId, appName: await clientLabel(l.provider, clientId), progress, user };
+  };
+
+  /** All steps passed: the assignment decides before a session exists; an unassigned person is told why. */
+  const finish = async (req: Request, res: Response, l: Locals, uid: string, clientId: string, user: UserRecord, appName: string) => {
+    await ctx.storage.destroyArtifact(l.tenant.name, PROGRESS_MODEL, uid);
+    if (!(await isAssigned(ctx, l.tenant.name, clientId, user.id))) return deniedPage(res, l, uid, user, appName);
+    ctx.login.audit({ audit: 'login.success', tenant: l.tenant.name, user: user.id, client: clientId });
+    await l.provider.interactionFinished(req, res, { login: { accountId: user.id } }, { mergeWithLastSubmission: false });
+  };
 
   router.get('/interaction/:uid', async (req: Request, res: Response) => {
     const l = res.locals as Locals;
@@ -114,68 +214,77 @@ ${forms}
     }
     const progress = (await ctx.storage.findArtifact(l.tenant.name, PROGRESS_MODEL, uid)) as Progress | undefined;
     const user = progress === undefined ? undefined : await ctx.storage.getUser(l.tenant.name, progress.userId);
-    const policy = policyFor(l.tenant.name);
-    const step = policy.steps[progress?.step ?? 0] ?? policy.steps[0]!;
-    loginPage(res, 200, l, uid, step, { storage: ctx.storage, tenant: l.tenant.name, user }, appName);
+    if (progress?.done === true && user !== undefined) return passkeyOfferPage(res, 200, l, uid, user, appName);
+    const policy = policyFor(l.tenant.body);
+    await loginPage(res, 200, l, uid, offered(policy, user === undefined ? undefined : progress), factorContext(l, uid, user), appName);
   });
 
   router.post('/interaction/:uid/login', form, async (req: Request, res: Response) => {
-    const l = res.locals as Locals;
-    let details;
-    try {
-      details = await l.provider.interactionDetails(req, res);
-    } catch {
-      return expired(res, l);
-    }
-    const uid = details.uid;
-    const body = (req.body ?? {}) as Record<string, string>;
-    if (uid !== req.params.uid || !csrfOk(l.tenant.name, uid, body.csrf)) {
-      return send(res, 403, renderPage({ title: 'Request refused', tenantName: l.tenant.body.displayName, body: '<p>The form could not be verified. Go back and try again.</p>' }));
-    }
-    const clientId = String(details.params.client_id ?? '');
-    const appName = await clientLabel(l.provider, clientId);
-    const policy = policyFor(l.tenant.name);
-    const progress = (await ctx.storage.findArtifact(l.tenant.name, PROGRESS_MODEL, uid)) as Progress | undefined;
-    const stepIndex = progress?.step ?? 0;
-    const step = policy.steps[stepIndex] ?? [];
-    const prior = progress === undefined ? undefined : await ctx.storage.getUser(l.tenant.name, progress.userId);
-    const fctx: FactorContext = { storage: ctx.storage, tenant: l.tenant.name, user: prior };
+    const p = await posted(req, res);
+    if (p === undefined) return;
+    const { l, uid, body, clientId, appName, user: prior } = p;
+    const progress = prior === undefined ? undefined : p.progress;
+    if (progress?.done === true) return res.redirect(303, `/interaction/${encodeURIComponent(uid)}`);
+    const policy = policyFor(l.tenant.body);
+    const step = offered(policy, progress);
+    const fctx = factorContext(l, uid, prior);
     const factor = step.includes(String(body.factor)) ? FACTORS.get(String(body.factor)) : undefined;
     if (factor === undefined) return loginPage(res, 400, l, uid, step, fctx, appName, 'Choose a sign-in method.');
+    const refill: Record<string, string> = body.email === undefined ? {} : { email: String(body.email) };
+
+    const keys = { account: prior === undefined ? factor.accountOf(body) : normalizeEmail(prior.body.email), address: req.ip ?? req.socket.remoteAddress ?? 'unknown' };
+    const refusal = await defence.check(l.tenant.name, keys, factor.id);
+    if (refusal !== undefined) return loginPage(res, 429, l, uid, step, fctx, appName, refusal, refill);
 
     const outcome = await factor.verify(fctx, body);
-    if (!outcome.ok || (prior !== undefined && outcome.user.id !== prior.id)) {
-      const message = outcome.ok ? 'Sign-in failed.' : outcome.message;
-      return loginPage(res, 401, l, uid, step, fctx, appName, message, { email: String(body.email ?? '') });
+    if (outcome.ok === 'pending') return loginPage(res, 200, l, uid, step, fctx, appName, undefined, { ...outcome.previous }, outcome.notice);
+    if (outcome.ok === false || (prior !== undefined && outcome.user.id !== prior.id)) {
+      const reason = outcome.ok === false ? outcome.reason : 'factor belongs to another user';
+      const locked = await defence.failure(l.tenant.name, keys, factor.id, reason);
+      const message = locked ?? (outcome.ok === false ? outcome.message : 'Sign-in failed.');
+      return loginPage(res, locked === undefined ? 401 : 429, l, uid, step, fctx, appName, message, refill);
     }
     const user = outcome.user;
-    if (stepIndex + 1 < policy.steps.length) {
-      await ctx.storage.upsertArtifact(l.tenant.name, PROGRESS_MODEL, uid, { userId: user.id, step: stepIndex + 1 }, 3600);
+    await defence.success(l.tenant.name, { ...keys, account: normalizeEmail(user.body.email) });
+    const used = [...(progress?.used ?? []), factor.id];
+    const stepIndex = progress?.step ?? 0;
+    if (!factor.multiFactor && stepIndex + 1 < policy.steps.length) {
+      await ctx.storage.upsertArtifact(l.tenant.name, PROGRESS_MODEL, uid, { userId: user.id, step: stepIndex + 1, used } satisfies Progress, 3600);
       return res.redirect(303, `/interaction/${encodeURIComponent(uid)}`);
     }
-    await ctx.storage.destroyArtifact(l.tenant.name, PROGRESS_MODEL, uid);
-    // Assignment decides before a session exists: an unassigned person is told why, then sent back.
-    if (!(await isAssigned(ctx, l.tenant.name, clientId, user.id))) return deniedPage(res, l, uid, user, appName);
-    await l.provider.interactionFinished(req, res, { login: { accountId: user.id } }, { mergeWithLastSubmission: false });
+    // Signed in. Offer a passkey where the policy allows them and the person has none yet, but
+    // never to someone who could not use the application anyway.
+    if (policy.offerPasskey && (await isAssigned(ctx, l.tenant.name, clientId, user.id)) && (await ctx.storage.listPasskeys(l.tenant.name, user.id)).length === 0) {
+      await ctx.storage.upsertArtifact(l.tenant.name, PROGRESS_MODEL, uid, { userId: user.id, step: stepIndex, used, done: true } satisfies Progress, 3600);
+      return res.redirect(303, `/interaction/${encodeURIComponent(uid)}`);
+    }
+    await finish(req, res, l, uid, clientId, user, appName);
+  });
+
+  router.post('/interaction/:uid/passkey', form, async (req: Request, res: Response) => {
+    const p = await posted(req, res);
+    if (p === undefined) return;
+    if (p.progress?.done !== true || p.user === undefined) return res.redirect(303, `/interaction/${encodeURIComponent(p.uid)}`);
+    const error = await verifyPasskeyRegistration(factorContext(p.l, p.uid, p.user), p.user, p.body.credential);
+    if (error !== undefined) return passkeyOfferPage(res, 400, p.l, p.uid, p.user, p.appName, error);
+    await finish(req, res, p.l, p.uid, p.clientId, p.user, p.appName);
+  });
+
+  router.post('/interaction/:uid/finish', form, async (req: Request, res: Response) => {
+    const p = await posted(req, res);
+    if (p === undefined) return;
+    if (p.progress?.done !== true || p.user === undefined) return res.redirect(303, `/interaction/${encodeURIComponent(p.uid)}`);
+    await finish(req, res, p.l, p.uid, p.clientId, p.user, p.appName);
   });
 
   router.post('/interaction/:uid/deny', form, async (req: Request, res: Response) => {
-    const l = res.locals as Locals;
-    let details;
-    try {
-      details = await l.provider.interactionDetails(req, res);
-    } catch {
-      return expired(res, l);
-    }
-    const body = (req.body ?? {}) as Record<string, string>;
-    if (details.uid !== req.params.uid || !csrfOk(l.tenant.name, details.uid, body.csrf)) {
-      return send(res, 403, renderPage({ title: 'Request refused', tenantName: l.tenant.body.displayName, body: '<p>The form could not be verified. Go back and try again.</p>' }));
-    }
-    await ctx.storage.destroyArtifact(l.tenant.name, PROGRESS_MODEL, details.uid);
-    const description = body.reason === 'unassigned'
+    const p = await posted(req, res);
+    if (p === undefined) return;
+    await ctx.storage.destroyArtifact(p.l.tenant.name, PROGRESS_MODEL, p.uid);
+    const description = p.body.reason === 'unassigned'
       ? 'the user is not assigned to this application'
       : 'the user cancelled the sign-in';
-    await l.provider.interactionFinished(req, res, { error: 'access_denied', error_description: description }, { mergeWithLastSubmission: false });
+    await p.l.provider.interactionFinished(req, res, { error: 'access_denied', error_description: description }, { mergeWithLastSubmission: false });
   });
 
   return router;

@@ -1,0 +1,89 @@
+/**
+ * Login settings: guessing defence, emailed codes, mail delivery. Defaults documented here, one
+ * block per key; `idforge serve` exposes each as a flag (see src/server/README.md).
+ */
+import { join } from 'node:path';
+import { createMailer, type Mailer } from './mailer.ts';
+
+export interface LoginOptions {
+  /**
+   * Consecutive failed attempts on one account (the email typed, whether or not it exists) that
+   * lock it. Default 5. Every factor counts: password, TOTP, emailed code, passkey.
+   */
+  readonly lockoutThreshold?: number;
+  /** How long a lockout lasts, and how long a failure is remembered. Default 900 s (15 minutes). */
+  readonly lockoutSeconds?: number;
+  /**
+   * Failed attempts from one client address (any accounts) that lock the address. Default 50:
+   * high enough for an office behind one NAT, low enough to stop spraying one password over
+   * many accounts.
+   */
+  readonly addressLockoutThreshold?: number;
+  /**
+   * Backoff: after the 2nd consecutive failure on an account (10th on an address) the next try
+   * must wait this long, doubling with each further failure, at most 60 s. Default 1000 ms.
+   */
+  readonly backoffBaseMs?: number;
+  /** Lifetime of an emailed sign-in code. Default 600 s (10 minutes). */
+  readonly otpLifetimeSeconds?: number;
+  /** Wrong entries that void an emailed code. Default 5. */
+  readonly otpMaxAttempts?: number;
+  /**
+   * SMTP URL for real mail, e.g. `smtps://user:pass@mail.example.com` (nodemailer). When unset,
+   * mail goes to the file outbox.
+   */
+  readonly smtpUrl?: string;
+  /** Directory that receives one .eml file per message when no SMTP URL is set. Default `<dataDir>/outbox`. */
+  readonly mailOutbox?: string;
+  /** Sender address. Default `idforge <no-reply@<baseDomain>>`. */
+  readonly mailFrom?: string;
+}
+
+export const LOGIN_DEFAULTS = {
+  lockoutThreshold: 5,
+  lockoutSeconds: 15 * 60,
+  addressLockoutThreshold: 50,
+  backoffBaseMs: 1000,
+  /** Failures that cost nothing before backoff starts: a typo or two must not slow anyone down. */
+  accountFreeFailures: 2,
+  addressFreeFailures: 10,
+  backoffMaxMs: 60_000,
+  otpLifetimeSeconds: 10 * 60,
+  otpMaxAttempts: 5,
+} as const;
+
+export interface LoginSettings {
+  readonly lockoutThreshold: number;
+  readonly lockoutSeconds: number;
+  readonly addressLockoutThreshold: number;
+  readonly backoffBaseMs: number;
+  readonly otpLifetimeSeconds: number;
+  readonly otpMaxAttempts: number;
+  readonly mailer: Mailer;
+  /** One structured audit line (JSON) to the server log. */
+  readonly audit: (event: Readonly<Record<string, unknown>>) => void;
+}
+
+function positive(name: string, v: number | undefined, fallback: number, allowZero = false): number {
+  if (v === undefined) return fallback;
+  if (!Number.isFinite(v) || v < 0 || (!allowZero && v === 0)) throw new RangeError(`login option ${name} must be a ${allowZero ? 'non-negative' : 'positive'} number, got ${v}`);
+  return v;
+}
+
+export function loginSettings(o: LoginOptions, dataDir: string, baseDomain: string, log: (line: string) => void): LoginSettings {
+  return {
+    lockoutThreshold: positive('lockoutThreshold', o.lockoutThreshold, LOGIN_DEFAULTS.lockoutThreshold),
+    lockoutSeconds: positive('lockoutSeconds', o.lockoutSeconds, LOGIN_DEFAULTS.lockoutSeconds),
+    addressLockoutThreshold: positive('addressLockoutThreshold', o.addressLockoutThreshold, LOGIN_DEFAULTS.addressLockoutThreshold),
+    backoffBaseMs: positive('backoffBaseMs', o.backoffBaseMs, LOGIN_DEFAULTS.backoffBaseMs, true),
+    otpLifetimeSeconds: positive('otpLifetimeSeconds', o.otpLifetimeSeconds, LOGIN_DEFAULTS.otpLifetimeSeconds),
+    otpMaxAttempts: positive('otpMaxAttempts', o.otpMaxAttempts, LOGIN_DEFAULTS.otpMaxAttempts),
+    mailer: createMailer({
+      smtpUrl: o.smtpUrl,
+      outboxDir: o.mailOutbox ?? join(dataDir, 'outbox'),
+      from: o.mailFrom ?? `idforge <no-reply@${baseDomain}>`,
+      log,
+    }),
+    audit: (event) => log(JSON.stringify({ time: new Date().toISOString(), ...event })),
+  };
+}
