@@ -45,15 +45,20 @@ export const otpFactor: LoginFactor = {
       ? `<p>We can email a sign-in code to ${escapeHtml(email)}.</p>`
       : `<label for="otp-email">Email</label>
 <input id="otp-email" name="email" type="email" autocomplete="username" required value="${escapeHtml(email)}">`;
+    const codeField = `<label for="otp-code">Code from the email (6 digits)</label>
+<input id="otp-code" name="code" type="text" inputmode="numeric" pattern="[0-9 ]{6,8}" autocomplete="one-time-code"${previous.otpSent === '1' ? ' autofocus' : ''}>`;
+    // The first submit button is the one Enter presses: "send" before a code was sent, "verify" after.
     if (previous.otpSent !== '1') {
       return `${who}
-<button type="submit" name="action" value="send">Email me a code</button>`;
+<button type="submit" name="action" value="send">Email me a code</button>
+<p class="detail">Already have a code from us?</p>
+${codeField}
+<button type="submit" name="action" value="verify" class="secondary">Sign in with the code</button>`;
     }
     return `${known ? '' : `<input type="hidden" name="email" value="${escapeHtml(email)}">`}
-<label for="otp-code">Code from the email (6 digits)</label>
-<input id="otp-code" name="code" type="text" inputmode="numeric" pattern="[0-9 ]{6,8}" autocomplete="one-time-code" required autofocus>
+${codeField}
 <button type="submit" name="action" value="verify">Sign in with the code</button>
-<button type="submit" name="action" value="send" formnovalidate class="secondary">Send a new code</button>`;
+<button type="submit" name="action" value="send" class="secondary">Send a new code</button>`;
   },
   async verify(ctx, form) {
     const email = ctx.user?.body.email ?? (form.email ?? '').trim();

@@ -100,8 +100,9 @@ ${notice === undefined ? '' : `<p class="notice" aria-live="polite" role="status
     const factors = stepFactors.map((id) => FACTORS.get(id)).filter((f) => f !== undefined);
     const sections: string[] = [];
     for (const f of factors) {
-      sections.push(`<section aria-labelledby="factor-${f.id}">
-${factors.length > 1 || fctx.user !== undefined ? `<h2 id="factor-${f.id}">${escapeHtml(f.label)}</h2>` : `<h2 id="factor-${f.id}" hidden>${escapeHtml(f.label)}</h2>`}
+      // A heading per method when there is a choice, or to name the second step's method.
+      sections.push(`<section>
+${factors.length > 1 || fctx.user !== undefined ? `<h2>${escapeHtml(f.label)}</h2>` : ''}
 <form method="post" action="/interaction/${encodeURIComponent(uid)}/login">
 ${hidden(l, uid)}
 <input type="hidden" name="factor" value="${escapeHtml(f.id)}">
@@ -111,7 +112,7 @@ ${await f.renderFields(fctx, previous)}
     }
     const intro = fctx.user === undefined
       ? `<p>to continue to <strong>${escapeHtml(appName)}</strong></p>`
-      : `<p>You entered the first step as <strong>${escapeHtml(fctx.user.body.email)}</strong>. To continue to <strong>${escapeHtml(appName)}</strong>, ${escapeHtml(l.tenant.body.displayName)} also asks for a second step: ${escapeHtml(listOr(factors.map((f) => f.label.toLowerCase())))}.</p>`;
+      : `<p>First step done for <strong>${escapeHtml(fctx.user.body.email)}</strong>. To continue to <strong>${escapeHtml(appName)}</strong>, ${escapeHtml(l.tenant.body.displayName)} also asks for a second step: ${escapeHtml(listOr(factors.map((f) => f.label.toLowerCase())))}.</p>`;
     send(res, status, renderPage({
       title: fctx.user === undefined ? 'Sign in' : 'Confirm it is you',
       tenantName: l.tenant.body.displayName,
