@@ -94,8 +94,9 @@ export function checkLoginPolicy(policy: LoginPolicyBody, lp: Path): Problem[] {
     if (has('password') && !has('totp') && !has('otp')) {
       out.push(problem('login-no-second-factor', [...lp, 'requireSecondFactor'], 'a second factor is required, but nothing can follow a password: allow totp or otp as well (a passkey alone counts as two factors)'));
     }
-    if (has('otp') && !has('totp')) {
-      out.push(problem('login-no-second-factor', [...lp, 'requireSecondFactor'], 'a second factor is required, but nothing can follow an emailed code (otp): allow totp as well, or remove otp'));
+    // otp can follow a password; it can start only when totp can follow it.
+    if (has('otp') && !has('totp') && !has('password')) {
+      out.push(problem('login-no-second-factor', [...lp, 'requireSecondFactor'], 'a second factor is required, but nothing can follow an emailed code (otp): allow totp as well, or password for the code to follow'));
     }
   } else if (has('totp')) {
     out.push(problem('login-unused-method', mp, "totp only confirms a person after another method: set 'requireSecondFactor: true' or remove totp"));

@@ -282,7 +282,7 @@ describe('login policy', () => {
     expect(check(login('      methods: [password]\n      requireSecondFactor: true\n'))).toMatchInlineSnapshot(`"model.yaml:6:28  a second factor is required, but nothing can follow a password: allow totp or otp as well (a passkey alone counts as two factors)  (at tenants[0].login.requireSecondFactor)"`);
   });
   it('refuses otp required as a second factor after itself', () => {
-    expect(check(login('      methods: [otp]\n      requireSecondFactor: true\n'))).toMatchInlineSnapshot(`"model.yaml:6:28  a second factor is required, but nothing can follow an emailed code (otp): allow totp as well, or remove otp  (at tenants[0].login.requireSecondFactor)"`);
+    expect(check(login('      methods: [otp]\n      requireSecondFactor: true\n'))).toMatchInlineSnapshot(`"model.yaml:6:28  a second factor is required, but nothing can follow an emailed code (otp): allow totp as well, or password for the code to follow  (at tenants[0].login.requireSecondFactor)"`);
   });
   it('refuses totp alone: it identifies nobody', () => {
     expect(check(login('      methods: [totp]\n      requireSecondFactor: true\n'))).toMatchInlineSnapshot(`"model.yaml:5:16  login methods must include password, otp or passkey: totp only confirms a person another method identified  (at tenants[0].login.methods)"`);

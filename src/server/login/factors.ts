@@ -31,7 +31,11 @@ const SECOND = ['totp', 'otp'] as const;
  */
 export function policyFor(tenant: TenantBody): LoginPolicy {
   const methods: readonly string[] = tenant.login?.methods ?? ['password'];
-  const first = FIRST.filter((m) => methods.includes(m));
-  const steps = tenant.login?.requireSecondFactor ? [first, SECOND.filter((m) => methods.includes(m))] : [first];
-  return { steps, offerPasskey: methods.includes('passkey') };
+  const allowed = (m: string) => methods.includes(m);
+  if (!tenant.login?.requireSecondFactor) return { steps: [FIRST.filter(allowed)], offerPasskey: allowed('passkey') };
+  const second = SECOND.filter(allowed);
+  // A first step is offered only when some other factor can follow it (schema/checks.ts makes
+  // sure one can): with [password, otp] the code is the second step, never the first.
+  const first = FIRST.filter((m) => allowed(m) && (m === 'passkey' || second.some((s) => s !== m)));
+  return { steps: [first, second], offerPasskey: allowed('passkey') };
 }
