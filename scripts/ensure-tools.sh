@@ -19,6 +19,10 @@
 #   oauth2-proxy                   built from scripts/go/oauth2-proxy (tag pinned in scripts/tool-versions.env), cgo
 set -euo pipefail
 
+# The whole script is one brace group, so bash parses all of it before running any of it: a `git pull` or an
+# edit while a long build runs cannot change what this run executes.
+{
+
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TOOLS_DIR="${IDFORGE_TOOLS_DIR:-$ROOT/tools}"
 case "$TOOLS_DIR" in /*) ;; *) TOOLS_DIR="$ROOT/$TOOLS_DIR" ;; esac # relative: to the repo root, as in tools.ts
@@ -228,3 +232,5 @@ summary chromium /usr/bin/chromium "$(first_line /usr/bin/chromium --version)"
 summary postgres "$POSTGRES_BIN_DIR/postgres" "$(first_line "$POSTGRES_BIN_DIR/postgres" --version)"
 summary acme.localhost "(nss myhostname)" "$LOCALHOST_ADDRS"
 echo "To use them in a shell: . scripts/tools-env.sh"
+exit 0
+}
