@@ -5,9 +5,11 @@
  * flow with PKCE) whose login the browser performs.
  */
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import * as oidc from 'openid-client';
-import type { BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { expect } from 'vitest';
 import { main } from '../../src/cli/main.ts';
 import type { CliIo } from '../../src/cli/_io.ts';
@@ -15,8 +17,28 @@ import type { LoginOptions } from '../../src/server/index.ts';
 import { relyingParty, tempDir, testServer } from '../server/_support.ts';
 
 export const PASSWORD = 'correct horse battery staple';
-/** The SPA's origin = its redirect URI. Chromium never reaches it: the test's route answers it. */
-export const SPA_ORIGIN = 'http://spa.localhost:5999';
+/**
+ * The app the browser returns to: a real listener on a free loopback port (Chromium resolves
+ * spa.localhost to loopback), answering any path with a small page. The test reads the code from
+ * the URL; the app itself does nothing with it. Its origin is the SPA's redirect URI.
+ */
+let app: { server: Server; origin: string } | undefined;
+export async function startApp(): Promise<string> {
+  if (app !== undefined) return app.origin;
+  const server = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>app</title><p>back at the app</p>'));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  app = { server, origin: `http://spa.localhost:${(server.address() as AddressInfo).port}` };
+  return app.origin;
+}
+export async function stopApp(): Promise<void> {
+  const a = app;
+  app = undefined;
+  if (a !== undefined) await new Promise((r) => a.server.close(r));
+}
+const appOrigin = () => {
+  if (app === undefined) throw new Error('startApp() first');
+  return app.origin;
+};
 export const alice = (tenant: string) => ({ id: 'u-alice', email: `alice@${tenant}.example` });
 
 export type LoginServer = Awaited<ReturnType<typeof testServer>> & { audit: () => Record<string, unknown>[] };
@@ -45,7 +67,7 @@ ${login === undefined ? '' : `    login: ${login}\n`}    users:
       - name: app
         kind: spa
         displayName: ${name} app
-        origin: ${SPA_ORIGIN}
+        origin: ${appOrigin()}
         scopes: [openid, email]
     assignments:
       - application: app
@@ -71,11 +93,6 @@ export async function applyModel(server: LoginServer, tenants: string): Promise<
   expect(code, out).toBe(0);
 }
 
-/** Answers the SPA origin inside the browser, so the redirect back carries the code to the test. */
-export async function answerRedirects(context: BrowserContext): Promise<void> {
-  await context.route(`${SPA_ORIGIN}/**`, (route) => route.fulfill({ status: 200, contentType: 'text/html', body: '<!doctype html><title>app</title><p>back at the app</p>' }));
-}
-
 export interface SignIn {
   /** Waits for the browser to come back to the app, redeems the code; returns the ID token's claims. */
   finish(): Promise<oidc.IDToken>;
@@ -84,14 +101,15 @@ export interface SignIn {
 /** Opens the tenant's authorization endpoint in the page, as the SPA would. */
 export async function beginSignIn(page: Page, server: LoginServer, tenant: string): Promise<SignIn & { config: oidc.Configuration }> {
   const config = await relyingParty(server.issuer(tenant), 'app');
+  const origin = appOrigin();
   const verifier = oidc.randomPKCECodeVerifier();
   const state = oidc.randomState();
   const url = oidc.buildAuthorizationUrl(config, {
     // With the trailing slash, as openid-client repeats the callback URL at the token endpoint.
-    redirect_uri: new URL(SPA_ORIGIN).href, scope: 'openid email', state,
+    redirect_uri: new URL(origin).href, scope: 'openid email', state,
     code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256',
   });
-  const back = page.waitForRequest((r) => r.url().startsWith(SPA_ORIGIN) && r.url().includes('state='), { timeout: 60_000 });
+  const back = page.waitForRequest((r) => r.url().startsWith(origin) && r.url().includes('state='), { timeout: 60_000 });
   back.catch(() => {});
   await page.goto(url.href);
   return {
@@ -99,7 +117,7 @@ export async function beginSignIn(page: Page, server: LoginServer, tenant: strin
     async finish() {
       const callback = new URL((await back).url());
       // Let the app's page finish loading, so the next navigation never races this one.
-      await page.waitForURL((u) => u.href.startsWith(SPA_ORIGIN));
+      await page.waitForURL((u) => u.href.startsWith(origin));
       await page.waitForLoadState('load');
       expect(callback.searchParams.get('error'), callback.searchParams.get('error_description') ?? '').toBeNull();
       const tokens = await oidc.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: state });

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { launchBrowser, newContext, screenshot } from '../support/browser.ts';
-import { PASSWORD, alertText, alice, answerRedirects, applyModel, beginSignIn, codeFromOutbox, loginServer, signOut, tenantYaml, type LoginServer } from './_support.ts';
+import { PASSWORD, alertText, alice, applyModel, beginSignIn, codeFromOutbox, loginServer, startApp, stopApp, signOut, tenantYaml, type LoginServer } from './_support.ts';
 
 let server: LoginServer;
 let short: LoginServer;
@@ -16,16 +16,17 @@ let page: Page;
 const seen = new Set<string>();
 
 beforeAll(async () => {
+  await startApp();
   server = await loginServer();
   await applyModel(server, tenantYaml('mail', '{ methods: [password, otp] }') + tenantYaml('both', '{ methods: [password, otp], requireSecondFactor: true }'));
   short = await loginServer({ otpLifetimeSeconds: 2 });
   await applyModel(short, tenantYaml('mail', '{ methods: [otp] }'));
   browser = await launchBrowser();
   const context = await newContext(browser);
-  await answerRedirects(context);
   page = await context.newPage();
 });
 afterAll(async () => {
+  await stopApp();
   await browser?.close();
   await server?.dispose();
   await short?.dispose();

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generate } from 'otplib';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchBrowser, newContext, screenshot } from '../support/browser.ts';
-import { PASSWORD, alertText, alice, answerRedirects, applyModel, beginSignIn, loginServer, signOut, tenantYaml, type LoginServer } from './_support.ts';
+import { PASSWORD, alertText, alice, applyModel, beginSignIn, loginServer, startApp, stopApp, signOut, tenantYaml, type LoginServer } from './_support.ts';
 
 let server: LoginServer;
 let browser: Browser;
@@ -15,14 +15,15 @@ let context: BrowserContext;
 let page: Page;
 
 beforeAll(async () => {
+  await startApp();
   server = await loginServer();
   await applyModel(server, tenantYaml('mfa', '{ methods: [password, totp], requireSecondFactor: true }'));
   browser = await launchBrowser();
   context = await newContext(browser);
-  await answerRedirects(context);
   page = await context.newPage();
 });
 afterAll(async () => {
+  await stopApp();
   await browser?.close();
   await server?.dispose();
 });
