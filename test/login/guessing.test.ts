@@ -1,0 +1,123 @@
+/**
+ * Guessing defence, in Chromium: N = 5 wrong passwords lock the account for the configured time
+ * (2 s here, 15 minutes by default); an unknown account gets the same words at every attempt,
+ * lockout included; the lock holds against the right password and across factors; backoff
+ * refuses quick retries; one address spraying many accounts is locked; every failure and lockout
+ * is an audit line.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { join } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { INVALID_CREDENTIALS } from '../../src/server/login/factors.ts';
+import { LOCKED_MESSAGE } from '../../src/server/login/throttle.ts';
+import { LOGIN_DEFAULTS } from '../../src/server/index.ts';
+import { launchBrowser, newContext, screenshot } from '../support/browser.ts';
+import { PASSWORD, alertText, alice, applyModel, beginSignIn, codeFromOutbox, loginServer, signOut, startApp, stopApp, tenantYaml, type LoginServer } from './_support.ts';
+
+let locking: LoginServer;
+let slow: LoginServer;
+let browser: Browser;
+let page: Page;
+
+beforeAll(async () => {
+  await startApp();
+  // Backoff off here, so five quick failures reach the lockout; a 2 s lockout the test can outwait.
+  locking = await loginServer({ backoffBaseMs: 0, lockoutSeconds: 2 });
+  await applyModel(locking, tenantYaml('guard', '{ methods: [password, otp] }'));
+  // Backoff of a minute, so "too soon" is certain whatever the machine's speed; address limit 8.
+  slow = await loginServer({ backoffBaseMs: 60_000, addressLockoutThreshold: 8 });
+  await applyModel(slow, tenantYaml('guard', undefined) + tenantYaml('spray', undefined));
+  browser = await launchBrowser();
+  page = await (await newContext(browser)).newPage();
+});
+afterAll(async () => {
+  await browser?.close();
+  await locking?.dispose();
+  await slow?.dispose();
+  await stopApp();
+});
+
+/** One password attempt on a fresh sign-in page; returns the announced error ('' when none). */
+async function attempt(server: LoginServer, tenant: string, email: string, password: string): Promise<string> {
+  await beginSignIn(page, server, tenant);
+  await page.locator('#email').fill(email);
+  await page.locator('#password').fill(password);
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+  await page.waitForLoadState('load');
+  return (await page.getByRole('alert').count()) > 0 ? alertText(page) : '';
+}
+
+describe('lockout', () => {
+  const user = alice('guard');
+
+  it('locks after the 5th wrong password; an unknown account reads the same at every attempt', async () => {
+    expect(LOGIN_DEFAULTS.lockoutThreshold).toBe(5);
+    const known: string[] = [];
+    const unknown: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      known.push(await attempt(locking, 'guard', user.email, `wrong password ${i}`));
+      unknown.push(await attempt(locking, 'guard', 'nobody@guard.example', `wrong password ${i}`));
+    }
+    expect(known).toEqual([...Array(4).fill(INVALID_CREDENTIALS), LOCKED_MESSAGE]);
+    expect(unknown).toEqual(known);
+    await screenshot(page, 'login-locked');
+
+    // Locked means locked: the right password is refused too, in the same words.
+    expect(await attempt(locking, 'guard', user.email, PASSWORD)).toBe(LOCKED_MESSAGE);
+
+    const audit = locking.audit().filter((a) => a.tenant === 'guard');
+    expect(audit.filter((a) => a.audit === 'login.failure')).toHaveLength(10);
+    expect(audit.filter((a) => a.audit === 'login.lockout').map((a) => [a.key, a.seconds])).toEqual([
+      [`account:${user.email}`, 2],
+      ['account:nobody@guard.example', 2],
+    ]);
+    expect(audit.find((a) => a.audit === 'login.refused')).toMatchObject({ reason: 'locked', key: `account:${user.email}` });
+  });
+
+  it('lets the person in once the lockout time has passed', async () => {
+    await new Promise((r) => setTimeout(r, 2_500));
+    const flow = await beginSignIn(page, locking, 'guard');
+    await page.locator('#email').fill(user.email);
+    await page.locator('#password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    expect((await flow.finish()).sub).toBe(user.id);
+    await signOut(page, locking, 'guard');
+  });
+
+  it('counts wrong emailed codes against the same account: the password is then locked too', async () => {
+    const bob = 'bob@guard.example';
+    const seen = new Set<string>();
+    await beginSignIn(page, locking, 'guard');
+    await page.locator('#otp-email').fill(bob);
+    await page.getByRole('button', { name: 'Email me a code' }).click();
+    const code = await codeFromOutbox(join(locking.dataDir, 'outbox'), bob, seen);
+    const wrong = code === '000000' ? '111111' : '000000';
+    const answers: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      await page.getByLabel('Code from the email (6 digits)').fill(wrong);
+      await page.getByRole('button', { name: 'Sign in with the code' }).click();
+      await page.waitForLoadState('load');
+      answers.push(await alertText(page));
+    }
+    expect(answers.at(-1)).toBe(LOCKED_MESSAGE);
+    expect(await attempt(locking, 'guard', bob, PASSWORD)).toBe(LOCKED_MESSAGE);
+  });
+});
+
+describe('backoff and address limits', () => {
+  it('after a few failures, refuses an immediate retry, even with the right password', async () => {
+    const user = alice('guard');
+    for (let i = 0; i < LOGIN_DEFAULTS.accountFreeFailures + 1; i++) expect(await attempt(slow, 'guard', user.email, 'wrong password')).toBe(INVALID_CREDENTIALS);
+    expect(await attempt(slow, 'guard', user.email, PASSWORD)).toBe('Too many failed attempts in a row. Wait 60 seconds, then try again.');
+    expect(await attempt(slow, 'guard', 'nobody@guard.example', 'wrong password')).toBe(INVALID_CREDENTIALS);
+  });
+
+  it('locks an address that sprays one password over many accounts', async () => {
+    const answers: string[] = [];
+    for (let i = 0; i < 8; i++) answers.push(await attempt(slow, 'spray', `user${i}@spray.example`, 'Summer2026!'));
+    expect(answers).toEqual([...Array(7).fill(INVALID_CREDENTIALS), LOCKED_MESSAGE]);
+    // Now every account is refused from this address, existing ones included, in the same words.
+    expect(await attempt(slow, 'spray', alice('spray').email, PASSWORD)).toBe(LOCKED_MESSAGE);
+    expect(slow.audit().filter((a) => a.audit === 'login.lockout' && a.tenant === 'spray').map((a) => a.key)).toEqual(['address:127.0.0.1']);
+  });
+});
