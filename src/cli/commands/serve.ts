@@ -1,10 +1,12 @@
 import { resolve } from 'node:path';
-import { BOOTSTRAP_CREDENTIALS_FILE, startServer } from '../../server/index.ts';
+import { BOOTSTRAP_CREDENTIALS_FILE, LOGIN_DEFAULTS, startServer, type LoginOptions } from '../../server/index.ts';
 import { EXIT, UsageError, type Command } from '../_io.ts';
 import { parseCommandArgs } from '../_args.ts';
 
 const USAGE =
-  'usage: idforge serve --data-dir <dir> [--port <n>] [--base-domain <domain>] [--scheme http|https] [--host <addr>] [--public-port <n>] [--key-alg RS256|ES256]';
+  'usage: idforge serve --data-dir <dir> [--port <n>] [--base-domain <domain>] [--scheme http|https] [--host <addr>] [--public-port <n>] [--key-alg RS256|ES256]\n' +
+  '                     [--smtp-url <url> | --mail-outbox <dir>] [--mail-from <addr>] [--otp-lifetime <s>] [--otp-attempts <n>]\n' +
+  '                     [--lockout-threshold <n>] [--lockout-seconds <s>] [--address-lockout-threshold <n>] [--backoff-ms <ms>]';
 
 const HELP = `${USAGE}
 
@@ -20,7 +22,26 @@ Runs the authorization server until SIGINT or SIGTERM.
   --host         address to bind (default 127.0.0.1)
   --public-port  port in public URLs when a proxy listens on another port than the server
   --key-alg      signing algorithm for new tenants' keys (default RS256)
+
+Sign-in (see src/server/README.md, "Login methods"):
+  --smtp-url     send emailed sign-in codes by SMTP, e.g. smtps://user:pass@mail.example.com
+  --mail-outbox  without --smtp-url, write each message as a .eml file here
+                 (default <data-dir>/outbox)
+  --mail-from    sender address (default idforge <no-reply@<base-domain>>)
+  --otp-lifetime seconds an emailed code stays valid (default ${LOGIN_DEFAULTS.otpLifetimeSeconds})
+  --otp-attempts wrong entries that void an emailed code (default ${LOGIN_DEFAULTS.otpMaxAttempts})
+  --lockout-threshold          failed attempts that lock an account (default ${LOGIN_DEFAULTS.lockoutThreshold})
+  --lockout-seconds            how long a lockout lasts (default ${LOGIN_DEFAULTS.lockoutSeconds})
+  --address-lockout-threshold  failed attempts that lock a client address (default ${LOGIN_DEFAULTS.addressLockoutThreshold})
+  --backoff-ms   first backoff delay after repeated failures, doubling (default ${LOGIN_DEFAULTS.backoffBaseMs}; 0 = off)
 `;
+
+function count(value: string | undefined, flag: string, allowZero = false): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < 0 || (!allowZero && n === 0)) throw new UsageError(`${flag} must be a ${allowZero ? 'non-negative' : 'positive'} number, got '${value}'\n${USAGE}`);
+  return n;
+}
 
 function port(value: string | undefined, flag: string, fallback: number): number {
   if (value === undefined) return fallback;
@@ -40,6 +61,15 @@ export const run: Command = async (argv, io) => {
       host: { type: 'string' },
       'public-port': { type: 'string' },
       'key-alg': { type: 'string' },
+      'smtp-url': { type: 'string' },
+      'mail-outbox': { type: 'string' },
+      'mail-from': { type: 'string' },
+      'otp-lifetime': { type: 'string' },
+      'otp-attempts': { type: 'string' },
+      'lockout-threshold': { type: 'string' },
+      'lockout-seconds': { type: 'string' },
+      'address-lockout-threshold': { type: 'string' },
+      'backoff-ms': { type: 'string' },
     },
     USAGE,
   );
@@ -54,6 +84,18 @@ export const run: Command = async (argv, io) => {
   const keyAlg = values['key-alg'] ?? 'RS256';
   if (keyAlg !== 'RS256' && keyAlg !== 'ES256') throw new UsageError(`--key-alg must be RS256 or ES256\n${USAGE}`);
   const dataDir = resolve(io.cwd, values['data-dir']);
+  if (values['smtp-url'] !== undefined && values['mail-outbox'] !== undefined) throw new UsageError(`--smtp-url and --mail-outbox exclude each other\n${USAGE}`);
+  const login: LoginOptions = {
+    ...(values['smtp-url'] === undefined ? {} : { smtpUrl: values['smtp-url'] }),
+    ...(values['mail-outbox'] === undefined ? {} : { mailOutbox: resolve(io.cwd, values['mail-outbox']) }),
+    ...(values['mail-from'] === undefined ? {} : { mailFrom: values['mail-from'] }),
+    otpLifetimeSeconds: count(values['otp-lifetime'], '--otp-lifetime'),
+    otpMaxAttempts: count(values['otp-attempts'], '--otp-attempts'),
+    lockoutThreshold: count(values['lockout-threshold'], '--lockout-threshold'),
+    lockoutSeconds: count(values['lockout-seconds'], '--lockout-seconds'),
+    addressLockoutThreshold: count(values['address-lockout-threshold'], '--address-lockout-threshold'),
+    backoffBaseMs: count(values['backoff-ms'], '--backoff-ms', true),
+  };
 
   const server = await startServer({
     dataDir,
@@ -63,6 +105,7 @@ export const run: Command = async (argv, io) => {
     host: values.host ?? '127.0.0.1',
     ...(values['public-port'] === undefined ? {} : { publicPort: port(values['public-port'], '--public-port', 0) }),
     keyAlg,
+    login,
     env: io.env,
     log: (line) => io.stderr(`idforge serve: ${line}\n`),
   });

@@ -1,0 +1,73 @@
+/**
+ * The policy's path through the product without a browser: the admin API refuses policies that
+ * would lock everyone out (whatever the client: apply, Pulumi, curl) and returns what was PUT;
+ * a tenant without a policy keeps password-only sign-in; the serve command's login flags.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { main } from '../../src/cli/main.ts';
+import type { CliIo } from '../../src/cli/_io.ts';
+import { adminPaths } from '../../src/schema/admin-api.ts';
+import { policyFor } from '../../src/server/login/factors.ts';
+import { adminClient, tempDir, testServer, type AdminClient } from '../server/_support.ts';
+
+let server: Awaited<ReturnType<typeof testServer>>;
+let admin: AdminClient;
+
+beforeAll(async () => {
+  server = await testServer();
+  admin = await adminClient(server);
+});
+afterAll(async () => {
+  await server?.dispose();
+});
+
+describe('login policy in the admin API', () => {
+  it('stores a policy and returns it as given; a tenant without one has none', async () => {
+    await admin.put(adminPaths.tenant('plain'), { displayName: 'Plain' });
+    expect((await admin.call('GET', adminPaths.tenant('plain'))).body.login).toBeUndefined();
+    await admin.put(adminPaths.tenant('strict'), { displayName: 'Strict', login: { methods: ['password', 'totp'], requireSecondFactor: true } });
+    expect((await admin.call('GET', adminPaths.tenant('strict'))).body.login).toEqual({ methods: ['password', 'totp'], requireSecondFactor: true });
+    const again = await admin.call('PUT', adminPaths.tenant('strict'), { displayName: 'Strict', login: { methods: ['password', 'totp'], requireSecondFactor: true } });
+    expect(again.body.outcome).toBe('unchanged');
+  });
+
+  it('refuses a policy nobody could sign in with, saying why', async () => {
+    const r = await admin.call('PUT', adminPaths.tenant('broken'), { displayName: 'Broken', login: { methods: ['password'], requireSecondFactor: true } });
+    expect(r.status).toBe(400);
+    expect(JSON.stringify(r.body)).toContain('a second factor is required, but nothing can follow a password');
+    const unknown = await admin.call('PUT', adminPaths.tenant('broken'), { displayName: 'Broken', login: { methods: ['sms'] } });
+    expect(unknown.status).toBe(400);
+  });
+});
+
+describe('policy steps', () => {
+  it('password only by default; second steps only where another factor can follow', () => {
+    expect(policyFor({ displayName: 'x', scopes: [] }).steps).toEqual([['password']]);
+    expect(policyFor({ displayName: 'x', scopes: [], login: { methods: ['password', 'otp'], requireSecondFactor: true } }).steps).toEqual([['password'], ['otp']]);
+    expect(policyFor({ displayName: 'x', scopes: [], login: { methods: ['password', 'otp', 'passkey', 'totp'], requireSecondFactor: true } }))
+      .toEqual({ steps: [['password', 'otp', 'passkey'], ['totp', 'otp']], offerPasskey: true });
+  });
+});
+
+describe('idforge serve login flags', () => {
+  async function serve(args: string[]) {
+    let out = '';
+    const io: CliIo = { stdout: (t) => { out += t; }, stderr: (t) => { out += t; }, env: {}, cwd: process.cwd(), color: false };
+    return { code: await main(['serve', ...args], io), out };
+  }
+  it('documents them in --help', async () => {
+    const { code, out } = await serve(['--help']);
+    expect(code).toBe(0);
+    for (const flag of ['--smtp-url', '--mail-outbox', '--otp-lifetime', '--lockout-threshold', '--lockout-seconds', '--address-lockout-threshold', '--backoff-ms']) expect(out).toContain(flag);
+    expect(out).toContain('failed attempts that lock an account (default 5)');
+  });
+  it('refuses nonsense values before starting anything', async () => {
+    const dir = tempDir();
+    const { code, out } = await serve(['--data-dir', dir.path, '--lockout-threshold', '0']);
+    expect(code).toBe(2);
+    expect(out).toContain("--lockout-threshold must be a positive number, got '0'");
+    const both = await serve(['--data-dir', dir.path, '--smtp-url', 'smtp://localhost', '--mail-outbox', 'x']);
+    expect(both.out).toContain('--smtp-url and --mail-outbox exclude each other');
+    dir.remove();
+  });
+});
