@@ -8,8 +8,8 @@
  */
 import type { LookupFunction } from 'node:net';
 
-/** Where the admin API is and how to get an `admin` token for it. Always passed as a secret. */
-export interface AdminConnection {
+/** Where the admin API is and how to get an `admin` token for it. A secret. */
+export interface AdminEndpoint {
   /** e.g. http://localhost:8080/admin/v1 */
   readonly adminUrl: string;
   /** Token endpoint of the server's system tenant. */
@@ -20,6 +20,33 @@ export interface AdminConnection {
   readonly resource?: string;
   /** Scope that grants the admin API. Default: admin. */
   readonly scope?: string;
+}
+
+/**
+ * How a resource reaches the admin API: an explicit endpoint (a secret), or the credentials file
+ * that a local `idforge serve` rewrites on every start. The file form is what the IdentityStack
+ * uses: it puts no secret in any resource's state, and it stays right when the server moves to
+ * another port (the state of an unchanged resource keeps its old outputs, so an embedded URL would
+ * go stale and a later refresh or destroy would call the old port).
+ */
+export type AdminConnection = AdminEndpoint | { readonly credentialsFile: string };
+
+/** Reads a connection's endpoint; the credentials file is read at each call, so it is never stale. */
+export async function resolveEndpoint(conn: AdminConnection): Promise<AdminEndpoint> {
+  if (!('credentialsFile' in conn)) return conn;
+  const { readFile } = await import('node:fs/promises');
+  const c = JSON.parse(await readFile(conn.credentialsFile, 'utf8')) as Record<string, string | undefined>;
+  if (!c.adminUrl || !c.tokenEndpoint || !c.clientId || !c.clientSecret) {
+    throw new Error(`${conn.credentialsFile}: not an idforge admin credentials file`);
+  }
+  return {
+    adminUrl: c.adminUrl,
+    tokenUrl: c.tokenEndpoint,
+    clientId: c.clientId,
+    clientSecret: c.clientSecret,
+    ...(c.resource ? { resource: c.resource } : {}),
+    ...(c.scope ? { scope: c.scope } : {}),
+  };
 }
 
 export class AdminApiError extends Error {
@@ -85,27 +112,35 @@ export async function httpRequest(
 const tokens = new Map<string, { readonly token: string; readonly expiresAt: number }>();
 
 export class AdminClient {
-  constructor(private readonly conn: AdminConnection) {}
+  private endpoint: Promise<AdminEndpoint> | undefined;
+
+  constructor(private readonly connection: AdminConnection) {}
+
+  private get conn(): Promise<AdminEndpoint> {
+    this.endpoint ??= resolveEndpoint(this.connection);
+    return this.endpoint;
+  }
 
   private async token(fresh = false): Promise<string> {
-    const key = `${this.conn.tokenUrl} ${this.conn.clientId}`;
+    const conn = await this.conn;
+    const key = `${conn.tokenUrl} ${conn.clientId} ${conn.clientSecret}`;
     const cached = tokens.get(key);
     if (!fresh && cached && cached.expiresAt > Date.now() + 10_000) return cached.token;
-    const res = await httpRequest('POST', this.conn.tokenUrl, {
+    const res = await httpRequest('POST', conn.tokenUrl, {
       headers: {
         'content-type': 'application/x-www-form-urlencoded',
         authorization: `Basic ${Buffer.from(
-          `${encodeURIComponent(this.conn.clientId)}:${encodeURIComponent(this.conn.clientSecret)}`,
+          `${encodeURIComponent(conn.clientId)}:${encodeURIComponent(conn.clientSecret)}`,
         ).toString('base64')}`,
       },
       body: new URLSearchParams({
         grant_type: 'client_credentials',
-        scope: this.conn.scope ?? 'admin',
-        ...(this.conn.resource ? { resource: this.conn.resource } : {}),
+        scope: conn.scope ?? 'admin',
+        ...(conn.resource ? { resource: conn.resource } : {}),
       }).toString(),
     });
     if (res.status !== 200) {
-      throw new AdminApiError(res.status, 'POST', new URL(this.conn.tokenUrl).pathname, 'could not get an admin token');
+      throw new AdminApiError(res.status, 'POST', new URL(conn.tokenUrl).pathname, 'could not get an admin token');
     }
     const body = JSON.parse(res.text) as { access_token: string; expires_in?: number };
     tokens.set(key, { token: body.access_token, expiresAt: Date.now() + (body.expires_in ?? 300) * 1000 });
@@ -114,7 +149,7 @@ export class AdminClient {
 
   /** `path` is one of `adminPaths` (it starts with /admin/v1). */
   private async call(method: string, path: string, body?: unknown): Promise<HttpResponse> {
-    const url = new URL(path, this.conn.adminUrl).href;
+    const url = new URL(path, (await this.conn).adminUrl).href;
     let retried = false;
     for (;;) {
       const headers: Record<string, string> = { authorization: `Bearer ${await this.token(retried)}`, accept: 'application/json' };

@@ -15,14 +15,17 @@ export function isUnknown(v: unknown): boolean {
   return false;
 }
 
-export const AdminConnectionSchema = z.strictObject({
-  adminUrl: z.url(),
-  tokenUrl: z.url(),
-  clientId: z.string().min(1),
-  clientSecret: z.string().min(1),
-  resource: z.string().min(1).optional(),
-  scope: z.string().min(1).optional(),
-});
+export const AdminConnectionSchema = z.union([
+  z.strictObject({
+    adminUrl: z.url(),
+    tokenUrl: z.url(),
+    clientId: z.string().min(1),
+    clientSecret: z.string().min(1),
+    resource: z.string().min(1).optional(),
+    scope: z.string().min(1).optional(),
+  }),
+  z.strictObject({ credentialsFile: z.string().refine((f) => f.startsWith('/'), { error: 'must be an absolute path' }) }),
+]);
 
 /** zod path → Pulumi property path (`body.redirectUris[0]`). */
 export function propertyPath(path: readonly PropertyKey[]): string {

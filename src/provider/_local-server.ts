@@ -9,7 +9,7 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { adminBaseUrl } from '../schema/urls.ts';
-import { httpRequest, type AdminConnection } from './_admin-client.ts';
+import { httpRequest, type AdminEndpoint } from './_admin-client.ts';
 import type { AuthServerInputs } from './auth-server.ts';
 
 export const PID_FILE = 'idforge-serve.pid';
@@ -63,7 +63,7 @@ export const CREDENTIALS_FILE = 'admin-credentials.json';
  * (src/server/bootstrap.ts): client id and secret, the system tenant's token endpoint, the admin
  * API's resource indicator and scope.
  */
-export async function readAdminCredentials(inputs: AuthServerInputs): Promise<AdminConnection> {
+export async function readAdminCredentials(inputs: AuthServerInputs): Promise<AdminEndpoint> {
   const file = join(inputs.local.dataDir, CREDENTIALS_FILE);
   const raw = JSON.parse(await readFile(file, 'utf8')) as Record<string, string | undefined>;
   const { clientId, clientSecret, tokenEndpoint, resource, scope } = raw;
@@ -88,7 +88,7 @@ async function logTail(dataDir: string): Promise<string> {
 }
 
 /** Starts the server and waits until it answers; returns its pid and admin connection. */
-export async function startServer(inputs: AuthServerInputs): Promise<{ pid: number; connection: AdminConnection }> {
+export async function startServer(inputs: AuthServerInputs): Promise<{ pid: number; connection: AdminEndpoint }> {
   const { dataDir } = inputs.local;
   const baseUrl = adminBaseUrl({ scheme: inputs.scheme, baseDomain: inputs.baseDomain, port: inputs.port }).slice(0, -'/admin/v1'.length);
   await mkdir(dataDir, { recursive: true, mode: 0o700 });

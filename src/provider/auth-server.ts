@@ -18,7 +18,7 @@ import * as pulumi from '@pulumi/pulumi';
 import { z } from 'zod';
 import { DNS_LABEL } from '../schema/admin-api.ts';
 import { adminBaseUrl, issuerUrl, type ServerAddress } from '../schema/urls.ts';
-import type { AdminConnection } from './_admin-client.ts';
+import type { AdminEndpoint } from './_admin-client.ts';
 import { changedKeys, checkWith, isUnknown, jsonEqual } from './_common.ts';
 import { _loadImpl } from './_load.ts';
 
@@ -67,7 +67,9 @@ export interface AuthServerOutputs extends AuthServerInputs {
   /** Process id of the running server; 0 when a refresh found it stopped. */
   readonly pid: number;
   /** Secret. */
-  readonly connection: AdminConnection;
+  readonly connection: AdminEndpoint;
+  /** Where the server keeps its bootstrap admin credentials, rewritten on every start (not a secret: a path). */
+  readonly credentialsFile: string;
 }
 
 const AuthServerInputsSchema = z.strictObject({
@@ -98,12 +100,13 @@ function address(i: Pick<AuthServerInputs, 'scheme' | 'baseDomain' | 'port'>): S
 }
 
 /** Pure: the addresses a server with these settings publishes. */
-export function serverUrls(i: AuthServerInputs): Pick<AuthServerOutputs, 'baseUrl' | 'adminUrl' | 'issuers'> {
+export function serverUrls(i: AuthServerInputs): Pick<AuthServerOutputs, 'baseUrl' | 'adminUrl' | 'issuers' | 'credentialsFile'> {
   const addr = address(i);
   const admin = adminBaseUrl(addr);
   return {
     baseUrl: admin.slice(0, -'/admin/v1'.length),
     adminUrl: admin,
+    credentialsFile: `${i.local.dataDir}/admin-credentials.json`,
     issuers: Object.fromEntries([...i.tenants].sort().map((t) => [t, issuerUrl(addr, t)])),
   };
 }
@@ -193,13 +196,15 @@ export class AuthServer extends pulumi.dynamic.Resource {
   declare readonly issuers: pulumi.Output<Record<string, string>>;
   declare readonly pid: pulumi.Output<number>;
   /** Secret: the admin API address and the bootstrap admin client's credentials. */
-  declare readonly connection: pulumi.Output<AdminConnection>;
+  declare readonly connection: pulumi.Output<AdminEndpoint>;
+  /** Path of the credentials file the server rewrites on every start. */
+  declare readonly credentialsFile: pulumi.Output<string>;
 
   constructor(name: string, args: AuthServerArgs, opts?: pulumi.CustomResourceOptions) {
     super(
       authServerProvider,
       name,
-      { ...args, baseUrl: undefined, adminUrl: undefined, issuers: undefined, pid: undefined, connection: undefined },
+      { ...args, baseUrl: undefined, adminUrl: undefined, issuers: undefined, pid: undefined, connection: undefined, credentialsFile: undefined },
       { ...opts, additionalSecretOutputs: ['connection'] },
       'idforge',
       'AuthServer',

@@ -111,7 +111,9 @@ export class IdentityStack extends pulumi.ComponentResource {
       },
       child,
     );
-    const connection: pulumi.Output<AdminConnection> = this.server.connection;
+    // The credentials file, not the credentials: no admin secret in any other resource's state, and
+    // a restart on another port does not leave stale URLs behind (see AdminConnection).
+    const connection: pulumi.Output<AdminConnection> = this.server.credentialsFile.apply((credentialsFile) => ({ credentialsFile }));
 
     const secrets: Record<string, Record<string, pulumi.Output<string>>> = {};
     const secretOf = (key: string): Record<string, pulumi.Output<string>> => (secrets[key] ??= {});

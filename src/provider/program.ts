@@ -27,7 +27,10 @@ if (!loaded.ok) {
   // The same located messages as `idforge validate`, without a stack trace.
   throw new pulumi.RunError(`the model is invalid:\n${formatProblems(loaded.problems)}`);
 }
-const model = loaded.model;
+const port = config.getNumber('port');
+// The stack's port wins over the model's, everywhere: the server listens on it and every issuer URL
+// in the client configs names it.
+const model = port === undefined ? loaded.model : { ...loaded.model, server: { ...loaded.model.server, port } };
 
 const passwords: Record<string, pulumi.Input<string>> = {};
 const missing: string[] = [];
@@ -48,11 +51,9 @@ for (const t of model.tenants) {
 }
 if (missing.length > 0) throw new pulumi.RunError(`initial passwords missing:\n${missing.join('\n')}`);
 
-const port = config.getNumber('port');
 const identity = new IdentityStack('idforge', {
   model,
   server: {
-    ...(port === undefined ? {} : { port }),
     local: { dataDir: here(config.get('dataDir') ?? `.idforge/${stack}/server`) },
   },
   clientConfigDir: here(config.get('clientConfigDir') ?? `.idforge/${stack}/clients`),

@@ -144,6 +144,7 @@ describe('diff', () => {
       baseUrl: 'http://localhost:9080',
       adminUrl: 'http://localhost:9080/admin/v1',
       issuers: { acme: 'http://acme.localhost:9080/oauth2/', globex: 'http://globex.localhost:9080/oauth2/' },
+      credentialsFile: '/tmp/a/admin-credentials.json',
     });
   });
 

@@ -9,7 +9,7 @@ import { copyFile, readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseDocument } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AdminClient, type AdminConnection } from '../../src/provider/_admin-client.ts';
+import { AdminClient, type AdminEndpoint } from '../../src/provider/_admin-client.ts';
 import { isOurProcess, PID_FILE } from '../../src/provider/_local-server.ts';
 import { adminPaths } from '../../src/schema/admin-api.ts';
 import { startServer } from '../../src/server/index.ts';
@@ -24,7 +24,7 @@ async function filesUnder(dir: string): Promise<string[]> {
   return out;
 }
 
-async function connectionOf(dataDir: string): Promise<AdminConnection> {
+async function connectionOf(dataDir: string): Promise<AdminEndpoint> {
   const c = JSON.parse(await readFile(join(dataDir, 'admin-credentials.json'), 'utf8')) as Record<string, string>;
   return { adminUrl: c.adminUrl!, tokenUrl: c.tokenEndpoint!, clientId: c.clientId!, clientSecret: c.clientSecret!, resource: c.resource!, scope: c.scope! };
 }
@@ -82,6 +82,9 @@ describe('pulumi up/preview/refresh/destroy of a model against the real server',
     const out = await p.outputs();
     expect(out.issuers).toEqual({ acme: expect.stringMatching(/^http:\/\/acme\.localhost:\d+\/oauth2\/$/) });
     expect(await readdir(join(clients, 'acme'))).toEqual(expect.arrayContaining(['portal', 'wiki', 'dashboard', 'orders-api']));
+    // The configs name the server the stack runs (its port), not just the model's default.
+    const spa = JSON.parse(await readFile(join(clients, 'acme/dashboard/spa-config.json'), 'utf8')) as { wellknown_endpoint: string };
+    expect(spa.wellknown_endpoint).toBe(`${(out.issuers as Record<string, string>).acme}.well-known/openid-configuration`);
   });
 
   it('a preview right after changes nothing', async () => {
@@ -138,6 +141,23 @@ describe('pulumi up/preview/refresh/destroy of a model against the real server',
       redirectUris: ['http://portal.localhost:3000/connect/acme/callback'],
     });
     expect(await assignmentsOf('portal')).toEqual(['u-alice', 'u-bob']);
+    await p.must(['preview', '--expect-no-changes'], PASSWORDS);
+  });
+
+  it('a new port restarts the server in place and rewrites the client configs', async () => {
+    const oldPid = Number((await readFile(join(dataDir, PID_FILE), 'utf8')).trim());
+    const port = await freePort();
+    await p.configSet('idforge:port', String(port));
+    const steps = await p.previewSteps(PASSWORDS);
+    expect(steps.map((s) => `${s.op} ${urnName(s.urn)}`).sort()).toEqual(['update client-configs', 'update server']);
+    await p.up(PASSWORDS);
+    const newPid = Number((await readFile(join(dataDir, PID_FILE), 'utf8')).trim());
+    expect(isOurProcess(oldPid)).toBe(false);
+    expect(isOurProcess(newPid)).toBe(true);
+    admin = new AdminClient(await connectionOf(dataDir));
+    expect(await admin.get(adminPaths.tenant('acme'))).toMatchObject({ displayName: 'Acme Corporation' });
+    const spa = JSON.parse(await readFile(join(clients, 'acme/dashboard/spa-config.json'), 'utf8')) as { wellknown_endpoint: string };
+    expect(spa.wellknown_endpoint).toBe(`http://acme.localhost:${port}/oauth2/.well-known/openid-configuration`);
     await p.must(['preview', '--expect-no-changes'], PASSWORDS);
   });
 
