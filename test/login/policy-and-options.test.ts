@@ -6,7 +6,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.ts';
 import type { CliIo } from '../../src/cli/_io.ts';
+import { compilePlan } from '../../src/generators/index.ts';
 import { adminPaths } from '../../src/schema/admin-api.ts';
+import { validateSources } from '../../src/schema/index.ts';
 import { policyFor } from '../../src/server/login/factors.ts';
 import { adminClient, tempDir, testServer, type AdminClient } from '../server/_support.ts';
 
@@ -37,6 +39,21 @@ describe('login policy in the admin API', () => {
     expect(JSON.stringify(r.body)).toContain('a second factor is required, but nothing can follow a password');
     const unknown = await admin.call('PUT', adminPaths.tenant('broken'), { displayName: 'Broken', login: { methods: ['sms'] } });
     expect(unknown.status).toBe(400);
+  });
+});
+
+describe('login policy in the plan', () => {
+  const tenantBody = (login: string) => {
+    const r = validateSources([{ file: 'm.yaml', content: `tenants:\n  - name: acme\n    displayName: Acme\n${login}` }]);
+    if (!r.ok) throw new Error(JSON.stringify(r.problems));
+    return compilePlan(r.model, { secrets: {} }).steps.find((s) => s.kind === 'tenant' && s.op === 'put') as { body: Record<string, unknown> };
+  };
+  it('carries the policy into the tenant PUT, with defaults filled in', () => {
+    expect(tenantBody('    login: { methods: [password, totp], requireSecondFactor: true }\n').body.login).toEqual({ methods: ['password', 'totp'], requireSecondFactor: true });
+    expect(tenantBody('    login: {}\n').body.login).toEqual({ methods: ['password'], requireSecondFactor: false });
+  });
+  it('leaves the body of a tenant without a policy exactly as before', () => {
+    expect(Object.keys(tenantBody('').body)).toEqual(['displayName', 'scopes', 'managedBy']);
   });
 });
 
