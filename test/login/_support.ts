@@ -142,8 +142,8 @@ export async function alertText(page: Page): Promise<string> {
  * The sign-in code of the newest message to `to` in the outbox, waiting (briefly) for delivery,
  * which the server does not await. `seen` holds files read before, so an old code is never taken.
  */
-export async function codeFromOutbox(dir: string, to: string, seen: Set<string>): Promise<string> {
-  for (let i = 0; i < 100; i++) {
+export async function codeFromOutbox(dir: string, to: string, seen: Set<string>, waitMs = 5_000): Promise<string> {
+  for (let i = 0; i < waitMs / 50; i++) {
     let files: string[] = [];
     try {
       files = readdirSync(dir).filter((f) => f.endsWith('.eml') && !seen.has(f)).sort();

@@ -1,6 +1,7 @@
 /**
  * A one-time code sent to the user's email: 6 digits, short-lived (settings.otpLifetimeSeconds),
- * single use, void after settings.otpMaxAttempts wrong entries; only its HMAC is stored. It can
+ * single use, void after settings.otpMaxAttempts wrong entries, at most one mail per 30 s per
+ * user; only its HMAC is stored. It can
  * identify a person (first step: email, then code) or confirm one (after a password).
  *
  * "Send" answers the same whether or not the account exists, and delivery is not awaited, so
@@ -20,7 +21,14 @@ function minutes(seconds: number): string {
   return seconds >= 120 ? `${Math.round(seconds / 60)} minutes` : `${Math.round(seconds)} seconds`;
 }
 
+/** A new code is mailed at most this often per user, so the button cannot flood a mailbox. */
+export const OTP_RESEND_INTERVAL_MS = 30_000;
+
 async function send(ctx: FactorContext, user: UserRecord): Promise<void> {
+  const outstanding = await ctx.storage.getOtp(ctx.tenant, user.id);
+  const issuedAt = outstanding === undefined ? 0 : outstanding.expiresAtMs - ctx.settings.otpLifetimeSeconds * 1000;
+  // Too soon: the code already sent stays valid; the page says the same as after a send.
+  if (Date.now() - issuedAt < OTP_RESEND_INTERVAL_MS) return;
   const code = randomInt(0, 1_000_000).toString().padStart(6, '0');
   await ctx.storage.putOtp(ctx.tenant, user.id, hash(ctx, user.id, code), Date.now() + ctx.settings.otpLifetimeSeconds * 1000);
   ctx.settings.mailer

@@ -310,8 +310,11 @@ export class SqliteStorage implements Storage {
     this.#q('DELETE FROM artifacts WHERE tenant = ? AND grant_id = ?').run(tenant, grantId);
   }
   async purgeExpired(): Promise<number> {
-    // Expired emailed codes go with the artifacts; throttle rows are kept until cleared or replaced.
-    this.#q('DELETE FROM otp_codes WHERE expires_at_ms <= ?').run(Date.now());
+    // Expired emailed codes go with the artifacts, and failure counters idle for a day (a spray of
+    // made-up emails must not grow the table forever); running lockouts stay until they end.
+    const ms = Date.now();
+    this.#q('DELETE FROM otp_codes WHERE expires_at_ms <= ?').run(ms);
+    this.#q('DELETE FROM login_throttle WHERE last_failure_ms < ? AND locked_until_ms < ?').run(ms - 86_400_000, ms);
     return this.#q('DELETE FROM artifacts WHERE expires_at IS NOT NULL AND expires_at <= ?').run(now()).changes;
   }
 
