@@ -154,7 +154,7 @@ export async function codeFromOutbox(dir: string, to: string, seen: Set<string>,
       seen.add(f);
       const text = readFileSync(join(dir, f), 'utf8');
       if (!new RegExp(`^To: ${to.replace(/[.+]/g, '\\$&')}$`, 'mi').test(text)) continue;
-      const code = /sign-in code for .* is: (\d{6})/.exec(text)?.[1];
+      const code = /^Your sign-in code is (\d{6})\r?$/m.exec(text)?.[1];
       if (code !== undefined) return code;
     }
     await new Promise((r) => setTimeout(r, 50));

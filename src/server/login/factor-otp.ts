@@ -35,7 +35,8 @@ async function send(ctx: FactorContext, user: UserRecord): Promise<void> {
     .send({
       to: user.body.email,
       subject: `Your sign-in code for ${ctx.tenantDisplayName}`,
-      text: `Your sign-in code for ${ctx.tenantDisplayName} is: ${code}\n\nIt works once and expires in ${minutes(ctx.settings.otpLifetimeSeconds)}.\nIf you did not try to sign in, ignore this message; nobody can sign in without the code.\n`,
+      // The code first, on a short line: mail clients preview it and no line wrapping can split it.
+      text: `Your sign-in code is ${code}\n\nEnter it to sign in to ${ctx.tenantDisplayName}. It works once and expires in ${minutes(ctx.settings.otpLifetimeSeconds)}.\nIf you did not try to sign in, ignore this message; nobody can sign in without the code.\n`,
     })
     .catch((err: unknown) => ctx.settings.audit({ audit: 'mail.failure', tenant: ctx.tenant, user: user.id, error: (err as Error).message }));
 }
