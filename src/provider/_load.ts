@@ -1,33 +1,57 @@
 /**
- * The one piece of code every provider shell shares, and therefore the one piece that Pulumi
- * serializes into the state with each dynamic resource (pulumi#6490, #6646).
+ * The serialized shell of every idforge dynamic resource: the code Pulumi stores in the state with
+ * each resource (`__provider`) and runs in `pulumi-resource-pulumi-nodejs` (pulumi#6490, #6646).
  *
- * Why a loader: whatever a dynamic provider's methods capture is frozen into the state and replayed
- * by `pulumi-resource-pulumi-nodejs` on the next refresh or destroy. Capturing the implementation
- * would freeze today's bugs into every resource and copy kilobytes per resource; capturing
- * credentials would leak them. So a shell captures two strings (this module's URL and tsx's) and
- * imports the implementation from the installed package each time it runs.
+ * Why a hand-written shell: whatever a provider captures is frozen into the state and replayed on
+ * the next refresh or destroy. Freezing the implementation would keep today's bugs in every
+ * resource; capturing credentials would leak them; and every byte is copied into every resource's
+ * state, which the engine rewrites after every step (a large stack's `up` is quadratic in it). So
+ * the shell is ~700 bytes of fixed text holding three strings (the provider module's URL, the name
+ * of the provider it exports, tsx's loader) and imports the implementation from the installed
+ * package each time it runs. It is written here rather than produced by Pulumi's closure serializer,
+ * which makes a 4 KB shell and inspects the program's heap at start.
  */
+import * as pulumi from '@pulumi/pulumi';
 
 /** tsx's loader API, so the provider process (plain node) can import our TypeScript sources. */
 const TSX_API: string = import.meta.resolve('tsx/esm/api');
 
 /**
- * Imports a provider module by URL in the provider process. If the clone moved since the state was
- * written, falls back to the same file under the current project (the engine runs providers in the
- * project directory).
+ * The CommonJS module the dynamic provider plugin loads with require-from-string. If the clone moved
+ * since the state was written, it falls back to the same files under the current project (the
+ * engine runs the plugin in the project directory).
  */
-export async function _loadImpl<T>(moduleUrl: string): Promise<T> {
-  const { existsSync } = await import('node:fs');
-  const { fileURLToPath, pathToFileURL } = await import('node:url');
-  const { basename, join } = await import('node:path');
-  const here = (url: string, rel: string): string =>
-    existsSync(fileURLToPath(url)) ? url : pathToFileURL(join(process.cwd(), rel)).href;
-  const g = globalThis as { __idforgeTsx?: Promise<void> };
-  // Registering twice would stack two loaders; once per process is enough.
-  g.__idforgeTsx ??= import(here(TSX_API, 'node_modules/tsx/dist/esm/api/index.mjs')).then(
-    (api: { register: () => unknown }) => void api.register(),
-  );
-  await g.__idforgeTsx;
-  return (await import(here(moduleUrl, join('src/provider', basename(fileURLToPath(moduleUrl)))))) as T;
+export function shellSource(moduleUrl: string, providerName: string): string {
+  return `exports.handler = () => {
+  const M = ${JSON.stringify(moduleUrl)}, P = ${JSON.stringify(providerName)}, T = ${JSON.stringify(TSX_API)};
+  const { existsSync } = require('node:fs');
+  const { fileURLToPath, pathToFileURL } = require('node:url');
+  const at = (u, rel) => (existsSync(fileURLToPath(u)) ? u : pathToFileURL(process.cwd() + '/' + rel).href);
+  const load = async () => {
+    globalThis.__idforgeTsx ??= import(at(T, 'node_modules/tsx/dist/esm/api/index.mjs')).then((api) => void api.register());
+    await globalThis.__idforgeTsx;
+    return (await import(at(M, 'src/provider/' + M.slice(M.lastIndexOf('/') + 1))))[P];
+  };
+  const shell = {};
+  for (const m of ['check', 'diff', 'create', 'read', 'update', 'delete']) shell[m] = async (...a) => (await load())[m](...a);
+  return shell;
+};
+`;
+}
+
+/**
+ * Base of idforge's dynamic resources: a `pulumi-nodejs:dynamic` resource (so the engine runs it
+ * with the Node dynamic provider plugin) whose provider is {@link shellSource}.
+ */
+export abstract class _DynamicResource extends pulumi.CustomResource {
+  constructor(
+    moduleUrl: string,
+    providerName: string,
+    type: string,
+    name: string,
+    props: Record<string, unknown>,
+    opts?: pulumi.CustomResourceOptions,
+  ) {
+    super(`pulumi-nodejs:dynamic/idforge:${type}`, name, { ...props, __provider: shellSource(moduleUrl, providerName) }, opts);
+  }
 }

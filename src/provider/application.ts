@@ -21,7 +21,7 @@ import {
 } from '../schema/admin-api.ts';
 import type { AdminConnection } from './_admin-client.ts';
 import { AdminConnectionSchema, changedKeys, checkWith, defined, isUnknown, jsonEqual, pickKeys } from './_common.ts';
-import { _loadImpl } from './_load.ts';
+import { _DynamicResource } from './_load.ts';
 
 /** The body without `clientSecret`: the provider owns the secret. */
 export type ApplicationSpecBody = ApplicationBody extends infer B ? (B extends unknown ? Omit<B, 'clientSecret'> : never) : never;
@@ -81,7 +81,11 @@ function clientIdOf(body: ApplicationSpecBody): string | undefined {
   return 'clientId' in body ? body.clientId : undefined;
 }
 
-export const applicationImpl: Required<
+/**
+ * The provider. The state's shell (_load.ts) imports this module and calls `applicationProvider` by name
+ * in the provider process: renaming it would break refresh and destroy of existing stacks.
+ */
+export const applicationProvider: Required<
   Omit<pulumi.dynamic.ResourceProvider<ApplicationInputs, ApplicationOutputs>, 'configure'>
 > = {
   async check(_olds, news) {
@@ -147,20 +151,7 @@ export const applicationImpl: Required<
   },
 };
 
-const SELF = import.meta.url;
-type Impl = typeof import('./application.ts');
-
-/** The serialized shell: loads {@link applicationImpl} from the installed package at run time. */
-export const applicationProvider: pulumi.dynamic.ResourceProvider<ApplicationInputs, ApplicationOutputs> = {
-  check: async (olds, news) => (await _loadImpl<Impl>(SELF)).applicationImpl.check(olds, news),
-  diff: async (id, olds, news) => (await _loadImpl<Impl>(SELF)).applicationImpl.diff(id, olds, news),
-  create: async (inputs) => (await _loadImpl<Impl>(SELF)).applicationImpl.create(inputs),
-  read: async (id, props) => (await _loadImpl<Impl>(SELF)).applicationImpl.read(id, props),
-  update: async (id, olds, news) => (await _loadImpl<Impl>(SELF)).applicationImpl.update(id, olds, news),
-  delete: async (id, props) => (await _loadImpl<Impl>(SELF)).applicationImpl.delete(id, props),
-};
-
-export class Application extends pulumi.dynamic.Resource {
+export class Application extends _DynamicResource {
   declare readonly tenant: pulumi.Output<string>;
   declare readonly body: pulumi.Output<ApplicationSpecBody>;
   declare readonly clientId: pulumi.Output<string | undefined>;
@@ -169,12 +160,12 @@ export class Application extends pulumi.dynamic.Resource {
 
   constructor(name: string, args: ApplicationArgs, opts?: pulumi.CustomResourceOptions) {
     super(
-      applicationProvider,
+      import.meta.url,
+      'applicationProvider',
+      'Application',
       name,
       { ...args, clientId: undefined, clientSecret: args.clientSecret === undefined ? undefined : pulumi.secret(args.clientSecret) },
       { ...opts, additionalSecretOutputs: ['clientSecret', 'connection'] },
-      'idforge',
-      'Application',
     );
   }
 }

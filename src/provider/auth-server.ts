@@ -20,7 +20,7 @@ import { DNS_LABEL } from '../schema/admin-api.ts';
 import { adminBaseUrl, issuerUrl, type ServerAddress } from '../schema/urls.ts';
 import type { AdminEndpoint } from './_admin-client.ts';
 import { changedKeys, checkWith, isUnknown, jsonEqual } from './_common.ts';
-import { _loadImpl } from './_load.ts';
+import { _DynamicResource } from './_load.ts';
 
 export interface LocalServerArgs {
   /** Absolute path of the server's data dir (SQLite, keys, bootstrap credentials, pid, log). Immutable. */
@@ -119,7 +119,11 @@ export function needsRestart(olds: AuthServerInputs, news: AuthServerInputs): bo
   );
 }
 
-export const authServerImpl: Required<
+/**
+ * The provider. The state's shell (_load.ts) imports this module and calls `authServerProvider` by name
+ * in the provider process: renaming it would break refresh and destroy of existing stacks.
+ */
+export const authServerProvider: Required<
   Omit<pulumi.dynamic.ResourceProvider<AuthServerInputs, AuthServerOutputs>, 'configure'>
 > = {
   async check(_olds, news) {
@@ -177,20 +181,7 @@ export const authServerImpl: Required<
   },
 };
 
-const SELF = import.meta.url;
-type Impl = typeof import('./auth-server.ts');
-
-/** The serialized shell: loads {@link authServerImpl} from the installed package at run time. */
-export const authServerProvider: pulumi.dynamic.ResourceProvider<AuthServerInputs, AuthServerOutputs> = {
-  check: async (olds, news) => (await _loadImpl<Impl>(SELF)).authServerImpl.check(olds, news),
-  diff: async (id, olds, news) => (await _loadImpl<Impl>(SELF)).authServerImpl.diff(id, olds, news),
-  create: async (inputs) => (await _loadImpl<Impl>(SELF)).authServerImpl.create(inputs),
-  read: async (id, props) => (await _loadImpl<Impl>(SELF)).authServerImpl.read(id, props),
-  update: async (id, olds, news) => (await _loadImpl<Impl>(SELF)).authServerImpl.update(id, olds, news),
-  delete: async (id, props) => (await _loadImpl<Impl>(SELF)).authServerImpl.delete(id, props),
-};
-
-export class AuthServer extends pulumi.dynamic.Resource {
+export class AuthServer extends _DynamicResource {
   declare readonly baseUrl: pulumi.Output<string>;
   declare readonly adminUrl: pulumi.Output<string>;
   declare readonly issuers: pulumi.Output<Record<string, string>>;
@@ -202,12 +193,12 @@ export class AuthServer extends pulumi.dynamic.Resource {
 
   constructor(name: string, args: AuthServerArgs, opts?: pulumi.CustomResourceOptions) {
     super(
-      authServerProvider,
+      import.meta.url,
+      'authServerProvider',
+      'AuthServer',
       name,
       { ...args, baseUrl: undefined, adminUrl: undefined, issuers: undefined, pid: undefined, connection: undefined, credentialsFile: undefined },
       { ...opts, additionalSecretOutputs: ['connection'] },
-      'idforge',
-      'AuthServer',
     );
   }
 }

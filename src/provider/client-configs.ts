@@ -10,7 +10,7 @@
 import * as pulumi from '@pulumi/pulumi';
 import { z } from 'zod';
 import { changedKeys, checkWith, jsonEqual } from './_common.ts';
-import { _loadImpl } from './_load.ts';
+import { _DynamicResource } from './_load.ts';
 
 export interface ClientConfigsArgs {
   /** Absolute directory. */
@@ -64,7 +64,11 @@ export async function syncFiles(dir: string, olds: Record<string, string>, news:
   }
 }
 
-export const clientConfigsImpl: Required<
+/**
+ * The provider. The state's shell (_load.ts) imports this module and calls `clientConfigsProvider` by name
+ * in the provider process: renaming it would break refresh and destroy of existing stacks.
+ */
+export const clientConfigsProvider: Required<
   Omit<pulumi.dynamic.ResourceProvider<ClientConfigsInputs, ClientConfigsOutputs>, 'configure'>
 > = {
   async check(_olds, news) {
@@ -100,30 +104,17 @@ export const clientConfigsImpl: Required<
   },
 };
 
-const SELF = import.meta.url;
-type Impl = typeof import('./client-configs.ts');
-
-/** The serialized shell: loads {@link clientConfigsImpl} from the installed package at run time. */
-export const clientConfigsProvider: pulumi.dynamic.ResourceProvider<ClientConfigsInputs, ClientConfigsOutputs> = {
-  check: async (olds, news) => (await _loadImpl<Impl>(SELF)).clientConfigsImpl.check(olds, news),
-  diff: async (id, olds, news) => (await _loadImpl<Impl>(SELF)).clientConfigsImpl.diff(id, olds, news),
-  create: async (inputs) => (await _loadImpl<Impl>(SELF)).clientConfigsImpl.create(inputs),
-  read: async (id, props) => (await _loadImpl<Impl>(SELF)).clientConfigsImpl.read(id, props),
-  update: async (id, olds, news) => (await _loadImpl<Impl>(SELF)).clientConfigsImpl.update(id, olds, news),
-  delete: async (id, props) => (await _loadImpl<Impl>(SELF)).clientConfigsImpl.delete(id, props),
-};
-
-export class ClientConfigs extends pulumi.dynamic.Resource {
+export class ClientConfigs extends _DynamicResource {
   declare readonly dir: pulumi.Output<string>;
 
   constructor(name: string, args: ClientConfigsArgs, opts?: pulumi.CustomResourceOptions) {
     super(
-      clientConfigsProvider,
+      import.meta.url,
+      'clientConfigsProvider',
+      'ClientConfigs',
       name,
       { ...args, files: pulumi.secret(args.files) },
       { ...opts, additionalSecretOutputs: ['files'] },
-      'idforge',
-      'ClientConfigs',
     );
   }
 }

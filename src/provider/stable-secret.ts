@@ -10,7 +10,7 @@
 import * as pulumi from '@pulumi/pulumi';
 import { z } from 'zod';
 import { changedKeys, checkWith } from './_common.ts';
-import { _loadImpl } from './_load.ts';
+import { _DynamicResource } from './_load.ts';
 
 export interface StableSecretArgs {
   /** Number of random bytes. */
@@ -32,8 +32,12 @@ const StableSecretInputsSchema = z.strictObject({
   encoding: z.enum(['base64url', 'hex']).default('base64url'),
 });
 
-export const stableSecretImpl: Required<
-  Omit<pulumi.dynamic.ResourceProvider<StableSecretInputs, StableSecretOutputs>, 'configure' | 'update'>
+/**
+ * The provider. The state's shell (_load.ts) imports this module and calls `stableSecretProvider` by name
+ * in the provider process: renaming it would break refresh and destroy of existing stacks.
+ */
+export const stableSecretProvider: Required<
+  Omit<pulumi.dynamic.ResourceProvider<StableSecretInputs, StableSecretOutputs>, 'configure'>
 > = {
   async check(_olds, news) {
     return checkWith(StableSecretInputsSchema as z.ZodType<StableSecretInputs & Record<string, unknown>>, news as never);
@@ -52,35 +56,27 @@ export const stableSecretImpl: Required<
     // Nothing remote to compare with: the state is the truth.
     return { id, props: props as StableSecretOutputs };
   },
+  async update(_id, olds) {
+    // Unreachable: every input change is a replacement (see diff). Keeps the value if it happens.
+    return { outs: olds };
+  },
   async delete() {
     // Nothing remote to remove.
   },
 };
 
-const SELF = import.meta.url;
-type Impl = typeof import('./stable-secret.ts');
-
-/** The serialized shell: loads {@link stableSecretImpl} from the installed package at run time. */
-export const stableSecretProvider: pulumi.dynamic.ResourceProvider<StableSecretInputs, StableSecretOutputs> = {
-  check: async (olds, news) => (await _loadImpl<Impl>(SELF)).stableSecretImpl.check(olds, news),
-  diff: async (id, olds, news) => (await _loadImpl<Impl>(SELF)).stableSecretImpl.diff(id, olds, news),
-  create: async (inputs) => (await _loadImpl<Impl>(SELF)).stableSecretImpl.create(inputs),
-  read: async (id, props) => (await _loadImpl<Impl>(SELF)).stableSecretImpl.read(id, props),
-  delete: async (id, props) => (await _loadImpl<Impl>(SELF)).stableSecretImpl.delete(id, props),
-};
-
-export class StableSecret extends pulumi.dynamic.Resource {
+export class StableSecret extends _DynamicResource {
   /** Secret. */
   declare readonly value: pulumi.Output<string>;
 
   constructor(name: string, args: StableSecretArgs, opts?: pulumi.CustomResourceOptions) {
     super(
-      stableSecretProvider,
+      import.meta.url,
+      'stableSecretProvider',
+      'StableSecret',
       name,
       { encoding: 'base64url', ...args, value: undefined },
       { ...opts, additionalSecretOutputs: ['value'] },
-      'idforge',
-      'StableSecret',
     );
   }
 }

@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { DNS_LABEL, MANAGED_BY, NAME, USER_ID, adminPaths } from '../schema/admin-api.ts';
 import type { AdminConnection } from './_admin-client.ts';
 import { AdminConnectionSchema, changedKeys, checkWith, jsonEqual } from './_common.ts';
-import { _loadImpl } from './_load.ts';
+import { _DynamicResource } from './_load.ts';
 
 export interface TenantAssignmentsArgs {
   readonly connection: pulumi.Input<AdminConnection>;
@@ -68,7 +68,11 @@ async function apply(olds: TenantAssignmentsInputs | undefined, news: TenantAssi
   await mapLimit(add, CONCURRENCY, ([a, u]) => client.put(adminPaths.assignment(news.tenant, a, u), { managedBy: MANAGED_BY }));
 }
 
-export const tenantAssignmentsImpl: Required<
+/**
+ * The provider. The state's shell (_load.ts) imports this module and calls `tenantAssignmentsProvider` by name
+ * in the provider process: renaming it would break refresh and destroy of existing stacks.
+ */
+export const tenantAssignmentsProvider: Required<
   Omit<pulumi.dynamic.ResourceProvider<TenantAssignmentsInputs, TenantAssignmentsOutputs>, 'configure'>
 > = {
   async check(_olds, news) {
@@ -112,30 +116,17 @@ export const tenantAssignmentsImpl: Required<
   },
 };
 
-const SELF = import.meta.url;
-type Impl = typeof import('./tenant-assignments.ts');
-
-/** The serialized shell: loads {@link tenantAssignmentsImpl} from the installed package at run time. */
-export const tenantAssignmentsProvider: pulumi.dynamic.ResourceProvider<TenantAssignmentsInputs, TenantAssignmentsOutputs> = {
-  check: async (olds, news) => (await _loadImpl<Impl>(SELF)).tenantAssignmentsImpl.check(olds, news),
-  diff: async (id, olds, news) => (await _loadImpl<Impl>(SELF)).tenantAssignmentsImpl.diff(id, olds, news),
-  create: async (inputs) => (await _loadImpl<Impl>(SELF)).tenantAssignmentsImpl.create(inputs),
-  read: async (id, props) => (await _loadImpl<Impl>(SELF)).tenantAssignmentsImpl.read(id, props),
-  update: async (id, olds, news) => (await _loadImpl<Impl>(SELF)).tenantAssignmentsImpl.update(id, olds, news),
-  delete: async (id, props) => (await _loadImpl<Impl>(SELF)).tenantAssignmentsImpl.delete(id, props),
-};
-
-export class TenantAssignments extends pulumi.dynamic.Resource {
+export class TenantAssignments extends _DynamicResource {
   declare readonly assignments: pulumi.Output<Record<string, string[]>>;
 
   constructor(name: string, args: TenantAssignmentsArgs, opts?: pulumi.CustomResourceOptions) {
     super(
-      tenantAssignmentsProvider,
+      import.meta.url,
+      'tenantAssignmentsProvider',
+      'TenantAssignments',
       name,
       { ...args },
       { ...opts, additionalSecretOutputs: ['connection'] },
-      'idforge',
-      'TenantAssignments',
     );
   }
 }

@@ -16,7 +16,7 @@ import { z } from 'zod';
 import { DNS_LABEL, USER_ID, UserBody, adminPaths } from '../schema/admin-api.ts';
 import type { AdminConnection } from './_admin-client.ts';
 import { AdminConnectionSchema, changedKeys, checkWith, jsonEqual, pickKeys } from './_common.ts';
-import { _loadImpl } from './_load.ts';
+import { _DynamicResource } from './_load.ts';
 
 export type UserSpecBody = Omit<UserBody, 'initialPassword'>;
 
@@ -69,7 +69,11 @@ async function apply(olds: TenantUsersInputs | undefined, news: TenantUsersInput
   await mapLimit(remove, CONCURRENCY, (id) => client.delete(adminPaths.user(news.tenant, id)));
 }
 
-export const tenantUsersImpl: Required<
+/**
+ * The provider. The state's shell (_load.ts) imports this module and calls `tenantUsersProvider` by name
+ * in the provider process: renaming it would break refresh and destroy of existing stacks.
+ */
+export const tenantUsersProvider: Required<
   Omit<pulumi.dynamic.ResourceProvider<TenantUsersInputs, TenantUsersOutputs>, 'configure'>
 > = {
   async check(_olds, news) {
@@ -111,30 +115,17 @@ export const tenantUsersImpl: Required<
   },
 };
 
-const SELF = import.meta.url;
-type Impl = typeof import('./tenant-users.ts');
-
-/** The serialized shell: loads {@link tenantUsersImpl} from the installed package at run time. */
-export const tenantUsersProvider: pulumi.dynamic.ResourceProvider<TenantUsersInputs, TenantUsersOutputs> = {
-  check: async (olds, news) => (await _loadImpl<Impl>(SELF)).tenantUsersImpl.check(olds, news),
-  diff: async (id, olds, news) => (await _loadImpl<Impl>(SELF)).tenantUsersImpl.diff(id, olds, news),
-  create: async (inputs) => (await _loadImpl<Impl>(SELF)).tenantUsersImpl.create(inputs),
-  read: async (id, props) => (await _loadImpl<Impl>(SELF)).tenantUsersImpl.read(id, props),
-  update: async (id, olds, news) => (await _loadImpl<Impl>(SELF)).tenantUsersImpl.update(id, olds, news),
-  delete: async (id, props) => (await _loadImpl<Impl>(SELF)).tenantUsersImpl.delete(id, props),
-};
-
-export class TenantUsers extends pulumi.dynamic.Resource {
+export class TenantUsers extends _DynamicResource {
   declare readonly users: pulumi.Output<Record<string, UserSpecBody>>;
 
   constructor(name: string, args: TenantUsersArgs, opts?: pulumi.CustomResourceOptions) {
     super(
-      tenantUsersProvider,
+      import.meta.url,
+      'tenantUsersProvider',
+      'TenantUsers',
       name,
       { ...args },
       { ...opts, additionalSecretOutputs: ['connection', 'initialPasswords'] },
-      'idforge',
-      'TenantUsers',
     );
   }
 }

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { DNS_LABEL, TenantBody, adminPaths } from '../schema/admin-api.ts';
 import type { AdminConnection } from './_admin-client.ts';
 import { AdminConnectionSchema, changedKeys, checkWith, jsonEqual, pickKeys } from './_common.ts';
-import { _loadImpl } from './_load.ts';
+import { _DynamicResource } from './_load.ts';
 
 export interface TenantArgs {
   /** How to reach the admin API; pass the AuthServer's `connection` (a secret). */
@@ -34,7 +34,11 @@ const TenantInputsSchema = z.strictObject({
 /** Inputs that name the remote object: changing one means a different tenant. */
 const IMMUTABLE = ['name'] as const;
 
-export const tenantImpl: Required<Omit<pulumi.dynamic.ResourceProvider<TenantInputs, TenantOutputs>, 'configure'>> = {
+/**
+ * The provider. The state's shell (_load.ts) imports this module and calls `tenantProvider` by name
+ * in the provider process: renaming it would break refresh and destroy of existing stacks.
+ */
+export const tenantProvider: Required<Omit<pulumi.dynamic.ResourceProvider<TenantInputs, TenantOutputs>, 'configure'>> = {
   async check(_olds, news) {
     return checkWith(TenantInputsSchema, news as unknown as Record<string, unknown>);
   },
@@ -70,24 +74,18 @@ export const tenantImpl: Required<Omit<pulumi.dynamic.ResourceProvider<TenantInp
   },
 };
 
-const SELF = import.meta.url;
-type Impl = typeof import('./tenant.ts');
-
-/** The shell that Pulumi serializes: it loads {@link tenantImpl} from the installed package. */
-export const tenantProvider: pulumi.dynamic.ResourceProvider<TenantInputs, TenantOutputs> = {
-  check: async (olds, news) => (await _loadImpl<Impl>(SELF)).tenantImpl.check(olds, news),
-  diff: async (id, olds, news) => (await _loadImpl<Impl>(SELF)).tenantImpl.diff(id, olds, news),
-  create: async (inputs) => (await _loadImpl<Impl>(SELF)).tenantImpl.create(inputs),
-  read: async (id, props) => (await _loadImpl<Impl>(SELF)).tenantImpl.read(id, props),
-  update: async (id, olds, news) => (await _loadImpl<Impl>(SELF)).tenantImpl.update(id, olds, news),
-  delete: async (id, props) => (await _loadImpl<Impl>(SELF)).tenantImpl.delete(id, props),
-};
-
-export class Tenant extends pulumi.dynamic.Resource {
+export class Tenant extends _DynamicResource {
   declare readonly name: pulumi.Output<string>;
   declare readonly body: pulumi.Output<TenantBody>;
 
   constructor(name: string, args: TenantArgs, opts?: pulumi.CustomResourceOptions) {
-    super(tenantProvider, name, { ...args }, { ...opts, additionalSecretOutputs: ['connection'] }, 'idforge', 'Tenant');
+    super(
+      import.meta.url,
+      'tenantProvider',
+      'Tenant',
+      name,
+      { ...args },
+      { ...opts, additionalSecretOutputs: ['connection'] },
+    );
   }
 }

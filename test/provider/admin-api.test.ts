@@ -8,10 +8,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdminClient, type AdminConnection } from '../../src/provider/_admin-client.ts';
-import { applicationImpl, type ApplicationInputs, type ApplicationOutputs } from '../../src/provider/application.ts';
-import { tenantAssignmentsImpl, type TenantAssignmentsInputs } from '../../src/provider/tenant-assignments.ts';
-import { tenantUsersImpl, type TenantUsersInputs } from '../../src/provider/tenant-users.ts';
-import { tenantImpl, type TenantInputs } from '../../src/provider/tenant.ts';
+import { applicationProvider, type ApplicationInputs, type ApplicationOutputs } from '../../src/provider/application.ts';
+import { tenantAssignmentsProvider, type TenantAssignmentsInputs } from '../../src/provider/tenant-assignments.ts';
+import { tenantUsersProvider, type TenantUsersInputs } from '../../src/provider/tenant-users.ts';
+import { tenantProvider, type TenantInputs } from '../../src/provider/tenant.ts';
 import { adminPaths } from '../../src/schema/admin-api.ts';
 import { startServer, type RunningServer } from '../../src/server/index.ts';
 
@@ -36,15 +36,15 @@ describe('provider implementations against the real admin API', () => {
   const tenant = (): TenantInputs => ({ connection, name: 'acme', body: { displayName: 'Acme', scopes: [{ name: 'admin' }], managedBy: 'idforge' } });
 
   it('tenant: create, read back unchanged, see drift, update, delete', async () => {
-    const created = await tenantImpl.create(tenant());
+    const created = await tenantProvider.create(tenant());
     expect(created.id).toBe('acme');
-    const read = await tenantImpl.read('acme', created.outs);
-    expect(await tenantImpl.diff('acme', read.props!, tenant())).toEqual({ changes: false, replaces: [] });
+    const read = await tenantProvider.read('acme', created.outs);
+    expect(await tenantProvider.diff('acme', read.props!, tenant())).toEqual({ changes: false, replaces: [] });
     await admin.put(adminPaths.tenant('acme'), { displayName: 'Changed behind our back', scopes: [] });
-    const drifted = await tenantImpl.read('acme', created.outs);
+    const drifted = await tenantProvider.read('acme', created.outs);
     expect(drifted.inputs?.body.displayName).toBe('Changed behind our back');
-    expect((await tenantImpl.diff('acme', drifted.props!, tenant())).changes).toBe(true);
-    await tenantImpl.update('acme', drifted.props!, tenant());
+    expect((await tenantProvider.diff('acme', drifted.props!, tenant())).changes).toBe(true);
+    await tenantProvider.update('acme', drifted.props!, tenant());
     expect(await admin.get(adminPaths.tenant('acme'))).toMatchObject({ displayName: 'Acme', scopes: [{ name: 'admin' }] });
   });
 
@@ -55,17 +55,17 @@ describe('provider implementations against the real admin API', () => {
       name: 'portal',
       body: { kind: 'web', clientId: 'portal', redirectUris: ['http://portal.localhost:3000/connect/acme/callback'], postLogoutRedirectUris: [], scopes: ['openid'], audience: [], managedBy: 'idforge' },
     };
-    const created = await applicationImpl.create(inputs);
+    const created = await applicationProvider.create(inputs);
     const outs = created.outs as ApplicationOutputs;
     expect(outs.clientId).toBe('portal');
     expect(outs.clientSecret).toMatch(/^[A-Za-z0-9_-]{43}$/);
     const changed = { ...inputs, body: { ...inputs.body, redirectUris: ['http://portal.localhost:3001/connect/acme/callback'] } };
-    const updated = await applicationImpl.update(created.id, outs, changed);
+    const updated = await applicationProvider.update(created.id, outs, changed);
     expect(updated.outs?.clientSecret).toBe(outs.clientSecret);
     // The server still holds the same secret: PUTting it again changes nothing.
     const again = await admin.put<{ outcome: string }>(adminPaths.application('acme', 'portal'), { ...changed.body, clientSecret: outs.clientSecret });
     expect(again.outcome).toBe('unchanged');
-    const read = await applicationImpl.read(created.id, updated.outs);
+    const read = await applicationProvider.read(created.id, updated.outs);
     expect(read.inputs?.body).toEqual(changed.body);
     expect(read.props?.clientSecret).toBe(outs.clientSecret);
   });
@@ -80,32 +80,32 @@ describe('provider implementations against the real admin API', () => {
       },
       initialPasswords: { 'u-alice': 'alice-initial-password' },
     };
-    const u = await tenantUsersImpl.create(users);
+    const u = await tenantUsersProvider.create(users);
     expect(await admin.get(adminPaths.user('acme', 'u-alice'))).toMatchObject({ hasPassword: true });
     expect(await admin.get(adminPaths.user('acme', 'u-bob'))).toMatchObject({ hasPassword: false });
 
     const assignments: TenantAssignmentsInputs = { connection, tenant: 'acme', assignments: { portal: ['u-alice', 'u-bob'] } };
-    const a = await tenantAssignmentsImpl.create(assignments);
+    const a = await tenantAssignmentsProvider.create(assignments);
     await admin.delete(adminPaths.assignment('acme', 'portal', 'u-bob'));
     await admin.delete(adminPaths.user('acme', 'u-bob'));
 
-    const readUsers = await tenantUsersImpl.read(u.id, u.outs);
+    const readUsers = await tenantUsersProvider.read(u.id, u.outs);
     expect(Object.keys(readUsers.inputs!.users)).toEqual(['u-alice']);
-    const readAssignments = await tenantAssignmentsImpl.read(a.id, a.outs);
+    const readAssignments = await tenantAssignmentsProvider.read(a.id, a.outs);
     expect(readAssignments.inputs?.assignments).toEqual({ portal: ['u-alice'] });
 
-    await tenantUsersImpl.update(u.id, readUsers.props!, users);
-    await tenantAssignmentsImpl.update(a.id, readAssignments.props!, assignments);
+    await tenantUsersProvider.update(u.id, readUsers.props!, users);
+    await tenantAssignmentsProvider.update(a.id, readAssignments.props!, assignments);
     expect(await admin.get(adminPaths.assignment('acme', 'portal', 'u-bob'))).toBeDefined();
 
-    await tenantAssignmentsImpl.delete(a.id, assignments);
-    await tenantUsersImpl.delete(u.id, users);
+    await tenantAssignmentsProvider.delete(a.id, assignments);
+    await tenantUsersProvider.delete(u.id, users);
     expect(await admin.get(adminPaths.user('acme', 'u-alice'))).toBeUndefined();
   });
 
   it('deleting is idempotent, and a deleted tenant reads as gone', async () => {
-    await tenantImpl.delete('acme', tenant());
-    await tenantImpl.delete('acme', tenant());
-    expect(await tenantImpl.read('acme', tenant())).toEqual({ id: '' });
+    await tenantProvider.delete('acme', tenant());
+    await tenantProvider.delete('acme', tenant());
+    expect(await tenantProvider.read('acme', tenant())).toEqual({ id: '' });
   });
 });

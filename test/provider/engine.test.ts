@@ -8,6 +8,7 @@ import { readFile, readdir, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { shellSource } from '../../src/provider/_load.ts';
 import { PulumiProject, urnName } from './_pulumi.ts';
 
 async function filesUnder(dir: string): Promise<string[]> {
@@ -35,10 +36,11 @@ describe('providers on the real engine (no server needed)', { timeout: 300_000 }
     const secret = /^OAUTH2_PROXY_COOKIE_SECRET=(.+)$/m.exec(env)?.[1] ?? '';
     expect(Buffer.from(secret, 'base64url')).toHaveLength(16);
     for (const f of await filesUnder(p.backend)) expect(await readFile(f, 'utf8')).not.toContain(secret);
-    // The state holds the shell, not the implementation.
+    // The state holds the small shell, not the implementation.
     const state = (await Promise.all((await filesUnder(p.backend)).map((f) => readFile(f, 'utf8')))).join('\n');
-    expect(state).toContain('_loadImpl');
+    expect(state).toContain('__idforgeTsx');
     expect(state).not.toContain('syncFiles');
+    expect(shellSource('file:///x/src/provider/client-configs.ts', 'clientConfigsProvider').length).toBeLessThan(1200);
   });
 
   it('a preview right after up changes nothing, and a second up keeps the secret', async () => {

@@ -8,14 +8,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { UNKNOWN, checkWith, jsonEqual, propertyPath } from '../../src/provider/_common.ts';
-import { applicationImpl, type ApplicationOutputs } from '../../src/provider/application.ts';
-import { authServerImpl, needsRestart, serverUrls, type AuthServerInputs } from '../../src/provider/auth-server.ts';
-import { clientConfigsImpl, syncFiles } from '../../src/provider/client-configs.ts';
+import { applicationProvider, type ApplicationOutputs } from '../../src/provider/application.ts';
+import { authServerProvider, needsRestart, serverUrls, type AuthServerInputs } from '../../src/provider/auth-server.ts';
+import { clientConfigsProvider, syncFiles } from '../../src/provider/client-configs.ts';
 import { tenantSpecs } from '../../src/provider/identity-stack.ts';
-import { stableSecretImpl } from '../../src/provider/stable-secret.ts';
-import { assignmentChanges, tenantAssignmentsImpl } from '../../src/provider/tenant-assignments.ts';
-import { tenantUsersImpl, userChanges } from '../../src/provider/tenant-users.ts';
-import { tenantImpl, type TenantInputs } from '../../src/provider/tenant.ts';
+import { stableSecretProvider } from '../../src/provider/stable-secret.ts';
+import { assignmentChanges, tenantAssignmentsProvider } from '../../src/provider/tenant-assignments.ts';
+import { tenantUsersProvider, userChanges } from '../../src/provider/tenant-users.ts';
+import { tenantProvider, type TenantInputs } from '../../src/provider/tenant.ts';
 import { loadModel } from '../../src/schema/index.ts';
 import { z } from 'zod';
 
@@ -30,7 +30,7 @@ const tenant: TenantInputs = { connection, name: 'acme', body: { displayName: 'A
 
 describe('check', () => {
   it('maps zod issues to property paths and reasons', async () => {
-    const r = await tenantImpl.check({} as never, { ...tenant, name: 'Acme!', body: { displayName: '', scopes: [{ name: 'a b' }] } } as never);
+    const r = await tenantProvider.check({} as never, { ...tenant, name: 'Acme!', body: { displayName: '', scopes: [{ name: 'a b' }] } } as never);
     expect(r.failures).toEqual([
       { property: 'name', reason: 'must be a lowercase DNS label' },
       { property: 'body.displayName', reason: expect.stringContaining('>=1') },
@@ -39,20 +39,20 @@ describe('check', () => {
   });
 
   it('fills defaults, so diffs compare normalized inputs', async () => {
-    const r = await tenantImpl.check({} as never, { connection, name: 'acme', body: { displayName: 'Acme' } } as never);
+    const r = await tenantProvider.check({} as never, { connection, name: 'acme', body: { displayName: 'Acme' } } as never);
     expect(r.failures).toBeUndefined();
     expect(r.inputs?.body).toEqual({ displayName: 'Acme', scopes: [] });
   });
 
   it('does not judge inputs that are unknown during a preview', async () => {
-    const r = await tenantImpl.check({} as never, { ...tenant, connection: UNKNOWN } as never);
+    const r = await tenantProvider.check({} as never, { ...tenant, connection: UNKNOWN } as never);
     expect(r.failures).toBeUndefined();
     const nested = checkWith(z.strictObject({ a: z.strictObject({ b: z.number() }) }), { a: UNKNOWN });
     expect(nested.failures).toBeUndefined();
   });
 
   it('refuses a client secret in an application body: the provider owns it', async () => {
-    const r = await applicationImpl.check({} as never, {
+    const r = await applicationProvider.check({} as never, {
       connection,
       tenant: 'acme',
       name: 'portal',
@@ -67,19 +67,19 @@ describe('check', () => {
   });
 
   it('refuses paths that leave the client config directory', async () => {
-    const r = await clientConfigsImpl.check({} as never, { dir: '/tmp/x', files: { '../etc/passwd': '' } } as never);
+    const r = await clientConfigsProvider.check({} as never, { dir: '/tmp/x', files: { '../etc/passwd': '' } } as never);
     expect(r.failures?.[0]?.property).toBe('files["../etc/passwd"]');
   });
 });
 
 describe('diff', () => {
   it('tenant: a new name replaces, a display name updates, a new connection is no change', async () => {
-    expect(await tenantImpl.diff('acme', tenant, { ...tenant, name: 'acme2' })).toMatchObject({ changes: true, replaces: ['name'] });
-    expect(await tenantImpl.diff('acme', tenant, { ...tenant, body: { ...tenant.body, displayName: 'Acme Inc' } })).toEqual({
+    expect(await tenantProvider.diff('acme', tenant, { ...tenant, name: 'acme2' })).toMatchObject({ changes: true, replaces: ['name'] });
+    expect(await tenantProvider.diff('acme', tenant, { ...tenant, body: { ...tenant.body, displayName: 'Acme Inc' } })).toEqual({
       changes: true,
       replaces: [],
     });
-    expect(await tenantImpl.diff('acme', tenant, { ...tenant, connection: { ...connection, clientSecret: 'rotated' } })).toEqual({
+    expect(await tenantProvider.diff('acme', tenant, { ...tenant, connection: { ...connection, clientSecret: 'rotated' } })).toEqual({
       changes: false,
       replaces: [],
     });
@@ -89,13 +89,13 @@ describe('diff', () => {
     const body = { kind: 'web' as const, clientId: 'portal', redirectUris: ['http://portal.localhost:3000/connect/acme/callback'], postLogoutRedirectUris: [], scopes: ['openid'], audience: [] };
     const olds: ApplicationOutputs = { connection, tenant: 'acme', name: 'portal', body, clientId: 'portal', clientSecret: 'kept' };
     const news = { connection, tenant: 'acme', name: 'portal', body };
-    expect(await applicationImpl.diff('acme/portal', olds, news as never)).toEqual({ changes: false, replaces: [] });
-    expect(await applicationImpl.diff('acme/portal', olds, { ...news, body: { ...body, clientId: 'portal2' } } as never)).toEqual({
+    expect(await applicationProvider.diff('acme/portal', olds, news as never)).toEqual({ changes: false, replaces: [] });
+    expect(await applicationProvider.diff('acme/portal', olds, { ...news, body: { ...body, clientId: 'portal2' } } as never)).toEqual({
       changes: true,
       replaces: ['body.clientId'],
     });
     expect(
-      await applicationImpl.diff('acme/portal', olds, { ...news, body: { ...body, redirectUris: ['http://portal.localhost:3001/cb'] } } as never),
+      await applicationProvider.diff('acme/portal', olds, { ...news, body: { ...body, redirectUris: ['http://portal.localhost:3001/cb'] } } as never),
     ).toEqual({ changes: true, replaces: [] });
   });
 
@@ -110,11 +110,11 @@ describe('diff', () => {
       add: [['dashboard', 'a']],
       remove: [['wiki', 'a']],
     });
-    const checked = await tenantAssignmentsImpl.check({} as never, { connection, tenant: 'acme', assignments: { portal: ['b', 'a', 'b'] } } as never);
+    const checked = await tenantAssignmentsProvider.check({} as never, { connection, tenant: 'acme', assignments: { portal: ['b', 'a', 'b'] } } as never);
     expect(checked.inputs?.assignments).toEqual({ portal: ['a', 'b'] });
     const olds = { connection, tenant: 'acme', users: { a: u('a@x.io') } };
-    expect(await tenantUsersImpl.diff('acme/users', olds, { ...olds, tenant: 'globex' })).toEqual({ changes: true, replaces: ['tenant'] });
-    expect(await tenantUsersImpl.diff('acme/users', olds, { ...olds, initialPasswords: { a: 'changed-later' } })).toEqual({
+    expect(await tenantUsersProvider.diff('acme/users', olds, { ...olds, tenant: 'globex' })).toEqual({ changes: true, replaces: ['tenant'] });
+    expect(await tenantUsersProvider.diff('acme/users', olds, { ...olds, initialPasswords: { a: 'changed-later' } })).toEqual({
       changes: false,
       replaces: [],
     });
@@ -133,13 +133,13 @@ describe('diff', () => {
     expect(needsRestart(base, { ...base, tenants: ['acme', 'globex'] })).toBe(false);
     expect(needsRestart(base, { ...base, local: { ...base.local, env: { A: '1' } } })).toBe(true);
     const olds = { ...base, ...serverUrls(base), pid: 0, connection };
-    expect(await authServerImpl.diff('/tmp/a', olds, { ...base, local: { ...base.local, dataDir: '/tmp/b' } })).toEqual({
+    expect(await authServerProvider.diff('/tmp/a', olds, { ...base, local: { ...base.local, dataDir: '/tmp/b' } })).toEqual({
       changes: true,
       replaces: ['local.dataDir'],
       deleteBeforeReplace: true,
     });
     // pid 0: the server was found stopped, so an unchanged config is still an update (a restart).
-    expect(await authServerImpl.diff('/tmp/a', olds, base)).toMatchObject({ changes: true, replaces: [] });
+    expect(await authServerProvider.diff('/tmp/a', olds, base)).toMatchObject({ changes: true, replaces: [] });
     expect(serverUrls({ ...base, tenants: ['globex', 'acme'] })).toEqual({
       baseUrl: 'http://localhost:9080',
       adminUrl: 'http://localhost:9080/admin/v1',
@@ -149,18 +149,18 @@ describe('diff', () => {
   });
 
   it('auth server check: local mode serves http only, and says so', async () => {
-    const r = await authServerImpl.check({} as never, { scheme: 'https', port: 9080, local: { dataDir: '/tmp/a' } } as never);
+    const r = await authServerProvider.check({} as never, { scheme: 'https', port: 9080, local: { dataDir: '/tmp/a' } } as never);
     expect(r.failures).toEqual([{ property: 'scheme', reason: "local mode serves plain HTTP: use 'http'" }]);
   });
 });
 
 describe('stable secret', () => {
   it('makes the value once: a later diff with the same inputs is no change, a new size replaces', async () => {
-    const checked = await stableSecretImpl.check({} as never, { bytes: 16 } as never);
-    const created = await stableSecretImpl.create(checked.inputs!);
+    const checked = await stableSecretProvider.check({} as never, { bytes: 16 } as never);
+    const created = await stableSecretProvider.create(checked.inputs!);
     expect(Buffer.from(created.outs!.value, 'base64url')).toHaveLength(16);
-    expect(await stableSecretImpl.diff(created.id, created.outs!, checked.inputs!)).toEqual({ changes: false, replaces: [] });
-    expect(await stableSecretImpl.diff(created.id, created.outs!, { ...checked.inputs!, bytes: 32 })).toEqual({
+    expect(await stableSecretProvider.diff(created.id, created.outs!, checked.inputs!)).toEqual({ changes: false, replaces: [] });
+    expect(await stableSecretProvider.diff(created.id, created.outs!, { ...checked.inputs!, bytes: 32 })).toEqual({
       changes: true,
       replaces: ['bytes'],
     });
@@ -179,7 +179,7 @@ describe('client configs on disk', () => {
     await syncFiles(dir, { 'acme/portal/grant.json': '{"a":1}', 'acme/wiki/oauth2-proxy.env': 'A=1\n' }, { 'acme/portal/grant.json': '{"a":2}' });
     expect(await readFile(join(dir, 'acme/portal/grant.json'), 'utf8')).toBe('{"a":2}');
     expect(await readdir(join(dir, 'acme'))).toEqual(['portal']);
-    const read = await clientConfigsImpl.read(dir, { dir, files: { 'acme/portal/grant.json': '{"a":1}' } });
+    const read = await clientConfigsProvider.read(dir, { dir, files: { 'acme/portal/grant.json': '{"a":1}' } });
     expect(read.inputs).toEqual({ dir, files: { 'acme/portal/grant.json': '{"a":2}' } });
   });
 });
