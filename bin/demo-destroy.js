@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-if (!existsSync(join(ROOT, 'node_modules/tsx')) || !existsSync(join(ROOT, 'tools/bin/pulumi'))) {
+if (!existsSync(join(ROOT, 'node_modules/tsx')) || !existsSync(join(ROOT, '.pulumi-state/.pulumi'))) {
   console.log('Nothing to tear down: the demo was never installed here.');
   process.exit(0);
 }
