@@ -161,3 +161,12 @@ export async function codeFromOutbox(dir: string, to: string, seen: Set<string>,
   }
   throw new Error(`no message to ${to} in ${dir}`);
 }
+
+/** Accessibility basics of a login page: every visible field has a label; one h1 names the page. */
+export async function expectAccessible(page: Page): Promise<void> {
+  const unlabelled = await page.locator('input:not([type=hidden])').evaluateAll((els) =>
+    els.filter((el) => (el as HTMLInputElement).labels?.length === 0).map((el) => el.outerHTML));
+  expect(unlabelled).toEqual([]);
+  expect(await page.getByRole('heading', { level: 1 }).count()).toBe(1);
+  expect(await page.locator('html').getAttribute('lang')).toBe('en');
+}

@@ -12,7 +12,7 @@ import { INVALID_CREDENTIALS } from '../../src/server/login/factors.ts';
 import { LOCKED_MESSAGE } from '../../src/server/login/throttle.ts';
 import { LOGIN_DEFAULTS } from '../../src/server/index.ts';
 import { launchBrowser, newContext, screenshot } from '../support/browser.ts';
-import { PASSWORD, alertText, alice, applyModel, beginSignIn, codeFromOutbox, loginServer, signOut, startApp, stopApp, tenantYaml, type LoginServer } from './_support.ts';
+import { PASSWORD, alertText, expectAccessible, alice, applyModel, beginSignIn, codeFromOutbox, loginServer, signOut, startApp, stopApp, tenantYaml, type LoginServer } from './_support.ts';
 
 let locking: LoginServer;
 let slow: LoginServer;
@@ -61,6 +61,7 @@ describe('lockout', () => {
     expect(known).toEqual([...Array(4).fill(INVALID_CREDENTIALS), LOCKED_MESSAGE]);
     expect(unknown).toEqual(known);
     await screenshot(page, 'login-locked');
+    await expectAccessible(page);
 
     // Locked means locked: the right password is refused too, in the same words.
     expect(await attempt(locking, 'guard', user.email, PASSWORD)).toBe(LOCKED_MESSAGE);

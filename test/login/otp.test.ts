@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { launchBrowser, newContext, screenshot } from '../support/browser.ts';
-import { PASSWORD, alertText, alice, applyModel, beginSignIn, codeFromOutbox, loginServer, startApp, stopApp, signOut, tenantYaml, type LoginServer } from './_support.ts';
+import { PASSWORD, alertText, expectAccessible, alice, applyModel, beginSignIn, codeFromOutbox, loginServer, startApp, stopApp, signOut, tenantYaml, type LoginServer } from './_support.ts';
 
 let server: LoginServer;
 let short: LoginServer;
@@ -55,6 +55,7 @@ describe('code by email', () => {
     expect(await page.getByRole('status').first().textContent()).toBe(`If ${user.email} has an account here, we sent it a code. It expires in 10 minutes.`);
     used = await codeFromOutbox(outbox(server), user.email, seen);
     await screenshot(page, 'login-otp-sent');
+    await expectAccessible(page);
     await enterCode(used);
     expect((await flow.finish()).sub).toBe(user.id);
   });

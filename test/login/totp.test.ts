@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generate } from 'otplib';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchBrowser, newContext, screenshot } from '../support/browser.ts';
-import { PASSWORD, alertText, alice, applyModel, beginSignIn, loginServer, startApp, stopApp, signOut, tenantYaml, type LoginServer } from './_support.ts';
+import { PASSWORD, alertText, expectAccessible, alice, applyModel, beginSignIn, loginServer, startApp, stopApp, signOut, tenantYaml, type LoginServer } from './_support.ts';
 
 let server: LoginServer;
 let browser: Browser;
@@ -56,6 +56,7 @@ describe('password + TOTP', () => {
     secret = (await page.locator('#totp-secret').textContent())!.trim();
     expect(secret).toMatch(/^[A-Z2-7]{32}$/);
     await screenshot(page, 'login-totp-enrolment');
+    await expectAccessible(page);
 
     // A wrong first code does not confirm the setup; the same key stays on the page.
     const right = await codeAt(secret, nowSeconds());
