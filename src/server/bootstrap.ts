@@ -13,7 +13,7 @@ import { newClientSecret } from './_crypto.ts';
 import {
   ADMIN_AUDIENCE, ADMIN_SCOPE, BOOTSTRAP_CLIENT_ID, BOOTSTRAP_CREDENTIALS_FILE, SYSTEM_TENANT,
 } from './config.ts';
-import { createTenantKeys } from './keys.ts';
+import { newTenantKeys } from './keys.ts';
 
 export interface AdminCredentials {
   readonly clientId: string;
@@ -30,8 +30,8 @@ export interface AdminCredentials {
 export async function ensureSystemTenant(ctx: ServerContext): Promise<void> {
   const s = ctx.storage;
   if ((await s.getTenant(SYSTEM_TENANT)) === undefined) {
-    await s.putTenant(SYSTEM_TENANT, { displayName: 'idforge system', scopes: [{ name: ADMIN_SCOPE, description: 'administer every tenant' }] });
-    await createTenantKeys(s, ctx.master, SYSTEM_TENANT, ctx.keyAlg);
+    const keys = await newTenantKeys(ctx.master, SYSTEM_TENANT, ctx.keyAlg);
+    await s.putTenant(SYSTEM_TENANT, { displayName: 'idforge system', scopes: [{ name: ADMIN_SCOPE, description: 'administer every tenant' }] }, keys);
   }
   if ((await s.getApplication(SYSTEM_TENANT, 'admin-api')) === undefined) {
     await s.putApplication(SYSTEM_TENANT, 'admin-api', { kind: 'api', identifier: ADMIN_AUDIENCE, scopes: [ADMIN_SCOPE], displayName: 'idforge admin API' }, null);

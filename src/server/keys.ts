@@ -41,9 +41,13 @@ async function newKey(tenant: string, alg: SigningAlg, state: KeyRecord['state']
 }
 
 /** The keys a new tenant starts with: one active, one next, both of `alg`. */
-export async function createTenantKeys(storage: Storage, master: MasterKey, tenant: string, alg: SigningAlg): Promise<void> {
-  const [active, next] = await Promise.all([newKey(tenant, alg, 'active', master), newKey(tenant, alg, 'next', master)]);
-  await storage.replaceKeys(tenant, [active, next]);
+/**
+ * A new tenant's first keys: one that signs and the next one, already published. Made before the
+ * tenant is stored so that both are written in one transaction: a tenant is never visible (or,
+ * after a crash, left behind) without a signing key.
+ */
+export async function newTenantKeys(master: MasterKey, tenant: string, alg: SigningAlg): Promise<readonly KeyRecord[]> {
+  return Promise.all([newKey(tenant, alg, 'active', master), newKey(tenant, alg, 'next', master)]);
 }
 
 /**

@@ -3,7 +3,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { adminPaths } from '../../src/schema/admin-api.ts';
-import { discoveryUrl } from '../../src/schema/urls.ts';
+import { discoveryUrl, jwksUrl } from '../../src/schema/urls.ts';
 import { resolveHost } from '../../src/server/tenancy.ts';
 import { adminClient, localhostFetch, testServer } from './_support.ts';
 
@@ -45,6 +45,35 @@ describe('provider cache', () => {
       const res = await localhostFetch(`http://127.0.0.1:${server.port}/oauth2/.well-known/openid-configuration`);
       expect(res.status).toBe(404);
       expect(await res.json()).toMatchObject({ error: 'unknown_host' });
+    } finally {
+      await server.dispose();
+    }
+  });
+});
+
+describe('tenant creation', () => {
+  it('never shows a tenant without its signing keys: discovery and JWKS answer 404 or 200, never 500', async () => {
+    const server = await testServer();
+    try {
+      const admin = await adminClient(server);
+      const statuses = new Set<number>();
+      let creating = true;
+      // Poll while the tenant is made (RSA key generation takes a while): before the fix the
+      // tenant row was visible before its keys and discovery failed with 500.
+      const poll = (async () => {
+        while (creating) {
+          statuses.add((await localhostFetch(discoveryUrl(server.address, 'fresh'))).status);
+          statuses.add((await localhostFetch(jwksUrl(server.address, 'fresh'))).status);
+        }
+      })();
+      await admin.put(adminPaths.tenant('fresh'), { displayName: 'Fresh' });
+      creating = false;
+      await poll;
+      statuses.add((await localhostFetch(jwksUrl(server.address, 'fresh'))).status);
+      expect([...statuses].filter((s) => s !== 404 && s !== 200)).toEqual([]);
+      expect(statuses.has(200)).toBe(true);
+      const jwks = (await (await localhostFetch(jwksUrl(server.address, 'fresh'))).json()) as { keys: unknown[] };
+      expect(jwks.keys).toHaveLength(2); // the signing key and the next one, published before it signs
     } finally {
       await server.dispose();
     }

@@ -15,7 +15,7 @@ import { hashPassword, newClientSecret } from '../_crypto.ts';
 import { STANDARD_SCOPES } from '../accounts.ts';
 import { SYSTEM_TENANT } from '../config.ts';
 import { errors } from '../errors.ts';
-import { createTenantKeys, rotateTenantKeys, type SigningAlg } from '../keys.ts';
+import { newTenantKeys, rotateTenantKeys, type SigningAlg } from '../keys.ts';
 import type {
   ApplicationRecord,
   AssignmentRecord,
@@ -98,8 +98,8 @@ export class AdminService {
       const now = Math.floor(Date.now() / 1000);
       return { outcome, changes, resource: tenantView(before ?? { name, body, createdAt: now, updatedAt: now }) };
     }
-    const rec = await this.#s.putTenant(name, body);
-    if (before === undefined) await createTenantKeys(this.#s, this.ctx.master, name, this.ctx.keyAlg);
+    const keys = before === undefined ? await newTenantKeys(this.ctx.master, name, this.ctx.keyAlg) : undefined;
+    const rec = await this.#s.putTenant(name, body, keys);
     this.ctx.evictTenant(name);
     return { outcome, changes, resource: tenantView(rec) };
   }

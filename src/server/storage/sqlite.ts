@@ -138,10 +138,14 @@ export class SqliteStorage implements Storage {
   async countTenants(): Promise<number> {
     return (this.#q('SELECT count(*) AS n FROM tenants').get() as { n: number }).n;
   }
-  async putTenant(name: string, body: TenantBody): Promise<TenantRecord> {
+  async putTenant(name: string, body: TenantBody, initialKeys?: readonly KeyRecord[]): Promise<TenantRecord> {
     const t = now();
-    this.#q(`INSERT INTO tenants (name, body, created_at, updated_at) VALUES (?, ?, ?, ?)
-      ON CONFLICT (name) DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at`).run(name, JSON.stringify(body), t, t);
+    this.#db.transaction(() => {
+      const existed = this.#q('SELECT 1 FROM tenants WHERE name = ?').get(name) !== undefined;
+      this.#q(`INSERT INTO tenants (name, body, created_at, updated_at) VALUES (?, ?, ?, ?)
+        ON CONFLICT (name) DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at`).run(name, JSON.stringify(body), t, t);
+      if (!existed && initialKeys !== undefined) this.#insertKeys(name, initialKeys);
+    })();
     return (await this.getTenant(name))!;
   }
   async deleteTenant(name: string): Promise<boolean> {
@@ -160,12 +164,15 @@ export class SqliteStorage implements Storage {
   async replaceKeys(tenant: string, keys: readonly KeyRecord[]): Promise<void> {
     this.#db.transaction(() => {
       this.#q('DELETE FROM keys WHERE tenant = ?').run(tenant);
-      for (const k of keys) {
-        this.#q('INSERT INTO keys (tenant, kid, alg, state, sealed_jwk, created_at, retired_at) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
-          tenant, k.kid, k.alg, k.state, k.sealedJwk, k.createdAt, k.retiredAt,
-        );
-      }
+      this.#insertKeys(tenant, keys);
     })();
+  }
+  #insertKeys(tenant: string, keys: readonly KeyRecord[]): void {
+    for (const k of keys) {
+      this.#q('INSERT INTO keys (tenant, kid, alg, state, sealed_jwk, created_at, retired_at) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
+        tenant, k.kid, k.alg, k.state, k.sealedJwk, k.createdAt, k.retiredAt,
+      );
+    }
   }
 
   // Applications

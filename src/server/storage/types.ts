@@ -123,7 +123,8 @@ export interface Storage {
   listTenants(page: PageRequest): Promise<Page<TenantRecord>>;
   countTenants(): Promise<number>;
   /** Creates or replaces. */
-  putTenant(name: string, body: TenantBody): Promise<TenantRecord>;
+  /** Upsert; `initialKeys` (for a tenant that does not exist yet) are stored in the same transaction. */
+  putTenant(name: string, body: TenantBody, initialKeys?: readonly KeyRecord[]): Promise<TenantRecord>;
   /** Deletes the tenant and everything in it (keys, applications, users, assignments, artifacts). */
   deleteTenant(name: string): Promise<boolean>;
 
