@@ -9,11 +9,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { INVALID_CREDENTIALS } from '../../src/server/login/factors.ts';
-import { LOCKED_MESSAGE } from '../../src/server/login/throttle.ts';
+import { lockedMessage } from '../../src/server/login/throttle.ts';
 import { LOGIN_DEFAULTS } from '../../src/server/index.ts';
 import { launchBrowser, newContext, screenshot } from '../support/browser.ts';
 import { PASSWORD, alertText, expectAccessible, alice, applyModel, beginSignIn, codeFromOutbox, loginServer, signOut, startApp, stopApp, tenantYaml, type LoginServer } from './_support.ts';
 
+// The locking server's lockout lasts 2 s; the other's the default 15 minutes.
+const LOCKED_MESSAGE = lockedMessage(2);
+const LOCKED_DEFAULT = lockedMessage(LOGIN_DEFAULTS.lockoutSeconds);
 let locking: LoginServer;
 let slow: LoginServer;
 let browser: Browser;
@@ -59,6 +62,8 @@ describe('lockout', () => {
       unknown.push(await attempt(locking, 'guard', 'nobody@guard.example', `wrong password ${i}`));
     }
     expect(known).toEqual([...Array(4).fill(INVALID_CREDENTIALS), LOCKED_MESSAGE]);
+    expect(LOCKED_MESSAGE).toBe('Too many failed attempts. Sign-in is paused for up to 2 seconds to protect the account; try again later.');
+    expect(LOCKED_DEFAULT).toBe('Too many failed attempts. Sign-in is paused for up to 15 minutes to protect the account; try again later.');
     expect(unknown).toEqual(known);
     await screenshot(page, 'login-locked');
     await expectAccessible(page);
@@ -116,9 +121,9 @@ describe('backoff and address limits', () => {
   it('locks an address that sprays one password over many accounts', async () => {
     const answers: string[] = [];
     for (let i = 0; i < 8; i++) answers.push(await attempt(slow, 'spray', `user${i}@spray.example`, 'Summer2026!'));
-    expect(answers).toEqual([...Array(7).fill(INVALID_CREDENTIALS), LOCKED_MESSAGE]);
+    expect(answers).toEqual([...Array(7).fill(INVALID_CREDENTIALS), LOCKED_DEFAULT]);
     // Now every account is refused from this address, existing ones included, in the same words.
-    expect(await attempt(slow, 'spray', alice('spray').email, PASSWORD)).toBe(LOCKED_MESSAGE);
+    expect(await attempt(slow, 'spray', alice('spray').email, PASSWORD)).toBe(LOCKED_DEFAULT);
     expect(slow.audit().filter((a) => a.audit === 'login.lockout' && a.tenant === 'spray').map((a) => a.key)).toEqual(['address:127.0.0.1']);
   });
 });

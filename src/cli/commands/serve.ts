@@ -6,7 +6,7 @@ import { parseCommandArgs } from '../_args.ts';
 const USAGE =
   'usage: idforge serve --data-dir <dir> [--port <n>] [--base-domain <domain>] [--scheme http|https] [--host <addr>] [--public-port <n>] [--key-alg RS256|ES256]\n' +
   '                     [--smtp-url <url> | --mail-outbox <dir>] [--mail-from <addr>] [--otp-lifetime <s>] [--otp-attempts <n>]\n' +
-  '                     [--lockout-threshold <n>] [--lockout-seconds <s>] [--address-lockout-threshold <n>] [--backoff-ms <ms>]';
+  '                     [--lockout-threshold <n>] [--lockout-seconds <s>] [--failure-window <s>] [--address-lockout-threshold <n>] [--backoff-ms <ms>]';
 
 const HELP = `${USAGE}
 
@@ -32,6 +32,7 @@ Sign-in (see src/server/README.md, "Login methods"):
   --otp-attempts wrong entries that void an emailed code (default ${LOGIN_DEFAULTS.otpMaxAttempts})
   --lockout-threshold          failed attempts that lock an account (default ${LOGIN_DEFAULTS.lockoutThreshold})
   --lockout-seconds            how long a lockout lasts (default ${LOGIN_DEFAULTS.lockoutSeconds})
+  --failure-window             seconds a failure counts towards backoff and lockout (default ${LOGIN_DEFAULTS.failureWindowSeconds})
   --address-lockout-threshold  failed attempts that lock a client address (default ${LOGIN_DEFAULTS.addressLockoutThreshold})
   --backoff-ms   first backoff delay after repeated failures, doubling (default ${LOGIN_DEFAULTS.backoffBaseMs}; 0 = off)
 `;
@@ -68,6 +69,7 @@ export const run: Command = async (argv, io) => {
       'otp-attempts': { type: 'string' },
       'lockout-threshold': { type: 'string' },
       'lockout-seconds': { type: 'string' },
+      'failure-window': { type: 'string' },
       'address-lockout-threshold': { type: 'string' },
       'backoff-ms': { type: 'string' },
     },
@@ -93,6 +95,7 @@ export const run: Command = async (argv, io) => {
     otpMaxAttempts: count(values['otp-attempts'], '--otp-attempts'),
     lockoutThreshold: count(values['lockout-threshold'], '--lockout-threshold'),
     lockoutSeconds: count(values['lockout-seconds'], '--lockout-seconds'),
+    failureWindowSeconds: count(values['failure-window'], '--failure-window'),
     addressLockoutThreshold: count(values['address-lockout-threshold'], '--address-lockout-threshold'),
     backoffBaseMs: count(values['backoff-ms'], '--backoff-ms', true),
   };

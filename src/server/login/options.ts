@@ -11,8 +11,13 @@ export interface LoginOptions {
    * lock it. Default 5. Every factor counts: password, TOTP, emailed code, passkey.
    */
   readonly lockoutThreshold?: number;
-  /** How long a lockout lasts, and how long a failure is remembered. Default 900 s (15 minutes). */
+  /** How long a lockout lasts. Default 900 s (15 minutes). */
   readonly lockoutSeconds?: number;
+  /**
+   * How long a failure counts towards backoff and lockout; a failure-free spell this long starts
+   * the count afresh. Default 900 s (15 minutes).
+   */
+  readonly failureWindowSeconds?: number;
   /**
    * Failed attempts from one client address (any accounts) that lock the address. Default 50:
    * high enough for an office behind one NAT, low enough to stop spraying one password over
@@ -42,6 +47,7 @@ export interface LoginOptions {
 export const LOGIN_DEFAULTS = {
   lockoutThreshold: 5,
   lockoutSeconds: 15 * 60,
+  failureWindowSeconds: 15 * 60,
   addressLockoutThreshold: 50,
   backoffBaseMs: 1000,
   /** Failures that cost nothing before backoff starts: a typo or two must not slow anyone down. */
@@ -55,6 +61,7 @@ export const LOGIN_DEFAULTS = {
 export interface LoginSettings {
   readonly lockoutThreshold: number;
   readonly lockoutSeconds: number;
+  readonly failureWindowSeconds: number;
   readonly addressLockoutThreshold: number;
   readonly backoffBaseMs: number;
   readonly otpLifetimeSeconds: number;
@@ -74,6 +81,7 @@ export function loginSettings(o: LoginOptions, dataDir: string, baseDomain: stri
   return {
     lockoutThreshold: positive('lockoutThreshold', o.lockoutThreshold, LOGIN_DEFAULTS.lockoutThreshold),
     lockoutSeconds: positive('lockoutSeconds', o.lockoutSeconds, LOGIN_DEFAULTS.lockoutSeconds),
+    failureWindowSeconds: positive('failureWindowSeconds', o.failureWindowSeconds, LOGIN_DEFAULTS.failureWindowSeconds),
     addressLockoutThreshold: positive('addressLockoutThreshold', o.addressLockoutThreshold, LOGIN_DEFAULTS.addressLockoutThreshold),
     backoffBaseMs: positive('backoffBaseMs', o.backoffBaseMs, LOGIN_DEFAULTS.backoffBaseMs, true),
     otpLifetimeSeconds: positive('otpLifetimeSeconds', o.otpLifetimeSeconds, LOGIN_DEFAULTS.otpLifetimeSeconds),

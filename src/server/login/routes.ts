@@ -52,7 +52,7 @@ export function interactionRouter(ctx: ServerContext): Router {
   const router = express.Router();
   const form = express.urlencoded({ extended: false, limit: '64kb' });
   const defence = new GuessingDefence(ctx.storage, ctx.login);
-  mountLoginStatic(router);
+  mountLoginStatic(router, ctx.log);
 
   const csrf = (tenant: string, uid: string) =>
     createHmac('sha256', ctx.master.derive(`csrf:${tenant}`)).update(uid).digest('base64url');

@@ -7,10 +7,23 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Request, Response, Router } from 'express';
 
-/** Resolved through the package (esm/index.js) to its sibling bundle, wherever npm put it. */
-function browserBundle(): string {
-  const entry = fileURLToPath(import.meta.resolve('@simplewebauthn/browser'));
-  return readFileSync(entry.replace(/esm[/\\]index\.js$/, 'dist/bundle/index.umd.min.js'), 'utf8');
+/**
+ * Resolved through the package (esm/index.js) to its sibling bundle, wherever npm put it; read on
+ * first request. Missing (an install without @simplewebauthn/browser) → undefined: the passkey
+ * button then stays hidden and says passkeys are unavailable, and every other factor works.
+ */
+let bundle: string | null | undefined;
+function browserBundle(log: (line: string) => void): string | undefined {
+  if (bundle === undefined) {
+    try {
+      const entry = fileURLToPath(import.meta.resolve('@simplewebauthn/browser'));
+      bundle = readFileSync(entry.replace(/esm[/\\]index\.js$/, 'dist/bundle/index.umd.min.js'), 'utf8');
+    } catch (err) {
+      bundle = null;
+      log(`passkeys unavailable: cannot load @simplewebauthn/browser's bundle (${(err as Error).message})`);
+    }
+  }
+  return bundle ?? undefined;
 }
 
 const PASSKEY_JS = `'use strict';
@@ -48,14 +61,16 @@ const PASSKEY_JS = `'use strict';
 })();
 `;
 
-export function mountLoginStatic(router: Router): void {
-  const files: Record<string, string> = {
-    '/static/login/simplewebauthn-browser.js': browserBundle(),
-    '/static/login/passkey.js': PASSKEY_JS,
+export function mountLoginStatic(router: Router, log: (line: string) => void): void {
+  const files: Record<string, () => string | undefined> = {
+    '/static/login/simplewebauthn-browser.js': () => browserBundle(log),
+    '/static/login/passkey.js': () => PASSKEY_JS,
   };
   for (const [path, body] of Object.entries(files)) {
     router.get(path, (_req: Request, res: Response) => {
-      res.set({ 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'public, max-age=3600', 'x-content-type-options': 'nosniff' }).send(body);
+      const text = body();
+      if (text === undefined) return res.status(404).type('text/plain').send('not available\n');
+      res.set({ 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'public, max-age=3600', 'x-content-type-options': 'nosniff' }).send(text);
     });
   }
 }

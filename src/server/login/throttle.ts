@@ -14,7 +14,12 @@ export interface ThrottleKeys {
   readonly address: string;
 }
 
-export const LOCKED_MESSAGE = 'Too many failed attempts. Sign-in is paused for a while to protect the account; try again later.';
+/** The same words for every account and address: the configured duration, never the time left. */
+export const lockedMessage = (seconds: number) => {
+  const minutes = Math.ceil(seconds / 60);
+  const span = seconds < 120 ? `${Math.ceil(seconds)} seconds` : `${minutes} minutes`;
+  return `Too many failed attempts. Sign-in is paused for up to ${span} to protect the account; try again later.`;
+};
 export const backoffMessage = (seconds: number) =>
   `Too many failed attempts in a row. Wait ${seconds} second${seconds === 1 ? '' : 's'}, then try again.`;
 
@@ -44,9 +49,9 @@ export class GuessingDefence {
       if (t === undefined) continue;
       if (t.lockedUntilMs > now) {
         this.s.audit({ audit: 'login.refused', reason: 'locked', tenant, factor, key: rule.key, address: k.address, lockedUntil: new Date(t.lockedUntilMs).toISOString() });
-        return LOCKED_MESSAGE;
+        return lockedMessage(this.s.lockoutSeconds);
       }
-      if (now - t.lastFailureMs > this.s.lockoutSeconds * 1000) continue;
+      if (now - t.lastFailureMs > this.s.failureWindowSeconds * 1000) continue;
       const over = t.failures - rule.free;
       if (over <= 0 || this.s.backoffBaseMs === 0) continue;
       const wait = Math.min(this.s.backoffBaseMs * 2 ** (over - 1), LOGIN_DEFAULTS.backoffMaxMs);
@@ -65,7 +70,7 @@ export class GuessingDefence {
     const counts: Record<string, number> = {};
     const lockouts: { key: string; until: number }[] = [];
     for (const rule of this.#rules(k)) {
-      const r = await this.storage.recordFailure(tenant, rule.key, now, this.s.lockoutSeconds * 1000, rule.lockAt, this.s.lockoutSeconds * 1000);
+      const r = await this.storage.recordFailure(tenant, rule.key, now, this.s.failureWindowSeconds * 1000, rule.lockAt, this.s.lockoutSeconds * 1000);
       counts[rule.key] = r.locked ? rule.lockAt : r.failures;
       if (r.locked) lockouts.push({ key: rule.key, until: r.lockedUntilMs });
     }
@@ -73,7 +78,7 @@ export class GuessingDefence {
     for (const l of lockouts) {
       this.s.audit({ audit: 'login.lockout', tenant, factor, key: l.key, address: k.address, lockedUntil: new Date(l.until).toISOString(), seconds: this.s.lockoutSeconds });
     }
-    return lockouts.length > 0 ? LOCKED_MESSAGE : undefined;
+    return lockouts.length > 0 ? lockedMessage(this.s.lockoutSeconds) : undefined;
   }
 
   /** A success clears the account's count (not the address's: one good login must not reset a spray). */
