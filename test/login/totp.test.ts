@@ -110,4 +110,20 @@ describe('password + TOTP', () => {
     expect(failures.map((f) => f.reason)).toEqual(['wrong totp (enrolment)', 'replayed totp', 'wrong totp', 'replayed totp']);
     expect(failures[0]).toMatchObject({ factor: 'totp', account: user.email, address: '127.0.0.1' });
   });
+
+  it('answers a secret that no longer unseals with a page in words, not a stack trace', async () => {
+    const { default: Database } = await import('better-sqlite3');
+    const db = new Database(`${server.dataDir}/idforge.db`);
+    // As if the master key had changed under the stored secret.
+    db.prepare('UPDATE totp_secrets SET sealed_secret = ? WHERE tenant = ? AND user_id = ?').run('v1.AAAAAAAAAAAAAAAA.AAAA.AAAAAAAAAAAAAAAAAAAAAA', 'mfa', user.id);
+    db.close();
+    // Not signed in: the previous test's last attempt was refused.
+    await beginSignIn(page, server, 'mfa');
+    await password();
+    await enterCode('123456');
+    expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('Something went wrong');
+    expect(await alertText(page)).toContain('a problem on our side, not because of anything you entered');
+    expect(await page.locator('body').innerText()).not.toMatch(/\bat \S+ \(|Error:|node_modules/);
+    expect(server.audit().find((a) => a.audit === 'login.error')).toMatchObject({ tenant: 'mfa' });
+  });
 });

@@ -163,6 +163,25 @@ ${hidden(l, uid)}
       body: '<p>This sign-in page has expired or was already used. Go back to the application and start again.</p>',
     }));
 
+  /**
+   * An unexpected error (a secret that no longer unseals, a database failure) becomes a page in
+   * words and one JSON log line; the person never sees a stack trace or a JSON error.
+   */
+  const safely = (handler: (req: Request, res: Response) => Promise<unknown>) => async (req: Request, res: Response) => {
+    try {
+      await handler(req, res);
+    } catch (err) {
+      const l = res.locals as Locals;
+      ctx.login.audit({ audit: 'login.error', tenant: l.tenant?.name, path: req.path, error: (err as Error).message });
+      if (res.headersSent) return;
+      send(res, 500, renderPage({
+        title: 'Something went wrong',
+        tenantName: l.tenant?.body.displayName ?? '',
+        body: '<p class="error" aria-live="assertive" role="alert">Sign-in failed because of a problem on our side, not because of anything you entered. Go back to the application and try again in a moment.</p>',
+      }));
+    }
+  };
+
   const refused = (res: Response, l: Locals) =>
     send(res, 403, renderPage({ title: 'Request refused', tenantName: l.tenant.body.displayName, body: '<p>The form could not be verified. Go back and try again.</p>' }));
 
@@ -195,7 +214,7 @@ ${hidden(l, uid)}
     await l.provider.interactionFinished(req, res, { login: { accountId: user.id } }, { mergeWithLastSubmission: false });
   };
 
-  router.get('/interaction/:uid', async (req: Request, res: Response) => {
+  router.get('/interaction/:uid', safely(async (req: Request, res: Response) => {
     const l = res.locals as Locals;
     let details;
     try {
@@ -218,9 +237,9 @@ ${hidden(l, uid)}
     if (progress?.done === true && user !== undefined) return passkeyOfferPage(res, 200, l, uid, user, appName);
     const policy = policyFor(l.tenant.body);
     await loginPage(res, 200, l, uid, offered(policy, user === undefined ? undefined : progress), factorContext(l, uid, user), appName);
-  });
+  }));
 
-  router.post('/interaction/:uid/login', form, async (req: Request, res: Response) => {
+  router.post('/interaction/:uid/login', form, safely(async (req: Request, res: Response) => {
     const p = await posted(req, res);
     if (p === undefined) return;
     const { l, uid, body, clientId, appName, user: prior } = p;
@@ -260,25 +279,25 @@ ${hidden(l, uid)}
       return res.redirect(303, `/interaction/${encodeURIComponent(uid)}`);
     }
     await finish(req, res, l, uid, clientId, user, appName);
-  });
+  }));
 
-  router.post('/interaction/:uid/passkey', form, async (req: Request, res: Response) => {
+  router.post('/interaction/:uid/passkey', form, safely(async (req: Request, res: Response) => {
     const p = await posted(req, res);
     if (p === undefined) return;
     if (p.progress?.done !== true || p.user === undefined) return res.redirect(303, `/interaction/${encodeURIComponent(p.uid)}`);
     const error = await verifyPasskeyRegistration(factorContext(p.l, p.uid, p.user), p.user, p.body.credential);
     if (error !== undefined) return passkeyOfferPage(res, 400, p.l, p.uid, p.user, p.appName, error);
     await finish(req, res, p.l, p.uid, p.clientId, p.user, p.appName);
-  });
+  }));
 
-  router.post('/interaction/:uid/finish', form, async (req: Request, res: Response) => {
+  router.post('/interaction/:uid/finish', form, safely(async (req: Request, res: Response) => {
     const p = await posted(req, res);
     if (p === undefined) return;
     if (p.progress?.done !== true || p.user === undefined) return res.redirect(303, `/interaction/${encodeURIComponent(p.uid)}`);
     await finish(req, res, p.l, p.uid, p.clientId, p.user, p.appName);
-  });
+  }));
 
-  router.post('/interaction/:uid/deny', form, async (req: Request, res: Response) => {
+  router.post('/interaction/:uid/deny', form, safely(async (req: Request, res: Response) => {
     const p = await posted(req, res);
     if (p === undefined) return;
     await ctx.storage.destroyArtifact(p.l.tenant.name, PROGRESS_MODEL, p.uid);
@@ -286,7 +305,7 @@ ${hidden(l, uid)}
       ? 'the user is not assigned to this application'
       : 'the user cancelled the sign-in';
     await p.l.provider.interactionFinished(req, res, { error: 'access_denied', error_description: description }, { mergeWithLastSubmission: false });
-  });
+  }));
 
   return router;
 }
