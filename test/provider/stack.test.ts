@@ -161,6 +161,19 @@ describe('pulumi up/preview/refresh/destroy of a model against the real server',
     await p.must(['preview', '--expect-no-changes'], PASSWORDS);
   });
 
+  it('a server stopped behind Pulumi\'s back shows as an update, and up starts it again', async () => {
+    const pid = Number((await readFile(join(dataDir, PID_FILE), 'utf8')).trim());
+    process.kill(-pid, 'SIGTERM');
+    for (let i = 0; i < 200 && isOurProcess(pid); i++) await new Promise((r) => setTimeout(r, 50));
+    const steps = await p.previewSteps(PASSWORDS);
+    expect(steps.map((s) => `${s.op} ${urnName(s.urn)}`)).toEqual(['update server']);
+    await p.up(PASSWORDS);
+    const restarted = Number((await readFile(join(dataDir, PID_FILE), 'utf8')).trim());
+    expect(isOurProcess(restarted)).toBe(true);
+    expect(await admin.get(adminPaths.tenant('acme'))).toMatchObject({ displayName: 'Acme Corporation' });
+    await p.must(['preview', '--expect-no-changes'], PASSWORDS);
+  });
+
   it('destroy deletes the tenants and stops the server', async () => {
     const pid = Number((await readFile(join(dataDir, PID_FILE), 'utf8')).trim());
     expect(isOurProcess(pid)).toBe(true);
