@@ -39,10 +39,12 @@ export function createHandler(ctx: ServerContext, providers: ProviderCache, app:
   };
 }
 
-export function createApp(ctx: ServerContext, providers: ProviderCache, trustProxy: boolean): express.Express {
+export function createApp(ctx: ServerContext, providers: ProviderCache, trustedProxies: number): express.Express {
   const app = express();
   app.disable('x-powered-by');
-  app.set('trust proxy', trustProxy);
+  // A hop count, never `true`: with `true` express takes the leftmost X-Forwarded-For entry,
+  // which the client writes itself, and per-address lockouts could be dodged by forging it.
+  app.set('trust proxy', trustedProxies);
 
   const admin = adminRouter(ctx);
   const interactions = interactionRouter(ctx);

@@ -42,6 +42,13 @@ export interface ServerOptions {
    */
   readonly scheme?: 'http' | 'https';
   /**
+   * Reverse proxies in front of the server whose X-Forwarded-For entries are believed. The
+   * client address (per-address login limits, audit lines) is the entry this many hops from the
+   * right; entries further left are written by the client and could be forged. Default: 1 with
+   * `https` (one TLS-terminating proxy), 0 with `http` (the socket's address).
+   */
+  readonly trustedProxies?: number;
+  /**
    * Public port in URLs when it differs from the listening port (behind a proxy). Default: the
    * listening port.
    */

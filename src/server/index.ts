@@ -83,7 +83,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   let timer: NodeJS.Timeout | undefined;
   try {
     await ensureSystemTenant(ctx);
-    const app = createApp(ctx, providers, scheme === 'https');
+    const app = createApp(ctx, providers, options.trustedProxies ?? (scheme === 'https' ? 1 : 0));
     server = createServer(createHandler(ctx, providers, app));
     // Keep-alive beyond typical proxy idle timeouts, so proxies never reuse a socket we just closed.
     server.keepAliveTimeout = 65_000;

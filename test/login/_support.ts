@@ -44,9 +44,9 @@ export const alice = (tenant: string) => ({ id: 'u-alice', email: `alice@${tenan
 export type LoginServer = Awaited<ReturnType<typeof testServer>> & { audit: () => Record<string, unknown>[] };
 
 /** A server with these login options; its log lines are kept, audit lines parsed back. */
-export async function loginServer(login: LoginOptions = {}): Promise<LoginServer> {
+export async function loginServer(login: LoginOptions = {}, extra: { trustedProxies?: number } = {}): Promise<LoginServer> {
   const lines: string[] = [];
-  const server = await testServer({ login, log: (l) => lines.push(l) });
+  const server = await testServer({ login, ...extra, log: (l) => lines.push(l) });
   return Object.assign(server, {
     audit: () => lines.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>),
   });

@@ -4,7 +4,7 @@ import { EXIT, UsageError, type Command } from '../_io.ts';
 import { parseCommandArgs } from '../_args.ts';
 
 const USAGE =
-  'usage: idforge serve --data-dir <dir> [--port <n>] [--base-domain <domain>] [--scheme http|https] [--host <addr>] [--public-port <n>] [--key-alg RS256|ES256]\n' +
+  'usage: idforge serve --data-dir <dir> [--port <n>] [--base-domain <domain>] [--scheme http|https] [--host <addr>] [--public-port <n>] [--trusted-proxies <n>] [--key-alg RS256|ES256]\n' +
   '                     [--smtp-url <url> | --mail-outbox <dir>] [--mail-from <addr>] [--otp-lifetime <s>] [--otp-attempts <n>]\n' +
   '                     [--lockout-threshold <n>] [--lockout-seconds <s>] [--failure-window <s>] [--address-lockout-threshold <n>] [--backoff-ms <ms>]';
 
@@ -21,6 +21,8 @@ Runs the authorization server until SIGINT or SIGTERM.
                  front: the server trusts its X-Forwarded-* headers
   --host         address to bind (default 127.0.0.1)
   --public-port  port in public URLs when a proxy listens on another port than the server
+  --trusted-proxies  proxies in front whose X-Forwarded-For entries are believed (default 1 with
+                 https, 0 with http); the client address is read that many hops from the right
   --key-alg      signing algorithm for new tenants' keys (default RS256)
 
 Sign-in (see src/server/README.md, "Login methods"):
@@ -61,6 +63,7 @@ export const run: Command = async (argv, io) => {
       scheme: { type: 'string' },
       host: { type: 'string' },
       'public-port': { type: 'string' },
+      'trusted-proxies': { type: 'string' },
       'key-alg': { type: 'string' },
       'smtp-url': { type: 'string' },
       'mail-outbox': { type: 'string' },
@@ -107,6 +110,7 @@ export const run: Command = async (argv, io) => {
     scheme,
     host: values.host ?? '127.0.0.1',
     ...(values['public-port'] === undefined ? {} : { publicPort: port(values['public-port'], '--public-port', 0) }),
+    ...(values['trusted-proxies'] === undefined ? {} : { trustedProxies: count(values['trusted-proxies'], '--trusted-proxies', true) }),
     keyAlg,
     login,
     env: io.env,
