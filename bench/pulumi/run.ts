@@ -2,16 +2,19 @@
  * bench/pulumi: what `pulumi up` costs next to `idforge apply` for the same models, and what the
  * engine costs per dynamic resource. Prints figures; never a test.
  *
- *   npx tsx bench/pulumi/run.ts [--sizes 10,100,1000] [--users 2] [--only engine,model] [--skip-checkpoints]
+ *   npx tsx bench/pulumi/run.ts [--sizes 10,100,1000] [--users 2] [--only engine,model,compile] [--skip-checkpoints]
+ *                               [--compile-tenants 5]
  *
  * Rows:
  *   engine N       N StableSecret resources (no remote calls): the engine's own per-resource cost
  *   model N        a generated model that makes about N Pulumi resources, deployed by `pulumi up`
  *                  (server start included), then a no-change `up`; next to `idforge apply` of the
  *                  same model against a fresh server (server start excluded)
+ *   compile T      T tenants of the foundation's bench model (bench/compile: 20 apps, 200 users with
+ *                  passwords, 10 groups per tenant); the 100k-user model is 500 such tenants
  */
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -37,6 +40,7 @@ const usersPerTenant = Number(opt('users', '2'));
 const skipCheckpoints = args.includes('--skip-checkpoints');
 const runEnv: Record<string, string> = skipCheckpoints ? { PULUMI_SKIP_CHECKPOINTS: 'true' } : {};
 const only = opt('only', 'engine,model').split(',');
+const compileTenants = Number(opt('compile-tenants', '5'));
 
 const seconds = (ms: number): string => `${(ms / 1000).toFixed(2)} s`;
 
@@ -46,9 +50,13 @@ async function timed<T>(fn: () => Promise<T>): Promise<[number, T]> {
   return [performance.now() - t0, r];
 }
 
-function runCli(argv: string[]): Promise<{ code: number; out: string }> {
+function runCli(argv: string[], env: Record<string, string> = {}): Promise<{ code: number; out: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [join(REPO, 'bin/idforge.js'), ...argv], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [join(REPO, 'bin/idforge.js'), ...argv], {
+      cwd: REPO,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
     child.stderr.on('data', (c: Buffer) => (out += c.toString()));
@@ -68,22 +76,23 @@ async function engineRow(n: number): Promise<string> {
   }
 }
 
-async function modelRow(n: number): Promise<string> {
-  const tenants = Math.max(1, Math.round((n - 2) / RESOURCES_PER_TENANT));
-  const resources = tenants * RESOURCES_PER_TENANT + 2;
+/** Writes the model for a server on `port` into `file` (or directory); returns the env it needs. */
+type ModelWriter = (path: string, port: number) => Promise<Record<string, string>>;
+
+async function compareRow(label: string, write: ModelWriter): Promise<string> {
   const port = await freePort();
   const p = await PulumiProject.create(join(REPO, 'src/provider/program.ts'), {}, runEnv);
-  const model = join(p.root, 'model.yaml');
-  await writeFile(model, benchModel(tenants, usersPerTenant, port));
+  const model = join(p.root, 'model');
+  const env = await write(model, port);
   await p.configSet('idforge:model', model);
   await p.configSet('idforge:dataDir', join(p.root, 'server'));
   await p.configSet('idforge:clientConfigDir', join(p.root, 'clients'));
-  let line = `model  ${String(n).padStart(5)}  resources ${String(resources).padStart(5)}  (${tenants} tenants × 3 apps × ${usersPerTenant} users)`;
+  let line = label;
   try {
-    const [create] = await timed(() => p.up());
-    const [noop] = await timed(() => p.up());
+    const [create] = await timed(() => p.up(env));
+    const [noop] = await timed(() => p.up(env));
     line += `  pulumi up ${seconds(create).padStart(9)}  no-op up ${seconds(noop).padStart(9)}`;
-    await p.must(['destroy', '--yes', '--skip-preview']);
+    await p.must(['destroy', '--yes', '--skip-preview'], env);
   } catch (e) {
     line += `  pulumi up FAILED: ${(e as Error).message.split('\n').slice(0, 3).join(' ')}`;
   } finally {
@@ -93,7 +102,7 @@ async function modelRow(n: number): Promise<string> {
   // idforge apply of the same model against a fresh server of its own.
   const applyDir = await mkdtemp(join(tmpdir(), 'idforge-apply-bench-'));
   const applyPort = await freePort();
-  await writeFile(join(applyDir, 'model.yaml'), benchModel(tenants, usersPerTenant, applyPort));
+  const applyEnv = await write(join(applyDir, 'model'), applyPort);
   const server = spawn(
     process.execPath,
     [join(REPO, 'bin/idforge.js'), 'serve', '--data-dir', join(applyDir, 'server'), '--port', String(applyPort), '--base-domain', 'localhost'],
@@ -101,8 +110,9 @@ async function modelRow(n: number): Promise<string> {
   );
   try {
     await waitForHttp(`http://127.0.0.1:${applyPort}/admin/v1/openapi.json`, { timeoutMs: 60_000 });
-    const [apply, r] = await timed(() => runCli(['apply', join(applyDir, 'model.yaml'), '--data-dir', join(applyDir, 'server')]));
-    const [again] = await timed(() => runCli(['apply', join(applyDir, 'model.yaml'), '--data-dir', join(applyDir, 'server')]));
+    const argv = ['apply', join(applyDir, 'model'), '--data-dir', join(applyDir, 'server')];
+    const [apply, r] = await timed(() => runCli(argv, applyEnv));
+    const [again] = await timed(() => runCli(argv, applyEnv));
     line += r.code === 0 ? `  idforge apply ${seconds(apply).padStart(9)}  no-op apply ${seconds(again).padStart(9)}` : `  idforge apply FAILED: ${r.out.split('\n')[0]}`;
   } catch (e) {
     line += `  idforge apply n/a: ${(e as Error).message.split('\n')[0]}`;
@@ -114,6 +124,39 @@ async function modelRow(n: number): Promise<string> {
   return line;
 }
 
+function modelRow(n: number): Promise<string> {
+  const tenants = Math.max(1, Math.round((n - 2) / RESOURCES_PER_TENANT));
+  const resources = tenants * RESOURCES_PER_TENANT + 2;
+  return compareRow(
+    `model  ${String(n).padStart(5)}  resources ${String(resources).padStart(5)}  (${tenants} tenants × 3 apps × ${usersPerTenant} users)`,
+    async (dir, port) => {
+      await mkdir(dir, { recursive: true });
+      await writeFile(join(dir, 'model.yaml'), benchModel(tenants, usersPerTenant, port));
+      return {};
+    },
+  );
+}
+
+/** Per tenant of the bench/compile model: tenant, 20 apps, 20 secrets (10 confidential apps × 2), users, assignments. */
+const COMPILE_RESOURCES_PER_TENANT = 43;
+
+function compileRow(tenants: number): Promise<string> {
+  return compareRow(
+    `compile ${String(tenants).padStart(4)}  resources ${String(tenants * COMPILE_RESOURCES_PER_TENANT + 2).padStart(5)}  (${tenants} tenants × 20 apps × 200 users with passwords)`,
+    async (dir, port) => {
+      const { generateModel } = await import('../compile/generate.ts');
+      await generateModel(dir, tenants);
+      await writeFile(join(dir, '000-server.yaml'), `server:\n  baseDomain: localhost\n  port: ${port}\n`);
+      const env: Record<string, string> = {};
+      for (let t = 0; t < tenants; t++) {
+        for (let u = 0; u < 200; u++) env[`PW_T${String(t).padStart(5, '0')}_${u}`] = `bench-password-${t}-${u}`;
+      }
+      return env;
+    },
+  );
+}
+
 console.log(`bench/pulumi on ${process.platform}/${process.arch}, node ${process.version}${skipCheckpoints ? ', PULUMI_SKIP_CHECKPOINTS=true' : ''}`);
 if (only.includes('engine')) for (const n of sizes) console.log(await engineRow(n));
 if (only.includes('model')) for (const n of sizes) console.log(await modelRow(n));
+if (only.includes('compile')) console.log(await compileRow(compileTenants));
