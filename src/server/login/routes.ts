@@ -253,19 +253,31 @@ ${hidden(l, uid)}
     const refill: Record<string, string> = body.email === undefined ? {} : { email: String(body.email) };
 
     const keys = { account: prior === undefined ? factor.accountOf(body) : normalizeEmail(prior.body.email), address: req.ip ?? req.socket.remoteAddress ?? 'unknown' };
-    const refusal = await defence.check(l.tenant.name, keys, factor.id);
-    if (refusal !== undefined) return loginPage(res, 429, l, uid, step, fctx, appName, refusal, refill);
-
-    const outcome = await factor.verify(fctx, body);
-    if (outcome.ok === 'pending') return loginPage(res, 200, l, uid, step, fctx, appName, undefined, { ...outcome.previous }, outcome.notice);
-    if (outcome.ok === false || (prior !== undefined && outcome.user.id !== prior.id)) {
-      const reason = outcome.ok === false ? outcome.reason : 'factor belongs to another user';
-      const locked = await defence.failure(l.tenant.name, keys, factor.id, reason);
-      const message = locked ?? (outcome.ok === false ? outcome.message : 'Sign-in failed.');
-      return loginPage(res, locked === undefined ? 401 : 429, l, uid, step, fctx, appName, message, refill);
-    }
-    const user = outcome.user;
-    await defence.success(l.tenant.name, { ...keys, account: normalizeEmail(user.body.email) });
+    // Check, verify and record as one step per throttle key: see GuessingDefence.serialize.
+    type Attempt = { readonly answered: true } | { readonly answered: false; readonly user: UserRecord };
+    const attempt = await defence.serialize(l.tenant.name, keys, async (): Promise<Attempt> => {
+      const refusal = await defence.check(l.tenant.name, keys, factor.id);
+      if (refusal !== undefined) {
+        await loginPage(res, 429, l, uid, step, fctx, appName, refusal, refill);
+        return { answered: true };
+      }
+      const outcome = await factor.verify(fctx, body);
+      if (outcome.ok === 'pending') {
+        await loginPage(res, 200, l, uid, step, fctx, appName, undefined, { ...outcome.previous }, outcome.notice);
+        return { answered: true };
+      }
+      if (outcome.ok === false || (prior !== undefined && outcome.user.id !== prior.id)) {
+        const reason = outcome.ok === false ? outcome.reason : 'factor belongs to another user';
+        const locked = await defence.failure(l.tenant.name, keys, factor.id, reason);
+        const message = locked ?? (outcome.ok === false ? outcome.message : 'Sign-in failed.');
+        await loginPage(res, locked === undefined ? 401 : 429, l, uid, step, fctx, appName, message, refill);
+        return { answered: true };
+      }
+      await defence.success(l.tenant.name, { ...keys, account: normalizeEmail(outcome.user.body.email) });
+      return { answered: false, user: outcome.user };
+    });
+    if (attempt.answered) return;
+    const user = attempt.user;
     const used = [...(progress?.used ?? []), factor.id];
     const stepIndex = progress?.step ?? 0;
     if (!factor.multiFactor && stepIndex + 1 < policy.steps.length) {

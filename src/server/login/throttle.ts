@@ -30,10 +30,44 @@ interface KeyRule {
 }
 
 export class GuessingDefence {
+  /** Per (tenant, throttle key): the tail of the queue of attempts holding that key. */
+  readonly #queues = new Map<string, Promise<void>>();
+
   constructor(
     private readonly storage: Storage,
     private readonly s: LoginSettings,
   ) {}
+
+  /**
+   * Runs one attempt (check, verify, record) while holding every throttle key it counts against.
+   * Without this, parallel requests all pass `check` before the first slow verification (argon2 on
+   * the threadpool) records a failure, so a burst gets far more guesses than the threshold. One
+   * process serves the database, so an in-process queue per key is enough. Keys are taken in sorted
+   * order so two attempts sharing both keys can never wait on each other.
+   */
+  async serialize<T>(tenant: string, k: ThrottleKeys, attempt: () => Promise<T>): Promise<T> {
+    const names = this.#rules(k).map((r) => `${tenant}\u0000${r.key}`).sort();
+    const releases: (() => void)[] = [];
+    try {
+      for (const name of names) releases.push(await this.#acquire(name));
+      return await attempt();
+    } finally {
+      for (const release of releases.reverse()) release();
+    }
+  }
+
+  #acquire(name: string): Promise<() => void> {
+    const before = this.#queues.get(name) ?? Promise.resolve();
+    let release!: () => void;
+    const mine = new Promise<void>((r) => { release = r; });
+    const tail = before.then(() => mine);
+    this.#queues.set(name, tail);
+    return before.then(() => () => {
+      release();
+      // Forget idle keys, so a spray of made-up accounts does not grow the map.
+      if (this.#queues.get(name) === tail) this.#queues.delete(name);
+    });
+  }
 
   #rules(k: ThrottleKeys): KeyRule[] {
     const rules: KeyRule[] = [{ key: `address:${k.address}`, lockAt: this.s.addressLockoutThreshold, free: LOGIN_DEFAULTS.addressFreeFailures }];
