@@ -136,12 +136,14 @@ const tenantPathOf = (path: string) => path.split('/').slice(0, 5).join('/');
 /**
  * Dry-runs every PUT; writes nothing. A step whose dependencies this same plan creates (a new
  * tenant's applications, an assignment of a new user) cannot be judged by the server yet: it is a
- * create when the object does not exist, else an update whose fields show after apply.
+ * create when the object does not exist, else an update whose fields show after apply. Any other
+ * refusal (a clashing clientId, an invalid body) would stop apply halfway, so it fails the plan.
  */
 export async function dryRunPuts(session: AdminSession, steps: readonly PlanStep[]): Promise<PlannedChange[]> {
   const changes: PlannedChange[] = [];
   const creating = new Set<string>();
-  const tenantsWithCreates = new Set<string>();
+  /** Steps that will have changed the server by the time apply reaches later steps. */
+  const applying: PlanStep[] = [];
   for (const step of steps) {
     if (step.op !== 'put') continue;
     const tenantPath = tenantPathOf(step.path);
@@ -154,22 +156,53 @@ export async function dryRunPuts(session: AdminSession, steps: readonly PlanStep
     if (r.status === 200 || r.status === 201) {
       const outcome = r.body.outcome as 'created' | 'updated' | 'unchanged';
       const op = outcome === 'created' ? 'create' : outcome === 'updated' ? 'update' : 'unchanged';
-      if (op === 'create') {
-        creating.add(step.path);
-        tenantsWithCreates.add(tenantPath);
-      }
+      if (op === 'create') creating.add(step.path);
+      if (op !== 'unchanged') applying.push(step);
       changes.push({ ...base, op, fields: outcome === 'updated' ? r.body.changes : [] });
       continue;
     }
-    if ([400, 404, 409].includes(r.status) && tenantsWithCreates.has(tenantPath)) {
+    if (explainedByPlan(step, r, creating, applying)) {
       const exists = (await session.call('GET', step.path)).status === 200;
       changes.push({ ...base, op: exists ? 'update' : 'create', fields: exists ? ['(depends on objects this plan creates)'] : [] });
       if (!exists) creating.add(step.path);
+      applying.push(step);
       continue;
     }
     fail('PUT', step.path, r);
   }
   return changes;
+}
+
+/**
+ * Whether a dry-run refusal only says the server does not hold yet what earlier steps of this plan
+ * will put there, so apply, which runs those steps first, will succeed: a parent the plan creates
+ * (404), an audience naming an api the plan creates or changes (400 at `audience.N`), a scope that
+ * the plan adds to the tenant or to an api of the audience (400 at `scopes.N`). Nothing else: a 409
+ * (clientId, identifier or email taken by an object outside the model) stays a 409 after apply.
+ */
+function explainedByPlan(step: PlanStep & { op: 'put' }, r: { status: number; body: any }, creating: ReadonlySet<string>, applying: readonly PlanStep[]): boolean {
+  if (r.status === 404) {
+    const parts = step.path.split('/');
+    // An assignment's parents are its application and its user; the tenant's case never gets here.
+    const parents = step.kind === 'assignment' ? [parts.slice(0, 7).join('/'), [...parts.slice(0, 5), 'users', parts[8]].join('/')] : [];
+    return parents.some((p) => creating.has(p));
+  }
+  if (r.status !== 400 || step.kind !== 'application' || step.body.kind === 'api') return false;
+  const body = step.body;
+  const tenantPath = tenantPathOf(step.path);
+  const apis = applying.flatMap((s) => (s.op === 'put' && s.kind === 'application' && s.body.kind === 'api' && tenantPathOf(s.path) === tenantPath ? [s.body] : []));
+  const at = /^(audience|scopes)\.(\d+)$/.exec(typeof r.body?.path === 'string' ? r.body.path : '');
+  if (at?.[1] === 'audience') {
+    const aud = body.audience[Number(at[2])];
+    return apis.some((api) => api.identifier === aud);
+  }
+  if (at?.[1] === 'scopes') {
+    const scope = body.scopes[Number(at[2])];
+    const tenant = applying.find((s) => s.op === 'put' && s.kind === 'tenant' && s.path === tenantPath);
+    return (tenant?.op === 'put' && tenant.kind === 'tenant' && tenant.body.scopes.some((sc) => sc.name === scope)) ||
+      apis.some((api) => body.audience.includes(api.identifier) && api.scopes.includes(scope!));
+  }
+  return false;
 }
 
 /** Managed live objects the model no longer has, and the mass-deletion guard's verdict. */
