@@ -137,4 +137,24 @@ ${ORDERS_API}      - name: dashboard
     expect(apply.code, apply.stderr).toBe(0);
     expect(await status(adminPaths.assignment('acme', 'dashboard', 'u-bob'))).toBe(200);
   });
+
+  it("plans a new SPA asking for a scope that the same plan adds to the tenant", async () => {
+    expect((await idforge('apply', BASE)).code).toBe(0);
+    // The tenant is only changed, not created; the SPA's dry run is refused at scopes.1 because
+    // the server does not know 'reports' until the tenant step has run.
+    const model = `${BASE.replace('      - name: admin\n', '      - name: admin\n      - name: reports\n')}    applications:
+      - name: dashboard
+        kind: spa
+        origin: http://dashboard.localhost:5173
+        scopes: [openid, reports]
+`;
+    const plan = await idforge('plan', model, '--json');
+    expect(plan.code, plan.stdout + plan.stderr).toBe(0);
+    expect((JSON.parse(plan.stdout) as { changes: { op: string; name: string }[] }).changes.map((c) => `${c.op} ${c.name}`)).toEqual([
+      'update acme',
+      'create acme/dashboard',
+    ]);
+    const apply = await idforge('apply', model);
+    expect(apply.code, apply.stderr).toBe(0);
+  });
 });
