@@ -16,23 +16,38 @@ export class MasterKey {
   readonly #key: Buffer;
   /** Derived keys are pure functions of (master, purpose): compute each once (HKDF per request showed in profiles). */
   readonly #derived = new Map<string, Buffer>();
-  private constructor(key: Buffer) {
+  private constructor(
+    key: Buffer,
+    /** Where the key came from (the env var's name or the file's path), for messages. */
+    readonly source: string,
+  ) {
     this.#key = key;
   }
 
   /**
-   * The env var, else `<dataDir>/master.key`, else a new random key written there. A malformed
-   * key fails loudly: silently making a new one would orphan every sealed signing key.
+   * The env var, else `<dataDir>/master.key`, else (only with `mayCreate`) a new random key written
+   * there; undefined when there is none and none may be made. A malformed key fails loudly:
+   * silently making a new one would orphan every sealed signing key.
    */
-  static load(dataDir: string, env: Readonly<Record<string, string | undefined>> = process.env): MasterKey {
+  static load(dataDir: string, env: Readonly<Record<string, string | undefined>> = process.env, mayCreate = true): MasterKey | undefined {
     const fromEnv = env[MASTER_KEY_ENV];
-    if (fromEnv !== undefined && fromEnv !== '') return new MasterKey(decodeKey(fromEnv, MASTER_KEY_ENV));
+    if (fromEnv !== undefined && fromEnv !== '') return new MasterKey(decodeKey(fromEnv, MASTER_KEY_ENV), MASTER_KEY_ENV);
     const file = join(dataDir, MASTER_KEY_FILE);
-    if (existsSync(file)) return new MasterKey(decodeKey(readFileSync(file, 'utf8').trim(), file));
+    if (existsSync(file)) return new MasterKey(decodeKey(readFileSync(file, 'utf8').trim(), file), file);
+    if (!mayCreate) return undefined;
     const key = randomBytes(32);
     // 'wx' so two servers starting at once never overwrite each other's key.
     writeFileSync(file, `${key.toString('base64url')}\n`, { mode: 0o600, flag: 'wx' });
-    return new MasterKey(key);
+    return new MasterKey(key, file);
+  }
+
+  /**
+   * A key check value: stored with the data on first start, so a later start can tell the right
+   * key from a wrong or newly made one before it overwrites anything. Under its own subkey, so it
+   * reveals nothing usable about the others.
+   */
+  checkValue(): string {
+    return `hmac-sha256:${createHmac('sha256', this.derive('key-check')).update('idforge master key check v1').digest('base64url')}`;
   }
 
   /** A purpose-bound subkey, so one leaked derived key (e.g. cookie signing) reveals nothing else. */

@@ -9,11 +9,51 @@ import { readFileSync, writeFileSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { adminBaseUrl, endpointUrl, issuerUrl } from '../schema/urls.ts';
 import type { ServerContext } from './_context.ts';
-import { newClientSecret } from './_crypto.ts';
+import { MASTER_KEY_ENV, MASTER_KEY_FILE, MasterKey, newClientSecret } from './_crypto.ts';
 import {
   ADMIN_AUDIENCE, ADMIN_SCOPE, BOOTSTRAP_CLIENT_ID, BOOTSTRAP_CREDENTIALS_FILE, SYSTEM_TENANT,
 } from './config.ts';
 import { newTenantKeys } from './keys.ts';
+import type { Storage } from './storage/types.ts';
+
+/** Meta key of the master key's check value (see MasterKey.checkValue). */
+const KEY_CHECK_META = 'master-key-check';
+
+/**
+ * The master key for this data dir, refusing to start with a key that cannot be the one the data
+ * was sealed with. Otherwise a lost master.key would silently be replaced by a new key (or a wrong
+ * IDFORGE_MASTER_KEY accepted), the bootstrap admin secret overwritten under it, and every tenant
+ * would fail at its first token because no signing key unseals any more.
+ */
+export async function openMasterKey(dataDir: string, env: Readonly<Record<string, string | undefined>>, storage: Storage): Promise<MasterKey> {
+  const check = await storage.getMeta(KEY_CHECK_META);
+  const hasData = check !== undefined || (await storage.countTenants()) > 0;
+  const master = MasterKey.load(dataDir, env, !hasData);
+  const keep = `Start it with the master key this data dir was created with: restore ${join(dataDir, MASTER_KEY_FILE)} from a backup, or set ${MASTER_KEY_ENV} to that key. (To start afresh instead, use an empty data dir.)`;
+  if (master === undefined) {
+    throw new Error(`refusing to start: the data dir ${dataDir} holds sealed keys and secrets, but its master key is missing (${MASTER_KEY_ENV} is unset and ${join(dataDir, MASTER_KEY_FILE)} does not exist), and a new key could not open them. ${keep}`);
+  }
+  const wrong = () => new Error(`refusing to start: the master key from ${master.source} is not the key the data in ${dataDir} was sealed with. ${keep}`);
+  if (check !== undefined) {
+    if (check !== master.checkValue()) throw wrong();
+    return master;
+  }
+  if (hasData && !unsealsSystemKey(master, await storage.listKeys(SYSTEM_TENANT))) throw wrong();
+  // First start, or data from before check values: from now on the key is checked before use.
+  await storage.setMeta(KEY_CHECK_META, master.checkValue());
+  return master;
+}
+
+function unsealsSystemKey(master: MasterKey, keys: readonly { tenant: string; kid: string; sealedJwk: string }[]): boolean {
+  const k = keys[0];
+  if (k === undefined) return true;
+  try {
+    master.unseal(k.sealedJwk, `key:${k.tenant}:${k.kid}`);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 export interface AdminCredentials {
   readonly clientId: string;

@@ -11,9 +11,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { adminBaseUrl, issuerUrl, type ServerAddress } from '../schema/urls.ts';
 import type { ServerContext } from './_context.ts';
-import { MasterKey } from './_crypto.ts';
 import { createApp, createHandler } from './app.ts';
-import { ensureSystemTenant, writeAdminCredentials, type AdminCredentials } from './bootstrap.ts';
+import { ensureSystemTenant, openMasterKey, writeAdminCredentials, type AdminCredentials } from './bootstrap.ts';
 import { DEFAULTS, type ServerOptions } from './config.ts';
 import { loginSettings } from './login/options.ts';
 import { SqliteStorage } from './storage/sqlite.ts';
@@ -55,8 +54,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const host = options.host ?? DEFAULTS.host;
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
-  const master = MasterKey.load(options.dataDir, options.env ?? process.env);
   const storage: Storage = new SqliteStorage(options.dataDir);
+  let master;
+  try {
+    master = await openMasterKey(options.dataDir, options.env ?? process.env, storage);
+  } catch (err) {
+    await storage.close();
+    throw err;
+  }
   const login = loginSettings(options.login ?? {}, options.dataDir, baseDomain, log);
 
   let address: ServerAddress | undefined;
