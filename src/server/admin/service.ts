@@ -250,10 +250,11 @@ export class AdminService {
       return { outcome, changes, resource: userView(before ?? { tenant: tenantName, id, body: stored, passwordHash: setsPassword ? 'x' : null, createdAt: now, updatedAt: now }) };
     }
     const hash = setsPassword ? await hashPassword(initialPassword) : (before?.passwordHash ?? null);
-    const rec = await this.#s.putUser(tenantName, id, stored, hash);
-    // Losing a scope or being disabled must not survive in existing grants and refresh tokens.
+    // Losing a scope or being disabled must not survive in existing grants and refresh tokens; both
+    // are written in one transaction, so a failure leaves the user as before and a retry revokes.
     const lostScope = before !== undefined && before.body.scopes.some((s) => !stored.scopes.includes(s));
-    if (lostScope || (stored.disabled && before?.body.disabled !== true)) await this.#s.revokeUserArtifacts(tenantName, id);
+    const revokeArtifacts = lostScope || (stored.disabled && before?.body.disabled !== true);
+    const rec = await this.#s.putUser(tenantName, id, stored, hash, { revokeArtifacts });
     return { outcome, changes, resource: userView(rec) };
   }
 

@@ -230,12 +230,15 @@ export class SqliteStorage implements Storage {
     const rows = this.#q('SELECT * FROM users WHERE tenant = ? AND id > ? ORDER BY id LIMIT ?').all(tenant, after, page.limit + 1) as Row[];
     return this.#page(rows, page.limit, userRow, (r) => [String(r.id)]);
   }
-  async putUser(tenant: string, id: string, body: Omit<UserBody, 'initialPassword'>, passwordHash: string | null): Promise<UserRecord> {
+  async putUser(tenant: string, id: string, body: Omit<UserBody, 'initialPassword'>, passwordHash: string | null, options: { readonly revokeArtifacts?: boolean } = {}): Promise<UserRecord> {
     const t = now();
-    this.#q(`INSERT INTO users (tenant, id, email, body, password_hash, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)
-      ON CONFLICT (tenant, id) DO UPDATE SET email = excluded.email, body = excluded.body,
-        password_hash = excluded.password_hash, updated_at = excluded.updated_at`)
-      .run(tenant, id, body.email.toLowerCase(), JSON.stringify(body), passwordHash, t, t);
+    this.#db.transaction(() => {
+      this.#q(`INSERT INTO users (tenant, id, email, body, password_hash, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (tenant, id) DO UPDATE SET email = excluded.email, body = excluded.body,
+          password_hash = excluded.password_hash, updated_at = excluded.updated_at`)
+        .run(tenant, id, body.email.toLowerCase(), JSON.stringify(body), passwordHash, t, t);
+      if (options.revokeArtifacts === true) this.#q('DELETE FROM artifacts WHERE tenant = ? AND account_id = ?').run(tenant, id);
+    })();
     return (await this.getUser(tenant, id))!;
   }
   async deleteUser(tenant: string, id: string): Promise<boolean> {

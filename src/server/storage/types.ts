@@ -144,7 +144,12 @@ export interface Storage {
   getUser(tenant: string, id: string): Promise<UserRecord | undefined>;
   getUserByEmail(tenant: string, email: string): Promise<UserRecord | undefined>;
   listUsers(tenant: string, page: PageRequest): Promise<Page<UserRecord>>;
-  putUser(tenant: string, id: string, body: Omit<UserBody, 'initialPassword'>, passwordHash: string | null): Promise<UserRecord>;
+  /**
+   * Upsert. With `revokeArtifacts` the user's grants, sessions and tokens are deleted in the same
+   * transaction: a scope removed or an account disabled must never be stored without its revocation
+   * (a retry would see the user unchanged and never revoke).
+   */
+  putUser(tenant: string, id: string, body: Omit<UserBody, 'initialPassword'>, passwordHash: string | null, options?: { readonly revokeArtifacts?: boolean }): Promise<UserRecord>;
   /** Also removes the user's assignments, grants, sessions and tokens. */
   deleteUser(tenant: string, id: string): Promise<boolean>;
 
