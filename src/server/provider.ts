@@ -168,6 +168,11 @@ export async function buildProvider(ctx: ServerContext, tenant: string): Promise
       const requested = String(oidc.oidc.params?.scope ?? '').split(' ').filter(Boolean);
       const allowed = grantableScopes(user, requested);
       const refused = requested.filter((s) => !allowed.includes(s));
+      // A rejection outweighs a grant in oidc-provider, so scopes refused earlier but held now (an
+      // admin gave them since) must leave the rejected set, or this session never receives them.
+      const keep = (rejected: string | undefined) => (rejected ?? '').split(' ').filter((s) => s !== '' && !allowed.includes(s)).join(' ');
+      if (grant.rejected?.openid?.scope !== undefined) grant.rejected.openid.scope = keep(grant.rejected.openid.scope);
+      for (const indicator of Object.keys(grant.rejected?.resources ?? {})) grant.rejected!.resources![indicator] = keep(grant.rejected!.resources![indicator]);
       // Refused scopes are recorded as rejected, so oidc-provider does not ask for consent again.
       grant.addOIDCScope(allowed.filter((s) => scopes.includes(s)).join(' '));
       grant.rejectOIDCScope(refused.filter((s) => scopes.includes(s)).join(' '));
