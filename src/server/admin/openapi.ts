@@ -41,7 +41,15 @@ function resourceOps(tag: string, body: string, params: object[]) {
         ...errorResponses,
       },
     },
-    delete: { tags: [tag], summary: `Delete a ${tag}`, parameters: [dryRun], responses: { 204: { description: 'Deleted' }, ...errorResponses } },
+    delete: {
+      tags: [tag], summary: `Delete a ${tag}`, parameters: [dryRun],
+      responses: {
+        204: { description: 'Deleted' },
+        // Only applications: an api still named in a client's audience.
+        ...(tag === 'application' ? { 409: { description: 'Still in use (an api named in client audiences)', content: content(ref('Error')) } } : {}),
+        ...errorResponses,
+      },
+    },
   };
 }
 

@@ -163,10 +163,42 @@ export class AdminService {
     }
   }
 
+  /** Client applications (not the internal service client) whose audience names `identifier`. */
+  async #clientsWithAudience(tenant: string, identifier: string): Promise<string[]> {
+    const names: string[] = [];
+    for (let cursor: string | undefined, more = true; more; ) {
+      const page = await this.#s.listApplications(tenant, { cursor, limit: 500 });
+      for (const a of page.items) if (a.body.kind !== 'api' && a.body.audience.includes(identifier)) names.push(a.name);
+      cursor = page.nextCursor ?? undefined;
+      more = page.nextCursor !== null;
+    }
+    return names;
+  }
+
+  /**
+   * An api whose identifier is some client's audience must stay: without it every code and
+   * refresh request of those clients fails with invalid_target. The caller is told which clients
+   * to change (or delete) first.
+   */
+  async #refuseIfAudience(tenant: string, api: ApplicationRecord, doing: string): Promise<void> {
+    if (api.body.kind !== 'api') return;
+    const clients = await this.#clientsWithAudience(tenant, api.body.identifier);
+    if (clients.length === 0) return;
+    throw errors.conflict(
+      `cannot ${doing} api application '${api.name}': its identifier '${api.body.identifier}' is the audience of ` +
+        `${clients.length === 1 ? 'application' : 'applications'} ${clients.map((c) => `'${c}'`).join(', ')}; ` +
+        'remove it from their audience (or delete them) first',
+      'identifier',
+    );
+  }
+
   async putApplication(tenantName: string, name: string, body: ApplicationBody, dryRun: boolean): Promise<PutResult<ReturnType<typeof applicationView>>> {
     const tenant = await this.#tenant(tenantName);
     await this.#checkApplication(tenant, name, body);
     const before = await this.#s.getApplication(tenantName, name);
+    if (before?.body.kind === 'api' && (body.kind !== 'api' || body.identifier !== before.body.identifier)) {
+      await this.#refuseIfAudience(tenantName, before, 'change the identifier of');
+    }
     let stored: StoredApplicationBody;
     let secretHash: string | null = null;
     let clientSecret: string | undefined;
@@ -215,6 +247,7 @@ export class AdminService {
 
   async deleteApplication(tenant: string, name: string, dryRun: boolean): Promise<void> {
     await this.getApplication(tenant, name);
+    await this.#refuseIfAudience(tenant, (await this.#s.getApplication(tenant, name))!, 'delete');
     if (dryRun) return;
     await this.#s.deleteApplication(tenant, name);
     this.ctx.evictTenant(tenant);
