@@ -54,8 +54,9 @@ app.listen(port, () => console.log(`listening on port ${port}; accepting tokens 
 /** RFC 6750: the token travels in the Authorization header as `Bearer <token>`. */
 async function authenticate(req, res, next) {
   const header = req.get('authorization');
-  if (!header) {
-    // No credentials at all: challenge without an error code (RFC 6750 section 3.1).
+  if (!header || !/^Bearer(?: |$)/i.test(header)) {
+    // No credentials, or another scheme's (Basic, ...): either way the request holds no Bearer
+    // token, so the challenge carries no error code (RFC 6750 section 3.1), and it is not a 400.
     challenge(res, 401, {}, 'An access token is required: send Authorization: Bearer <token>.');
     return;
   }
@@ -70,6 +71,9 @@ async function authenticate(req, res, next) {
       audience: config.audience,
       // RFC 9068: an access token says so in its header; this keeps ID tokens out.
       typ: 'at+jwt',
+      // RFC 8725 section 3.1: accept only the algorithms the tenant's keys use, never what the
+      // token's header asks for (no HMAC with a public key as the secret, no 'none').
+      algorithms: ['RS256', 'ES256'],
       clockTolerance: 5,
     });
     req.auth = { claims: payload, scopes: scopesOf(payload) };
@@ -117,6 +121,8 @@ function describe(err) {
     case 'ERR_JWS_SIGNATURE_VERIFICATION_FAILED':
     case 'ERR_JWKS_NO_MATCHING_KEY':
       return 'the token is not signed by this tenant';
+    case 'ERR_JOSE_ALG_NOT_ALLOWED':
+      return 'the token is signed with an algorithm this API does not accept';
     default:
       return 'the token could not be verified';
   }

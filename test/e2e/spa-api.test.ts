@@ -2,8 +2,10 @@
  * Patterns 3 and 4, single-page app (public client, PKCE, oidc-client-ts) and the protected API
  * it calls (jose), each scaffolded and started as its own process (contract §1, §4, §5.4-6, §7).
  */
+import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { SignJWT } from 'jose';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser, newContext, screenshot, visibleText } from '../support/browser.ts';
@@ -129,6 +131,20 @@ describe('single-page app (oidc-client-ts) and protected API (jose)', () => {
     const missing = await get('/whoami');
     expect(missing.status).toBe(401);
     expect(missing.headers.get('www-authenticate')).toMatch(/^Bearer realm="[^"]+"$/);
+
+    // Credentials of another scheme hold no Bearer token: the same bare challenge, not a 400.
+    const basic = await fetch(`${api}/whoami`, { headers: { Authorization: `Basic ${Buffer.from('bob:secret').toString('base64')}` } });
+    expect(basic.status).toBe(401);
+    expect(basic.headers.get('www-authenticate')).toMatch(/^Bearer realm="[^"]+"$/);
+    expect(basic.headers.get('www-authenticate')).toBe(missing.headers.get('www-authenticate'));
+
+    // Bob's claims, signed with HS256 under a key of his choosing: the token's header must not
+    // pick the algorithm (RFC 8725): refused on the algorithm itself, before any key is looked up.
+    const { kid } = JSON.parse(Buffer.from(bob.split('.')[0] ?? '', 'base64url').toString('utf8')) as { kid: string };
+    const hmac = await new SignJWT(claimsOf(bob)).setProtectedHeader({ alg: 'HS256', typ: 'at+jwt', kid }).sign(randomBytes(32));
+    const hs256 = await get('/whoami', hmac);
+    expect(hs256.status).toBe(401);
+    expect(hs256.headers.get('www-authenticate')).toMatch(/^Bearer .*error="invalid_token", error_description="the token is signed with an algorithm this API does not accept"$/);
 
     // Bob grants himself admin: the signature no longer matches.
     const [header, , signature] = bob.split('.');
