@@ -56,20 +56,23 @@ export async function newTenantKeys(master: MasterKey, tenant: string, alg: Sign
  * retired keys past their retention.
  */
 export async function rotateTenantKeys(storage: Storage, master: MasterKey, tenant: string, alg?: SigningAlg): Promise<readonly KeyRecord[]> {
-  const keys = await storage.listKeys(tenant);
-  const t = Math.floor(Date.now() / 1000);
-  const active = keys.find((k) => k.state === 'active');
-  const next = keys.find((k) => k.state === 'next');
-  const kept = keys.filter((k) => k.state === 'retired' && (k.retiredAt ?? t) + RETIRED_KEY_RETENTION_SECONDS > t);
-  const fresh = await newKey(tenant, alg ?? next?.alg ?? active?.alg ?? 'RS256', 'next', master);
-  const result: KeyRecord[] = [
-    ...(next ? [{ ...next, state: 'active' as const }] : []),
-    ...(active ? [{ ...active, state: next ? ('retired' as const) : ('active' as const), retiredAt: next ? t : null }] : []),
-    ...kept,
-    fresh,
-  ];
-  await storage.replaceKeys(tenant, result);
-  return result;
+  // The fresh key is made first (RSA takes a while, off the transaction); the read-modify-write
+  // runs in one transaction, so overlapping rotations never write back a stale set and drop a key
+  // that another rotation had already published or made active.
+  const seen = await storage.listKeys(tenant);
+  const fresh = await newKey(tenant, alg ?? seen.find((k) => k.state === 'next')?.alg ?? activeKey(seen)?.alg ?? 'RS256', 'next', master);
+  return storage.updateKeys(tenant, (keys) => {
+    const t = Math.floor(Date.now() / 1000);
+    const active = keys.find((k) => k.state === 'active');
+    const next = keys.find((k) => k.state === 'next');
+    const kept = keys.filter((k) => k.state === 'retired' && (k.retiredAt ?? t) + RETIRED_KEY_RETENTION_SECONDS > t);
+    return [
+      ...(next ? [{ ...next, state: 'active' as const }] : []),
+      ...(active ? [{ ...active, state: next ? ('retired' as const) : ('active' as const), retiredAt: next ? t : null }] : []),
+      ...kept,
+      fresh,
+    ];
+  });
 }
 
 /** Private JWKs in the order oidc-provider wants: the signing key first (it signs with the first match). */

@@ -161,11 +161,14 @@ export class SqliteStorage implements Storage {
   async listKeys(tenant: string): Promise<readonly KeyRecord[]> {
     return (this.#q('SELECT * FROM keys WHERE tenant = ? ORDER BY created_at, kid').all(tenant) as Row[]).map(keyRow);
   }
-  async replaceKeys(tenant: string, keys: readonly KeyRecord[]): Promise<void> {
-    this.#db.transaction(() => {
+  async updateKeys(tenant: string, update: (current: readonly KeyRecord[]) => readonly KeyRecord[]): Promise<readonly KeyRecord[]> {
+    // IMMEDIATE: take the write lock before reading, so no other connection's write slips between.
+    return this.#db.transaction(() => {
+      const keys = update((this.#q('SELECT * FROM keys WHERE tenant = ? ORDER BY created_at, kid').all(tenant) as Row[]).map(keyRow));
       this.#q('DELETE FROM keys WHERE tenant = ?').run(tenant);
       this.#insertKeys(tenant, keys);
-    })();
+      return keys;
+    }).immediate();
   }
   #insertKeys(tenant: string, keys: readonly KeyRecord[]): void {
     for (const k of keys) {

@@ -129,8 +129,12 @@ export interface Storage {
   deleteTenant(name: string): Promise<boolean>;
 
   listKeys(tenant: string): Promise<readonly KeyRecord[]>;
-  /** Replaces the tenant's whole key set at once, so a rotation is atomic. */
-  replaceKeys(tenant: string, keys: readonly KeyRecord[]): Promise<void>;
+  /**
+   * Read-modify-write of the tenant's whole key set in one transaction: `update` gets the stored
+   * keys and returns the new set, which replaces them. Overlapping rotations therefore each build on
+   * the previous one's result and never write back a stale set. `update` must be synchronous.
+   */
+  updateKeys(tenant: string, update: (current: readonly KeyRecord[]) => readonly KeyRecord[]): Promise<readonly KeyRecord[]>;
 
   getApplication(tenant: string, name: string): Promise<ApplicationRecord | undefined>;
   getApplicationByClientId(tenant: string, clientId: string): Promise<ApplicationRecord | undefined>;
