@@ -97,7 +97,7 @@ async function compareRow(label: string, write: ModelWriter): Promise<string> {
     line += `  pulumi up FAILED: ${(e as Error).message.split('\n').slice(0, 3).join(' ')}`;
   } finally {
     const pid = Number((await readFile(join(p.root, 'server', PID_FILE), 'utf8').catch(() => '0')).trim());
-    if (isOurProcess(pid)) process.kill(-pid, 'SIGKILL');
+    if (isOurProcess(pid, join(p.root, 'server'))) process.kill(-pid, 'SIGKILL');
   }
   // idforge apply of the same model against a fresh server of its own.
   const applyDir = await mkdtemp(join(tmpdir(), 'idforge-apply-bench-'));

@@ -22,7 +22,13 @@ function defaultCommand(): string[] {
 }
 
 /** Is `pid` a live process whose command line is an `idforge serve`? */
-export function isOurProcess(pid: number): boolean {
+/**
+ * Is `pid` the `idforge serve` of this data dir? A pid file can outlive its process (a reboot, a
+ * lost state) and the number be reused, even by another stack's server: only a process whose
+ * own command line says `serve --data-dir <dataDir>` is ever signalled. Where the command line
+ * cannot be read, the answer is no: better a server left running than a stranger killed.
+ */
+export function isOurProcess(pid: number, dataDir: string): boolean {
   if (!Number.isInteger(pid) || pid <= 0) return false;
   try {
     process.kill(pid, 0);
@@ -34,10 +40,10 @@ export function isOurProcess(pid: number): boolean {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // A zombie has exited; only its parent has not collected it yet.
     if (/\) Z /.test(stat)) return false;
-    return cmdline.includes('serve');
+    const at = cmdline.indexOf('--data-dir');
+    return cmdline.includes('serve') && at >= 0 && cmdline[at + 1] === dataDir;
   } catch {
-    // No /proc (not Linux): trust kill(0).
-    return true;
+    return false;
   }
 }
 
@@ -51,8 +57,8 @@ export async function answers(baseUrl: string): Promise<boolean> {
   }
 }
 
-export async function isServing(pid: number, baseUrl: string): Promise<boolean> {
-  return isOurProcess(pid) && (await answers(baseUrl));
+export async function isServing(pid: number, baseUrl: string, dataDir: string): Promise<boolean> {
+  return isOurProcess(pid, dataDir) && (await answers(baseUrl));
 }
 
 /** File in the data dir where `idforge serve` writes its bootstrap admin client (mode 0600). */
@@ -137,7 +143,7 @@ export async function startServer(inputs: AuthServerInputs): Promise<{ pid: numb
 
 /** Stops the server (SIGTERM, then SIGKILL after 10 s) and removes its pid file. */
 export async function stopServer(pid: number, dataDir: string): Promise<void> {
-  if (isOurProcess(pid)) {
+  if (isOurProcess(pid, dataDir)) {
     const signal = (s: NodeJS.Signals): void => {
       try {
         // The server leads its own process group (detached): signal the group, children included.
@@ -152,9 +158,9 @@ export async function stopServer(pid: number, dataDir: string): Promise<void> {
     };
     signal('SIGTERM');
     const deadline = Date.now() + 10_000;
-    while (isOurProcess(pid) && Date.now() < deadline) await sleep(50);
-    if (isOurProcess(pid)) signal('SIGKILL');
-    while (isOurProcess(pid)) await sleep(50);
+    while (isOurProcess(pid, dataDir) && Date.now() < deadline) await sleep(50);
+    if (isOurProcess(pid, dataDir)) signal('SIGKILL');
+    while (isOurProcess(pid, dataDir)) await sleep(50);
   }
   if (existsSync(join(dataDir, PID_FILE))) await rm(join(dataDir, PID_FILE), { force: true });
 }

@@ -139,7 +139,7 @@ export const authServerProvider: Required<
     if (!changes) {
       // A server that died since the last up is drift to repair: report an update that restarts it.
       const { isServing } = await import('./_local-server.ts');
-      changes = !(await isServing(olds.pid, olds.baseUrl));
+      changes = !(await isServing(olds.pid, olds.baseUrl, olds.local.dataDir));
     }
     // Two servers cannot share a port: stop the old one before starting its replacement.
     return { changes, replaces, deleteBeforeReplace: true };
@@ -152,7 +152,7 @@ export const authServerProvider: Required<
   async read(id, props) {
     const { isServing } = await import('./_local-server.ts');
     const old = props as AuthServerOutputs;
-    const serving = await isServing(old.pid, old.baseUrl);
+    const serving = await isServing(old.pid, old.baseUrl, old.local.dataDir);
     // A stopped server stays in the state with pid 0, so the next diff restarts it.
     const now: AuthServerOutputs = { ...old, pid: serving ? old.pid : 0 };
     const inputs: AuthServerInputs = {
@@ -168,7 +168,7 @@ export const authServerProvider: Required<
   async update(_id, olds, news) {
     const { isServing, startServer, stopServer } = await import('./_local-server.ts');
     let started: Pick<AuthServerOutputs, 'pid' | 'connection'> = { pid: olds.pid, connection: olds.connection };
-    if (needsRestart(olds, news) || !(await isServing(olds.pid, olds.baseUrl))) {
+    if (needsRestart(olds, news) || !(await isServing(olds.pid, olds.baseUrl, olds.local.dataDir))) {
       await stopServer(olds.pid, olds.local.dataDir);
       started = await startServer(news);
     }
@@ -198,7 +198,8 @@ export class AuthServer extends _DynamicResource {
       'AuthServer',
       name,
       { ...args, baseUrl: undefined, adminUrl: undefined, issuers: undefined, pid: undefined, connection: undefined, credentialsFile: undefined },
-      { ...opts, additionalSecretOutputs: ['connection'] },
+      // `local.env` may carry the master key (IDFORGE_MASTER_KEY): keep the whole block secret.
+      { ...opts, additionalSecretOutputs: ['connection', 'local'] },
     );
   }
 }

@@ -64,7 +64,7 @@ describe('pulumi up/preview/refresh/destroy of a model against the real server',
   afterAll(async () => {
     // Whatever happened above, leave no server behind.
     const pid = Number((await readFile(join(dataDir, PID_FILE), 'utf8').catch(() => '0')).trim());
-    if (isOurProcess(pid)) process.kill(-pid, 'SIGKILL');
+    if (isOurProcess(pid, dataDir)) process.kill(-pid, 'SIGKILL');
     await p?.cleanup();
   });
 
@@ -152,8 +152,8 @@ describe('pulumi up/preview/refresh/destroy of a model against the real server',
     expect(steps.map((s) => `${s.op} ${urnName(s.urn)}`).sort()).toEqual(['update client-configs', 'update server']);
     await p.up(PASSWORDS);
     const newPid = Number((await readFile(join(dataDir, PID_FILE), 'utf8')).trim());
-    expect(isOurProcess(oldPid)).toBe(false);
-    expect(isOurProcess(newPid)).toBe(true);
+    expect(isOurProcess(oldPid, dataDir)).toBe(false);
+    expect(isOurProcess(newPid, dataDir)).toBe(true);
     admin = new AdminClient(await connectionOf(dataDir));
     expect(await admin.get(adminPaths.tenant('acme'))).toMatchObject({ displayName: 'Acme Corporation' });
     const spa = JSON.parse(await readFile(join(clients, 'acme/dashboard/spa-config.json'), 'utf8')) as { wellknown_endpoint: string };
@@ -164,21 +164,21 @@ describe('pulumi up/preview/refresh/destroy of a model against the real server',
   it('a server stopped behind Pulumi\'s back shows as an update, and up starts it again', async () => {
     const pid = Number((await readFile(join(dataDir, PID_FILE), 'utf8')).trim());
     process.kill(-pid, 'SIGTERM');
-    for (let i = 0; i < 200 && isOurProcess(pid); i++) await new Promise((r) => setTimeout(r, 50));
+    for (let i = 0; i < 200 && isOurProcess(pid, dataDir); i++) await new Promise((r) => setTimeout(r, 50));
     const steps = await p.previewSteps(PASSWORDS);
     expect(steps.map((s) => `${s.op} ${urnName(s.urn)}`)).toEqual(['update server']);
     await p.up(PASSWORDS);
     const restarted = Number((await readFile(join(dataDir, PID_FILE), 'utf8')).trim());
-    expect(isOurProcess(restarted)).toBe(true);
+    expect(isOurProcess(restarted, dataDir)).toBe(true);
     expect(await admin.get(adminPaths.tenant('acme'))).toMatchObject({ displayName: 'Acme Corporation' });
     await p.must(['preview', '--expect-no-changes'], PASSWORDS);
   });
 
   it('destroy deletes the tenants and stops the server', async () => {
     const pid = Number((await readFile(join(dataDir, PID_FILE), 'utf8')).trim());
-    expect(isOurProcess(pid)).toBe(true);
+    expect(isOurProcess(pid, dataDir)).toBe(true);
     await p.must(['destroy', '--yes', '--skip-preview'], PASSWORDS);
-    expect(isOurProcess(pid)).toBe(false);
+    expect(isOurProcess(pid, dataDir)).toBe(false);
     // Look at what destroy left in the data dir with the server itself.
     const server = await startServer({ dataDir, port: 0, baseDomain: 'localhost' });
     try {
