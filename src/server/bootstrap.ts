@@ -14,6 +14,7 @@ import {
   ADMIN_AUDIENCE, ADMIN_SCOPE, BOOTSTRAP_CLIENT_ID, BOOTSTRAP_CREDENTIALS_FILE, SYSTEM_TENANT,
 } from './config.ts';
 import { newTenantKeys } from './keys.ts';
+import { StartupError } from './errors.ts';
 import type { Storage } from './storage/types.ts';
 
 /** Meta key of the master key's check value (see MasterKey.checkValue). */
@@ -31,9 +32,9 @@ export async function openMasterKey(dataDir: string, env: Readonly<Record<string
   const master = MasterKey.load(dataDir, env, !hasData);
   const keep = `Start it with the master key this data dir was created with: restore ${join(dataDir, MASTER_KEY_FILE)} from a backup, or set ${MASTER_KEY_ENV} to that key. (To start afresh instead, use an empty data dir.)`;
   if (master === undefined) {
-    throw new Error(`refusing to start: the data dir ${dataDir} holds sealed keys and secrets, but its master key is missing (${MASTER_KEY_ENV} is unset and ${join(dataDir, MASTER_KEY_FILE)} does not exist), and a new key could not open them. ${keep}`);
+    throw new StartupError(`refusing to start: the data dir ${dataDir} holds sealed keys and secrets, but its master key is missing (${MASTER_KEY_ENV} is unset and ${join(dataDir, MASTER_KEY_FILE)} does not exist), and a new key could not open them. ${keep}`);
   }
-  const wrong = () => new Error(`refusing to start: the master key from ${master.source} is not the key the data in ${dataDir} was sealed with. ${keep}`);
+  const wrong = () => new StartupError(`refusing to start: the master key from ${master.source} is not the key the data in ${dataDir} was sealed with. ${keep}`);
   if (check !== undefined) {
     if (check !== master.checkValue()) throw wrong();
     return master;

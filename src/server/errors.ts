@@ -23,6 +23,14 @@ export class ServerError extends Error {
   }
 }
 
+/**
+ * The server cannot start as configured (wrong master key, port taken, unreadable data dir). The
+ * message is written for the operator and says what to do; `idforge serve` prints it as it is.
+ */
+export class StartupError extends Error {
+  override readonly name = 'StartupError';
+}
+
 export const errors = {
   invalidRequest: (message: string, path = '', problems: readonly { path: string; message: string }[] = []) =>
     new ServerError(400, 'invalid_request', message, true, path, problems),

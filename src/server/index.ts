@@ -14,6 +14,7 @@ import type { ServerContext } from './_context.ts';
 import { createApp, createHandler } from './app.ts';
 import { ensureSystemTenant, openMasterKey, writeAdminCredentials, type AdminCredentials } from './bootstrap.ts';
 import { DEFAULTS, type ServerOptions } from './config.ts';
+import { StartupError } from './errors.ts';
 import { loginSettings } from './login/options.ts';
 import { SqliteStorage } from './storage/sqlite.ts';
 import type { Storage } from './storage/types.ts';
@@ -23,7 +24,7 @@ export type { ServerOptions } from './config.ts';
 export { LIFETIMES, SYSTEM_TENANT, ADMIN_AUDIENCE, ADMIN_SCOPE, BOOTSTRAP_CREDENTIALS_FILE } from './config.ts';
 export type { AdminCredentials } from './bootstrap.ts';
 export { PASSWORD_HASH_PARAMS, MASTER_KEY_ENV } from './_crypto.ts';
-export { ServerError } from './errors.ts';
+export { ServerError, StartupError } from './errors.ts';
 export type { Storage } from './storage/types.ts';
 export type { LoginFactor, LoginPolicy } from './login/factors.ts';
 export type { LoginOptions } from './login/options.ts';
@@ -101,7 +102,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       adminCredentials = await writeAdminCredentials(ctx, options.dataDir);
     }
     await new Promise<void>((resolve, reject) => {
-      server!.once('error', reject);
+      server!.once('error', (err: NodeJS.ErrnoException) =>
+        reject(
+          err.code === 'EADDRINUSE' || err.code === 'EACCES' || err.code === 'EADDRNOTAVAIL'
+            ? new StartupError(`cannot listen on ${host}:${wanted}: ${err.code === 'EADDRINUSE' ? 'the port is already in use (stop the other process or choose another --port)' : err.code === 'EACCES' ? 'permission denied (choose a port above 1023)' : 'no such address on this machine (check --host)'}`)
+            : err,
+        ),
+      );
       server!.listen(wanted, host, () => resolve());
     });
     const port = (server.address() as AddressInfo).port;

@@ -83,6 +83,29 @@ it('`idforge serve` exits non-zero with the message and no stack trace', async (
   child.stdout.on('data', (d) => { if (String(d).includes('listening on')) child.kill('SIGTERM'); });
   const [code] = await once(child, 'exit');
   expect(code).not.toBe(0);
-  expect(err).toMatch(/refusing to start: the data dir .* but its master key is missing/);
+  expect(code).toBe(1);
+  expect(err).toMatch(/^idforge serve: refusing to start: the data dir .* but its master key is missing/m);
+  expect(err).not.toContain('internal error');
   expect(err).not.toMatch(/^\s+at /m);
+});
+
+it('`idforge serve` on a port that is taken says so plainly', async () => {
+  const { createServer } = await import('node:net');
+  const blocker = createServer();
+  await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r));
+  const port = (blocker.address() as { port: number }).port;
+  const fresh = tempDir();
+  try {
+    const child = spawn(process.execPath, [BIN, 'serve', '--data-dir', fresh.path, '--port', String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let err = '';
+    child.stderr.on('data', (d) => { err += String(d); });
+    child.stdout.on('data', (d) => { if (String(d).includes('listening on')) child.kill('SIGTERM'); });
+    const [code] = await once(child, 'exit');
+    expect(code).toBe(1);
+    expect(err).toContain(`idforge serve: cannot listen on 127.0.0.1:${port}: the port is already in use`);
+    expect(err).not.toContain('internal error');
+  } finally {
+    blocker.close();
+    fresh.remove();
+  }
 });

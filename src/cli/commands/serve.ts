@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { BOOTSTRAP_CREDENTIALS_FILE, LOGIN_DEFAULTS, startServer, type LoginOptions } from '../../server/index.ts';
+import { BOOTSTRAP_CREDENTIALS_FILE, LOGIN_DEFAULTS, StartupError, startServer, type LoginOptions } from '../../server/index.ts';
 import { EXIT, UsageError, type Command } from '../_io.ts';
 import { parseCommandArgs } from '../_args.ts';
 
@@ -103,19 +103,29 @@ export const run: Command = async (argv, io) => {
     backoffBaseMs: count(values['backoff-ms'], '--backoff-ms', true),
   };
 
-  const server = await startServer({
-    dataDir,
-    port: port(values.port, '--port', 9080),
-    baseDomain: values['base-domain'] ?? 'localhost',
-    scheme,
-    host: values.host ?? '127.0.0.1',
-    ...(values['public-port'] === undefined ? {} : { publicPort: port(values['public-port'], '--public-port', 0) }),
-    ...(values['trusted-proxies'] === undefined ? {} : { trustedProxies: count(values['trusted-proxies'], '--trusted-proxies', true) }),
-    keyAlg,
-    login,
-    env: io.env,
-    log: (line) => io.stderr(`idforge serve: ${line}\n`),
-  });
+  let server;
+  try {
+    server = await startServer({
+      dataDir,
+      port: port(values.port, '--port', 9080),
+      baseDomain: values['base-domain'] ?? 'localhost',
+      scheme,
+      host: values.host ?? '127.0.0.1',
+      ...(values['public-port'] === undefined ? {} : { publicPort: port(values['public-port'], '--public-port', 0) }),
+      ...(values['trusted-proxies'] === undefined ? {} : { trustedProxies: count(values['trusted-proxies'], '--trusted-proxies', true) }),
+      keyAlg,
+      login,
+      env: io.env,
+      log: (line) => io.stderr(`idforge serve: ${line}\n`),
+    });
+  } catch (err) {
+    // The operator's mistake (wrong master key, port in use): say it plainly, exit 1.
+    if (err instanceof StartupError) {
+      io.stderr(`idforge serve: ${err.message}\n`);
+      return EXIT.invalid;
+    }
+    throw err;
+  }
   io.stdout(
     `idforge server listening on ${server.url}\n` +
       `  admin API:   ${server.adminUrl} (OpenAPI at ${server.adminUrl}/openapi.json)\n` +
