@@ -27,6 +27,28 @@ export const AdminConnectionSchema = z.union([
   z.strictObject({ credentialsFile: z.string().refine((f) => f.startsWith('/'), { error: 'must be an absolute path' }) }),
 ]);
 
+/**
+ * Adoption. A provider's create writes with an idempotent PUT, which would silently take over an
+ * object that already exists on the server (made by hand, by `idforge apply`, or by another stack).
+ * So create first looks: an existing object is refused unless the resource has `adopt: true`
+ * (stack config `idforge:adopt`), in which case it is brought under the stack in place: no
+ * delete, no re-create, its id, creation time and users' password hashes kept. `adopt` is not
+ * part of the object, so diffs ignore it and turning it off again changes nothing.
+ *
+ * Why not Pulumi's `import`: the engine's import sends the provider an empty Read request
+ * (pkg/resource/deploy/step.go, ImportStep), and a dynamic provider's code travels in the
+ * resource's properties (`__provider`), so neither `pulumi import` nor the `import` resource
+ * option can reach these providers.
+ */
+export const AdoptSchema = z.boolean().optional();
+
+export function notAdopted(what: string): Error {
+  return new Error(
+    `${what} already exists on the server, outside this stack. To bring it under this stack without re-creating it, ` +
+      'run `pulumi config set idforge:adopt true`, `pulumi up`, then `pulumi config rm idforge:adopt`.',
+  );
+}
+
 /** zod path → Pulumi property path (`body.redirectUris[0]`). */
 export function propertyPath(path: readonly PropertyKey[]): string {
   let out = '';

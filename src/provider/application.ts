@@ -20,7 +20,7 @@ import {
   adminPaths,
 } from '../schema/admin-api.ts';
 import type { AdminConnection } from './_admin-client.ts';
-import { AdminConnectionSchema, changedKeys, checkWith, defined, isUnknown, jsonEqual, pickKeys } from './_common.ts';
+import { AdminConnectionSchema, AdoptSchema, changedKeys, checkWith, defined, isUnknown, jsonEqual, pickKeys } from './_common.ts';
 import { _DynamicResource } from './_load.ts';
 
 /** The body without `clientSecret`: the provider owns the secret. */
@@ -33,6 +33,12 @@ export interface ApplicationArgs {
   readonly body: pulumi.Input<ApplicationSpecBody>;
   /** Confidential clients: the secret to register (pass a secret). Default: made at create. */
   readonly clientSecret?: pulumi.Input<string>;
+  /**
+   * Take over an application that already exists on the server instead of refusing (see
+   * AdoptSchema). Its client secret cannot be read back (the server keeps a hash), so adoption
+   * sets it to this resource's secret: clients configured with the old secret need the new configs.
+   */
+  readonly adopt?: pulumi.Input<boolean>;
 }
 
 export interface ApplicationInputs {
@@ -41,6 +47,7 @@ export interface ApplicationInputs {
   readonly name: string;
   readonly body: ApplicationSpecBody;
   readonly clientSecret?: string;
+  readonly adopt?: boolean;
 }
 export interface ApplicationOutputs extends ApplicationInputs {
   /** The OAuth client id; absent for api applications, which are audiences, not clients. */
@@ -62,6 +69,7 @@ const ApplicationInputsSchema = z.strictObject({
   name: z.string().regex(NAME, { error: 'must be an application name' }),
   body: SpecBody,
   clientSecret: z.string().min(32).max(256).optional(),
+  adopt: AdoptSchema,
 });
 
 const IMMUTABLE = ['tenant', 'name'] as const;
@@ -107,7 +115,14 @@ export const applicationProvider: Required<
       if (n !== undefined && !isUnknown(n) && !jsonEqual(o, n)) replaces.push(`body.${k}`);
     }
     const newSecret = news.clientSecret !== undefined && news.clientSecret !== olds.clientSecret;
-    return { changes: replaces.length > 0 || newSecret || !jsonEqual(olds.body, news.body), replaces };
+    // A new kind or client id keeps the same path on the server: the old registration must go
+    // first, or deleting it after the create would delete the new one.
+    const samePath = replaces.length > 0 && replaces.every((k) => k.startsWith('body.'));
+    return {
+      changes: replaces.length > 0 || newSecret || !jsonEqual(olds.body, news.body),
+      replaces,
+      ...(samePath ? { deleteBeforeReplace: true } : {}),
+    };
   },
   async create(inputs) {
     const { AdminClient } = await import('./_admin-client.ts');
@@ -115,7 +130,11 @@ export const applicationProvider: Required<
     const clientSecret = isConfidential(inputs.body)
       ? (inputs.clientSecret ?? randomBytes(CLIENT_SECRET_BYTES).toString('base64url'))
       : undefined;
-    await new AdminClient(inputs.connection).put(adminPaths.application(inputs.tenant, inputs.name), {
+    const { notAdopted } = await import('./_common.ts');
+    const client = new AdminClient(inputs.connection);
+    const path = adminPaths.application(inputs.tenant, inputs.name);
+    if (!inputs.adopt && (await client.get(path)) !== undefined) throw notAdopted(`application ${inputs.tenant}/${inputs.name}`);
+    await client.put(path, {
       ...inputs.body,
       ...(clientSecret === undefined ? {} : { clientSecret }),
     });
@@ -131,7 +150,7 @@ export const applicationProvider: Required<
     const { clientSecret: _never, ...fields } = pickKeys<Record<string, unknown>>(shapeOf(kind), live);
     const body = { ...old.body, ...fields, kind } as ApplicationSpecBody;
     // The secret cannot be read back (the server keeps a hash): the state's stays the truth.
-    const inputs: ApplicationInputs = { connection: old.connection, tenant: old.tenant, name: old.name, body, clientSecret: old.clientSecret };
+    const inputs: ApplicationInputs = { connection: old.connection, tenant: old.tenant, name: old.name, body, clientSecret: old.clientSecret, adopt: old.adopt };
     // Inputs as well as outputs, so drift shows up in the next diff (pulumi#13679).
     return { id, props: defined({ ...old, ...inputs }), inputs: defined(inputs) as ApplicationOutputs };
   },

@@ -30,6 +30,11 @@ export interface IdentityStackArgs {
   readonly clientConfigDir: string;
   /** Initial passwords per `<tenant>/<userId>`, resolved from the model's references (secrets). */
   readonly passwords?: Readonly<Record<string, pulumi.Input<string>>>;
+  /**
+   * Take over tenants, applications, users and assignments that already exist on the server (made
+   * by hand or by `idforge apply`) instead of refusing to create them. Default false.
+   */
+  readonly adopt?: boolean;
 }
 
 /** Bytes per the contract: the proxy's cookie secret is 16 random bytes; a session secret gets 32. */
@@ -98,6 +103,7 @@ export class IdentityStack extends pulumi.ComponentResource {
     super('idforge:index:IdentityStack', name, {}, opts);
     const { model } = args;
     const child = { parent: this };
+    const adopt = args.adopt ? { adopt: true } : {};
 
     this.server = new AuthServer(
       'server',
@@ -123,7 +129,7 @@ export class IdentityStack extends pulumi.ComponentResource {
 
     for (const spec of tenantSpecs(model)) {
       const t = spec.tenant;
-      const tenant = new Tenant(t, { connection, name: t, body: spec.body }, child);
+      const tenant = new Tenant(t, { connection, name: t, body: spec.body, ...adopt }, child);
       const inTenant = { parent: this, dependsOn: [tenant] };
       // APIs first (the plan lists them first): clients name them as their audience, and the server
       // refuses an audience that is not registered yet.
@@ -133,7 +139,7 @@ export class IdentityStack extends pulumi.ComponentResource {
         const needsApis = a.body.kind !== 'api' && 'audience' in a.body && a.body.audience.length > 0;
         const app = new Application(
           `${t}/${a.name}`,
-          { connection, tenant: t, name: a.name, body: a.body, ...(clientSecret ? { clientSecret } : {}) },
+          { connection, tenant: t, name: a.name, body: a.body, ...(clientSecret ? { clientSecret } : {}), ...adopt },
           needsApis ? { parent: this, dependsOn: [tenant, ...apis] } : inTenant,
         );
         if (a.body.kind === 'api') apis.push(app);
@@ -151,12 +157,13 @@ export class IdentityStack extends pulumi.ComponentResource {
           tenant: t,
           users: spec.users,
           ...(Object.keys(passwords).length > 0 ? { initialPasswords: pulumi.secret(passwords) } : {}),
+          ...adopt,
         },
         inTenant,
       );
       new TenantAssignments(
         `${t}/assignments`,
-        { connection, tenant: t, assignments: spec.assignments },
+        { connection, tenant: t, assignments: spec.assignments, ...adopt },
         { parent: this, dependsOn: [tenant, users, ...apps] },
       );
     }

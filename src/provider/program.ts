@@ -6,6 +6,9 @@
  *   dataDir          local server's data dir. Default: .idforge/<stack>/server
  *   port             local server's port. Default: the model's `server.port`, else 9080
  *   clientConfigDir  where client configs are written. Default: .idforge/<stack>/clients
+ *   adopt            true: take over tenants, applications, users and assignments that already
+ *                    exist on the server (made by hand or by `idforge apply`) instead of refusing
+ *                    to create them. Default: false. Set it for one `up`, then remove it.
  *
  * Users' initial passwords come from the references in the model: `{env: NAME}` reads the
  * environment of `pulumi up`, `{config: key}` reads a secret stack config value
@@ -58,6 +61,7 @@ const identity = new IdentityStack('idforge', {
   },
   clientConfigDir: here(config.get('clientConfigDir') ?? `.idforge/${stack}/clients`),
   passwords,
+  adopt: config.getBoolean('adopt') ?? false,
 });
 
 export const baseUrl = identity.baseUrl;

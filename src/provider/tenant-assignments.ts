@@ -10,7 +10,7 @@ import * as pulumi from '@pulumi/pulumi';
 import { z } from 'zod';
 import { DNS_LABEL, MANAGED_BY, NAME, USER_ID, adminPaths } from '../schema/admin-api.ts';
 import type { AdminConnection } from './_admin-client.ts';
-import { AdminConnectionSchema, changedKeys, checkWith, jsonEqual } from './_common.ts';
+import { AdminConnectionSchema, AdoptSchema, changedKeys, checkWith, jsonEqual } from './_common.ts';
 import { _DynamicResource } from './_load.ts';
 
 export interface TenantAssignmentsArgs {
@@ -18,12 +18,15 @@ export interface TenantAssignmentsArgs {
   readonly tenant: pulumi.Input<string>;
   /** Application name → ids of the users assigned to it. */
   readonly assignments: pulumi.Input<Record<string, pulumi.Input<readonly string[]>>>;
+  /** Take over assignments that already exist on the server instead of refusing (see AdoptSchema). */
+  readonly adopt?: pulumi.Input<boolean>;
 }
 
 export interface TenantAssignmentsInputs {
   readonly connection: AdminConnection;
   readonly tenant: string;
   readonly assignments: Record<string, string[]>;
+  readonly adopt?: boolean;
 }
 export type TenantAssignmentsOutputs = TenantAssignmentsInputs;
 
@@ -35,6 +38,7 @@ const TenantAssignmentsInputsSchema = z.strictObject({
     // Sorted and unique, so reordering the model is no change.
     z.array(z.string().regex(USER_ID, { error: 'must be a user id' })).transform((ids) => [...new Set(ids)].sort()),
   ),
+  adopt: AdoptSchema,
 });
 
 const CONCURRENCY = 16;
@@ -86,6 +90,17 @@ export const tenantAssignmentsProvider: Required<
     return { changes: replaces.length > 0 || !jsonEqual(olds.assignments, news.assignments), replaces };
   },
   async create(inputs) {
+    if (!inputs.adopt) {
+      const { AdminClient, mapLimit } = await import('./_admin-client.ts');
+      const { notAdopted } = await import('./_common.ts');
+      const client = new AdminClient(inputs.connection);
+      const apps = Object.keys(inputs.assignments).filter((a) => inputs.assignments[a]!.length > 0);
+      const live = await mapLimit(apps, CONCURRENCY, (a) =>
+        client.list<{ userId: string }>(`${adminPaths.application(inputs.tenant, a)}/assignments`),
+      );
+      const taken = apps.flatMap((a, i) => (live[i] ?? []).filter((x) => inputs.assignments[a]!.includes(x.userId)).map((x) => `${a}→${x.userId}`));
+      if (taken.length > 0) throw notAdopted(`in tenant ${inputs.tenant}, assignment${taken.length > 1 ? 's' : ''} ${taken.slice(0, 5).join(', ')}${taken.length > 5 ? ` (and ${taken.length - 5} more)` : ''}`);
+    }
     await apply(undefined, inputs);
     return { id: `${inputs.tenant}/assignments`, outs: inputs };
   },

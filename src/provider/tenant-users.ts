@@ -15,7 +15,7 @@ import * as pulumi from '@pulumi/pulumi';
 import { z } from 'zod';
 import { DNS_LABEL, USER_ID, UserBody, adminPaths } from '../schema/admin-api.ts';
 import type { AdminConnection } from './_admin-client.ts';
-import { AdminConnectionSchema, changedKeys, checkWith, jsonEqual, pickKeys } from './_common.ts';
+import { AdminConnectionSchema, AdoptSchema, changedKeys, checkWith, jsonEqual, pickKeys } from './_common.ts';
 import { _DynamicResource } from './_load.ts';
 
 export type UserSpecBody = Omit<UserBody, 'initialPassword'>;
@@ -27,6 +27,11 @@ export interface TenantUsersArgs {
   readonly users: pulumi.Input<Record<string, pulumi.Input<UserSpecBody>>>;
   /** Initial passwords by user id; pass as a secret. */
   readonly initialPasswords?: pulumi.Input<Record<string, pulumi.Input<string>>>;
+  /**
+   * Take over users that already exist on the server instead of refusing (see AdoptSchema). The
+   * server sets an initial password only for a user without one, so adopted users keep theirs.
+   */
+  readonly adopt?: pulumi.Input<boolean>;
 }
 
 export interface TenantUsersInputs {
@@ -34,6 +39,7 @@ export interface TenantUsersInputs {
   readonly tenant: string;
   readonly users: Record<string, UserSpecBody>;
   readonly initialPasswords?: Record<string, string>;
+  readonly adopt?: boolean;
 }
 export type TenantUsersOutputs = TenantUsersInputs;
 
@@ -42,6 +48,7 @@ const TenantUsersInputsSchema = z.strictObject({
   tenant: z.string().regex(DNS_LABEL, { error: 'must be a lowercase DNS label' }),
   users: z.record(z.string().regex(USER_ID, { error: 'must be a user id' }), UserBody.omit({ initialPassword: true })),
   initialPasswords: z.record(z.string(), z.string().min(8).max(1024)).optional(),
+  adopt: AdoptSchema,
 });
 
 /** Requests in flight at once: enough to hide latency, few enough not to starve the server. */
@@ -84,6 +91,13 @@ export const tenantUsersProvider: Required<
     return { changes: replaces.length > 0 || !jsonEqual(olds.users, news.users), replaces };
   },
   async create(inputs) {
+    if (!inputs.adopt) {
+      const { AdminClient } = await import('./_admin-client.ts');
+      const { notAdopted } = await import('./_common.ts');
+      const live = await new AdminClient(inputs.connection).list<{ id: string }>(`${adminPaths.tenant(inputs.tenant)}/users`);
+      const taken = (live ?? []).map((u) => u.id).filter((id) => id in inputs.users).sort();
+      if (taken.length > 0) throw notAdopted(`in tenant ${inputs.tenant}, user${taken.length > 1 ? 's' : ''} ${taken.slice(0, 5).join(', ')}${taken.length > 5 ? ` (and ${taken.length - 5} more)` : ''}`);
+    }
     await apply(undefined, inputs);
     return { id: `${inputs.tenant}/users`, outs: inputs };
   },

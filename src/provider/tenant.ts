@@ -6,7 +6,7 @@ import * as pulumi from '@pulumi/pulumi';
 import { z } from 'zod';
 import { DNS_LABEL, TenantBody, adminPaths } from '../schema/admin-api.ts';
 import type { AdminConnection } from './_admin-client.ts';
-import { AdminConnectionSchema, changedKeys, checkWith, jsonEqual, pickKeys } from './_common.ts';
+import { AdminConnectionSchema, AdoptSchema, changedKeys, checkWith, jsonEqual, pickKeys } from './_common.ts';
 import { _DynamicResource } from './_load.ts';
 
 export interface TenantArgs {
@@ -16,12 +16,15 @@ export interface TenantArgs {
   readonly name: pulumi.Input<string>;
   /** The desired state, exactly the body `idforge apply` sends. */
   readonly body: pulumi.Input<TenantBody>;
+  /** Take over a tenant that already exists on the server instead of refusing (see AdoptSchema). */
+  readonly adopt?: pulumi.Input<boolean>;
 }
 
 export interface TenantInputs {
   readonly connection: AdminConnection;
   readonly name: string;
   readonly body: TenantBody;
+  readonly adopt?: boolean;
 }
 export type TenantOutputs = TenantInputs;
 
@@ -29,6 +32,7 @@ const TenantInputsSchema = z.strictObject({
   connection: AdminConnectionSchema,
   name: z.string().regex(DNS_LABEL, { error: 'must be a lowercase DNS label' }),
   body: TenantBody,
+  adopt: AdoptSchema,
 });
 
 /** Inputs that name the remote object: changing one means a different tenant. */
@@ -50,7 +54,10 @@ export const tenantProvider: Required<Omit<pulumi.dynamic.ResourceProvider<Tenan
   },
   async create(inputs) {
     const { AdminClient } = await import('./_admin-client.ts');
-    await new AdminClient(inputs.connection).put(adminPaths.tenant(inputs.name), inputs.body);
+    const { notAdopted } = await import('./_common.ts');
+    const client = new AdminClient(inputs.connection);
+    if (!inputs.adopt && (await client.get(adminPaths.tenant(inputs.name))) !== undefined) throw notAdopted(`tenant ${inputs.name}`);
+    await client.put(adminPaths.tenant(inputs.name), inputs.body);
     return { id: inputs.name, outs: inputs };
   },
   async read(id, props) {

@@ -93,6 +93,8 @@ describe('diff', () => {
     expect(await applicationProvider.diff('acme/portal', olds, { ...news, body: { ...body, clientId: 'portal2' } } as never)).toEqual({
       changes: true,
       replaces: ['body.clientId'],
+      // Same path on the server: the old registration goes first, or its delete would remove the new one.
+      deleteBeforeReplace: true,
     });
     expect(
       await applicationProvider.diff('acme/portal', olds, { ...news, body: { ...body, redirectUris: ['http://portal.localhost:3001/cb'] } } as never),
