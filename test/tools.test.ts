@@ -14,6 +14,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CHROMIUM_FLAGS } from './support/browser.ts';
 import { pulumiEnv, toolPath, toolVersions } from './support/tools.ts';
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -236,14 +237,8 @@ describe('*.localhost', () => {
     const browser = await chromium.launch({
       executablePath: toolPath('chromium'),
       headless: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
+      // The flags every browser test uses: proven here to load a *.localhost page.
+      args: [...CHROMIUM_FLAGS],
     });
     try {
       const page = await browser.newPage();
