@@ -58,7 +58,8 @@ describe('adopting objects made by idforge apply into a Pulumi stack', { timeout
     try {
       let out = '';
       const io: CliIo = { stdout: (t) => void (out += t), stderr: (t) => void (out += t), env: { ...process.env, ...PASSWORDS }, cwd: p.root, color: false };
-      expect(await main(['apply', model, '--data-dir', dataDir], io), out).toBe(0);
+      const code = await main(['apply', model, '--data-dir', dataDir], io);
+      expect(code, out).toBe(0);
       // `idforge apply` keeps the client secrets it made in its state file (.idforge/state.json).
       const state = JSON.parse(await readFile(join(p.root, '.idforge/state.json'), 'utf8')) as { secrets: Record<string, { clientSecret?: string }> };
       applySecret = state.secrets['acme/portal']?.clientSecret ?? '';
