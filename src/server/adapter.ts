@@ -84,22 +84,20 @@ export class TenantApps {
   constructor(private readonly storage: ServerContext['storage'], private readonly tenant: string) {}
 
   byClientId(clientId: string): Promise<ApplicationRecord | undefined> {
-    let hit = this.#byClientId.get(clientId);
-    if (hit === undefined) {
-      hit = this.storage.getApplicationByClientId(this.tenant, clientId);
-      // Bounded: unknown ids come from the network; do not let them grow the memo without limit.
-      if (this.#byClientId.size > 10_000) this.#byClientId.clear();
-      this.#byClientId.set(clientId, hit);
-    }
-    return hit;
+    return TenantApps.#memo(this.#byClientId, clientId, () => this.storage.getApplicationByClientId(this.tenant, clientId));
   }
 
   byIdentifier(identifier: string): Promise<ApplicationRecord | undefined> {
-    let hit = this.#byIdentifier.get(identifier);
+    return TenantApps.#memo(this.#byIdentifier, identifier, () => this.storage.getApplicationByIdentifier(this.tenant, identifier));
+  }
+
+  static #memo<T>(memo: Map<string, Promise<T>>, key: string, load: () => Promise<T>): Promise<T> {
+    let hit = memo.get(key);
     if (hit === undefined) {
-      hit = this.storage.getApplicationByIdentifier(this.tenant, identifier);
-      if (this.#byIdentifier.size > 10_000) this.#byIdentifier.clear();
-      this.#byIdentifier.set(identifier, hit);
+      hit = load();
+      // Bounded: unknown keys come from the network; do not let them grow the memo without limit.
+      if (memo.size > 10_000) memo.clear();
+      memo.set(key, hit);
     }
     return hit;
   }
