@@ -4,9 +4,9 @@
 // passwords) are removed. Safe to run when nothing is deployed.
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { ROOT, ensureSupportedNode } from './_node.js';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
+ensureSupportedNode();
 if (!existsSync(join(ROOT, 'node_modules/tsx')) || !existsSync(join(ROOT, '.pulumi-state/.pulumi'))) {
   console.log('Nothing to tear down: the demo was never installed here.');
   process.exit(0);

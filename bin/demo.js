@@ -7,16 +7,20 @@ import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { ROOT, ensureSupportedNode, npmEnv } from './_node.js';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const sh = (cmd, args) => {
-  const r = spawnSync(cmd, args, { cwd: ROOT, stdio: 'inherit' });
+// Node.js 22 or later first: on an older node this installs Node 24 into tools/ and runs again under it.
+ensureSupportedNode();
+const sh = (cmd, args, env = process.env) => {
+  const r = spawnSync(cmd, args, { cwd: ROOT, stdio: 'inherit', env });
   if (r.status !== 0) process.exit(r.status ?? 1);
 };
-// A fresh clone: npm dependencies first (tsx among them), then the engine. Each is skipped when
+// A fresh clone: npm dependencies (built for this node), then the engine. Each is skipped when
 // already there; scripts/ensure-tools.sh caches its Go builds in tools/.
-if (!existsSync(join(ROOT, 'node_modules/@pulumi/pulumi/package.json'))) sh('npm', ['ci', '--no-audit', '--no-fund']);
+if (!existsSync(join(ROOT, 'node_modules/@pulumi/pulumi/package.json'))) {
+  console.log('demo: installing npm dependencies (npm ci)');
+  sh('npm', ['ci', '--no-audit', '--no-fund'], npmEnv());
+}
 sh('bash', [join(ROOT, 'scripts/ensure-tools.sh')]);
 
 const { register } = await import('tsx/esm/api');

@@ -1,5 +1,6 @@
 # Source this file (bash or zsh): `. scripts/tools-env.sh`
-# Puts idforge's tools/bin (or $IDFORGE_TOOLS_DIR/bin) first on PATH and sets the Pulumi variables that keep the
+# Puts idforge's tools/bin (or $IDFORGE_TOOLS_DIR/bin), and tools/node/bin when ensure-tools.sh installed Node.js
+# there, first on PATH, and sets the Pulumi variables that keep the
 # CLI offline and self-contained. Run scripts/ensure-tools.sh first to build the tools.
 # test/support/tools.ts (pulumiEnv) sets the same variables for tests.
 
@@ -21,6 +22,15 @@ case "$PATH" in
   "$IDFORGE_TOOLS_BIN":*) ;;
   *) PATH="$IDFORGE_TOOLS_BIN:$PATH" ;;
 esac
+# Node.js 24, when ensure-tools.sh installed it because the machine's node is older than 22.
+if [ -x "$IDFORGE_TOOLS_BIN/../node/bin/node" ]; then
+  _idforge_node_bin="$(cd "$IDFORGE_TOOLS_BIN/../node/bin" && pwd)"
+  case "$PATH" in
+    "$_idforge_node_bin":*) ;;
+    *) PATH="$_idforge_node_bin:$PATH" ;;
+  esac
+  unset _idforge_node_bin
+fi
 export PATH
 
 # No network calls to check for a newer CLI, and never download plugins: everything comes from tools/bin.

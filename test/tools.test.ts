@@ -6,7 +6,7 @@
  */
 import { execFile } from 'node:child_process';
 import { lookup } from 'node:dns/promises';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -52,12 +52,14 @@ describe('pulumi', () => {
     rmSync(work, { recursive: true, force: true });
   });
 
-  it('is the pinned CLI, the same release as the npm SDK', async () => {
+  it('is the pinned release (or a newer v3 found on PATH), and the npm SDK is the pinned release', async () => {
     const sdk = JSON.parse(readFileSync(join(REPO_ROOT, 'node_modules/@pulumi/pulumi/package.json'), 'utf8'));
-    const { stdout } = await ok(toolPath('pulumi'), ['version'], { env: pulumiEnv() });
-    expect(stdout.trim()).toBe('v3.248.0');
-    expect(stdout.trim()).toBe(versions.PULUMI_VERSION);
+    expect(versions.PULUMI_VERSION).toBe('v3.259.0');
     expect(`v${sdk.version}`).toBe(versions.PULUMI_VERSION);
+    const { stdout } = await ok(toolPath('pulumi'), ['version'], { env: pulumiEnv() });
+    const cli = stdout.trim();
+    if (toolPath('pulumi').startsWith(REPO_ROOT)) expect(cli).toBe(versions.PULUMI_VERSION);
+    else expect(cli.localeCompare(versions.PULUMI_VERSION, 'en', { numeric: true })).toBeGreaterThanOrEqual(0);
   });
 
   it('has its Node language host and dynamic-provider launcher beside it', async () => {
@@ -191,6 +193,78 @@ throw new Error("tenant model is broken: " + config.require("reason"));
     },
     300_000,
   );
+});
+
+/** A node of release 22 or later: this one, or the one ensure-tools.sh installed. */
+function supportedNode(): string {
+  return Number(process.versions.node.split('.')[0]) >= 22 ? process.execPath : join(REPO_ROOT, 'tools/node/bin/node');
+}
+
+/** The folder of the go command (the stamps of built tools name the Go release). */
+function goBin(): string {
+  const found = (process.env.PATH ?? '').split(':').find((d) => d !== '' && existsSync(join(d, 'go')));
+  return found ?? '/usr/local/go/bin';
+}
+
+describe('scripts/ensure-tools.sh', () => {
+  it('uses a compatible pulumi, language host, oauth2-proxy and node already on PATH, and builds nothing', async () => {
+    // A machine where the tools were installed some other way: a folder on PATH holding them, and an
+    // empty tools dir for this run.
+    const work = mkdtempSync(join(tmpdir(), 'idforge-ensure-'));
+    try {
+      const userBin = join(work, 'usr-local-bin');
+      mkdirSync(userBin);
+      for (const tool of ['pulumi', 'pulumi-language-nodejs', 'oauth2-proxy'] as const) symlinkSync(toolPath(tool), join(userBin, tool));
+      symlinkSync(supportedNode(), join(userBin, 'node'));
+      const env = { ...process.env, PATH: `${userBin}:${goBin()}:/usr/local/bin:/usr/bin:/bin`, IDFORGE_TOOLS_DIR: join(work, 'tools') };
+      const r = await ok('bash', [join(REPO_ROOT, 'scripts/ensure-tools.sh')], { env });
+      expect(r.stderr).not.toMatch(/building|installing/);
+      expect(r.stderr).toMatch(new RegExp(`pulumi +v3\\.\\d+\\.\\d+ +${userBin}/pulumi \\(found on PATH\\)`));
+      expect(r.stderr).toContain(`${userBin}/pulumi-language-nodejs (found beside pulumi)`);
+      expect(r.stderr).toMatch(new RegExp(`oauth2-proxy +v7\\.\\d+\\.\\d+ +${userBin}/oauth2-proxy \\(found on PATH\\)`));
+      expect(r.stderr).toMatch(new RegExp(`node +v2\\d\\.\\d+\\.\\d+ +${userBin}/node \\(found on PATH\\)`));
+      expect(r.stdout).toMatch(new RegExp(`^pulumi +${userBin}/pulumi `, 'm'));
+      // Nothing was built or installed into the tools dir: only the SDK's dynamic-provider launcher is linked.
+      expect(readdirSync(join(work, 'tools', 'bin'))).toEqual(['pulumi-resource-pulumi-nodejs']);
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  it('refuses a pulumi older than the pinned release and says why', async () => {
+    const work = mkdtempSync(join(tmpdir(), 'idforge-ensure-old-'));
+    try {
+      const userBin = join(work, 'bin');
+      mkdirSync(userBin);
+      writeFileSync(join(userBin, 'pulumi'), '#!/bin/sh\necho v3.100.0\n', { mode: 0o755 });
+      symlinkSync(supportedNode(), join(userBin, 'node'));
+      // The real tools dir: the pinned build is there, so nothing is built either.
+      const env = { ...process.env, PATH: `${userBin}:${goBin()}:/usr/local/bin:/usr/bin:/bin` };
+      const r = await ok('bash', [join(REPO_ROOT, 'scripts/ensure-tools.sh')], { env });
+      expect(r.stderr).toContain(`${userBin}/pulumi is older than ${toolVersions().PULUMI_VERSION}: not used`);
+      expect(r.stdout).toMatch(/^pulumi +\S+\/tools\/bin\/pulumi +v3\.259\.0$/m);
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
+  }, 120_000);
+});
+
+describe('Node.js', () => {
+  it('every entry point runs on Node 22 or later: an older machine node hands over to tools/node', async () => {
+    const machineNode = ['/usr/bin/node', '/usr/local/bin/node'].find((p) => existsSync(p));
+    expect(machineNode, 'a node on the machine').toBeDefined();
+    const { stdout: machineVersion } = await ok(machineNode!, ['--version']);
+    const env = { ...process.env, PATH: `${dirname(machineNode!)}:/usr/bin:/bin` };
+    const viaRun = (await ok(machineNode!, [join(REPO_ROOT, 'bin/run.js'), 'node', '-p', 'process.version + " " + process.release.lts'], { env })).stdout.trim();
+    const viaCli = (await ok(machineNode!, [join(REPO_ROOT, 'bin/idforge.js'), '--version'], { env })).stdout.trim();
+    expect(viaCli).toBe('idforge 0.1.0');
+    if (Number(machineVersion.slice(1).split('.')[0]) >= 22) {
+      expect(viaRun).toBe(`${machineVersion.trim()} ${viaRun.split(' ')[1]}`);
+    } else {
+      // The pinned LTS release from tools/node, not the machine's.
+      expect(viaRun).toBe(`v${toolVersions().NODE_VERSION} Krypton`);
+    }
+  }, 120_000);
 });
 
 describe('oauth2-proxy', () => {

@@ -40,7 +40,7 @@ import (
 
 // version is the Pulumi release this host is built to accompany; the build sets it with
 // -ldflags "-X main.version=...". It is what GetPluginInfo reports to the engine.
-var version = "3.248.0"
+var version = "3.259.0"
 
 // runModule is the @pulumi/pulumi entry point that connects to the engine and runs the user's program.
 const runModule = "@pulumi/pulumi/cmd/run"
