@@ -17,7 +17,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import * as oidc from 'openid-client';
-import { adminPaths } from '../../src/schema/admin-api.ts';
+import { routePath } from '../../src/contract/index.ts';
 import { PASSWORD_HASH_PARAMS } from '../../src/server/index.ts';
 import { startBenchServer } from '../server/_harness.ts';
 // The tests' browser (cookie jar, form filling) performs the logins, as in bench/server/grants.ts.
@@ -36,12 +36,12 @@ try {
   const t = 'bench';
   const secret = 'bench-web-secret-0123456789abcdefghijkl';
   const redirect = 'http://app.bench.test/cb';
-  await server.admin('PUT', adminPaths.tenant(t), { displayName: 'Bench' });
-  await server.admin('PUT', adminPaths.application(t, 'web'), { kind: 'web', clientId: 'bench-web', clientSecret: secret, redirectUris: [redirect], scopes: ['openid'] });
+  await server.admin('PUT', routePath('getTenant', { tenant: t }), { displayName: 'Bench' });
+  await server.admin('PUT', routePath('getApplication', { tenant: t, application: 'web' }), { kind: 'web', clientId: 'bench-web', clientSecret: secret, redirectUris: [redirect], scopes: ['openid'] });
   const users = Array.from({ length: workers }, (_, i) => ({ id: `u${i}`, email: `u${i}@bench.test` }));
   for (const u of users) {
-    await server.admin('PUT', adminPaths.user(t, u.id), { email: u.email, initialPassword: 'bench-password' });
-    await server.admin('PUT', adminPaths.assignment(t, 'web', u.id), {});
+    await server.admin('PUT', routePath('getUser', { tenant: t, userId: u.id }), { email: u.email, initialPassword: 'bench-password' });
+    await server.admin('PUT', routePath('getAssignment', { tenant: t, application: 'web', userId: u.id }), {});
   }
   const config = await relyingParty(server.issuer(t), 'bench-web', secret);
   const login = async (email: string) => {

@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { getAdminToken, localhostFetch, readAdminCredentials } from '../../src/server/index.ts';
+import { AdminClient } from '../../src/admin-client/index.ts';
 
 const BIN = resolve(import.meta.dirname, '../../bin/idforge.js');
 
@@ -32,6 +32,8 @@ export interface BenchServer {
   rss(): number;
   /** CPU seconds (user + system, all threads) the server process has used so far. */
   cpuSeconds(): number;
+  /** The typed admin client for this server. */
+  readonly client: AdminClient;
   admin(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }>;
   stop(): Promise<void>;
 }
@@ -50,12 +52,10 @@ export async function startBenchServer(options: { keyAlg?: 'RS256' | 'ES256'; co
     if (i > 300 || child.exitCode !== null) throw new Error(`server did not start:\n${output}`);
     await new Promise((r) => setTimeout(r, 100));
   }
-  const creds = readAdminCredentials(dataDir);
-  let token = await getAdminToken(creds);
-  let tokenAt = Date.now();
+  const client = await AdminClient.forDataDir(dataDir);
   const base = `http://localhost:${port}`;
   return {
-    port, dataDir, pid: child.pid!, base,
+    port, dataDir, pid: child.pid!, base, client,
     issuer: (t) => `http://${t}.localhost:${port}/oauth2/`,
     rss() {
       const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
@@ -68,17 +68,8 @@ export async function startBenchServer(options: { keyAlg?: 'RS256' | 'ES256'; co
       return (Number(fields[11]) + Number(fields[12])) / 100;
     },
     async admin(method, path, body) {
-      if (Date.now() - tokenAt > 5 * 60_000) {
-        token = await getAdminToken(creds);
-        tokenAt = Date.now();
-      }
-      const res = await localhostFetch(`${base}${path}`, {
-        method,
-        headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      const text = await res.text();
-      return { status: res.status, body: text === '' ? undefined : JSON.parse(text) };
+      const r = await client.raw(method, path, body);
+      return { status: r.status, body: r.body };
     },
     async stop() {
       child.kill('SIGTERM');

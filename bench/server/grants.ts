@@ -6,7 +6,7 @@
  */
 import autocannon from 'autocannon';
 import * as oidc from 'openid-client';
-import { adminPaths } from '../../src/schema/admin-api.ts';
+import { routePath } from '../../src/contract/index.ts';
 // The tests' browser (cookie jar, form filling) drives the logins that mint refresh tokens.
 import { Browser, authorize, relyingParty } from '../../test/server/_support.ts';
 import { startBenchServer, type BenchServer } from './_harness.ts';
@@ -29,7 +29,7 @@ async function run(opts: autocannon.Options): Promise<autocannon.Result & { cpu:
 }
 
 async function clientCredentials(server: BenchServer, label: string): Promise<Figures> {
-  const creds = (await import('../../src/server/index.ts')).readAdminCredentials(server.dataDir);
+  const creds = await (await import('../../src/admin-client/index.ts')).readAdminCredentials(server.dataDir);
   const basic = Buffer.from(`${creds.clientId}:${creds.clientSecret}`).toString('base64');
   const r = await run({
     url: `http://127.0.0.1:${server.port}/oauth2/token`,
@@ -45,13 +45,13 @@ async function refreshTokens(server: BenchServer, label: string): Promise<Figure
   const api = 'https://api.bench.test';
   const secret = 'bench-web-secret-0123456789abcdefghijkl';
   const redirect = 'http://app.bench.test/cb';
-  await server.admin('PUT', adminPaths.tenant(t), { displayName: 'Bench', scopes: [{ name: 'admin' }] });
-  await server.admin('PUT', adminPaths.application(t, 'api'), { kind: 'api', identifier: api, scopes: ['admin'] });
-  await server.admin('PUT', adminPaths.application(t, 'web'), {
+  await server.admin('PUT', routePath('getTenant', { tenant: t }), { displayName: 'Bench', scopes: [{ name: 'admin' }] });
+  await server.admin('PUT', routePath('getApplication', { tenant: t, application: 'api' }), { kind: 'api', identifier: api, scopes: ['admin'] });
+  await server.admin('PUT', routePath('getApplication', { tenant: t, application: 'web' }), {
     kind: 'web', clientId: 'bench-web', clientSecret: secret, redirectUris: [redirect], scopes: ['openid', 'offline', 'admin'], audience: [api],
   });
-  await server.admin('PUT', adminPaths.user(t, 'u1'), { email: 'u1@bench.test', initialPassword: 'bench-password', scopes: ['admin'] });
-  await server.admin('PUT', adminPaths.assignment(t, 'web', 'u1'), {});
+  await server.admin('PUT', routePath('getUser', { tenant: t, userId: 'u1' }), { email: 'u1@bench.test', initialPassword: 'bench-password', scopes: ['admin'] });
+  await server.admin('PUT', routePath('getAssignment', { tenant: t, application: 'web', userId: 'u1' }), {});
   const config = await relyingParty(server.issuer(t), 'bench-web', secret);
   // One refresh token per connection (+ spares): rotation makes each one single-use.
   const pool: string[] = [];

@@ -10,8 +10,7 @@
  * each on one core (about half an hour in all) and tells nothing about memory.
  */
 import { Agent, request } from 'node:http';
-import { adminPaths } from '../../src/schema/admin-api.ts';
-import { getAdminToken, readAdminCredentials } from '../../src/server/index.ts';
+import { routePath } from '../../src/contract/index.ts';
 import { mb, startBenchServer } from './_harness.ts';
 
 const counts = (process.argv[2] ?? '10,1000,10000').split(',').map(Number);
@@ -20,9 +19,9 @@ const CONCURRENCY = 16;
 
 const server = await startBenchServer({ keyAlg, core: 0 });
 const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
-const creds = readAdminCredentials(server.dataDir);
-let token = await getAdminToken(creds);
-setInterval(async () => { token = await getAdminToken(creds); }, 4 * 60_000).unref();
+// The typed client's token (cached and renewed by it); the calls below stay keep-alive raw HTTP.
+let token = await server.client.token();
+setInterval(async () => { token = await server.client.token(); }, 4 * 60_000).unref();
 
 /** Keep-alive HTTP to 127.0.0.1 with the right Host: tens of thousands of calls, no DNS. */
 function call(method: string, host: string, path: string, body?: unknown, auth = true): Promise<number> {
@@ -54,11 +53,11 @@ async function pool<T>(items: readonly T[], fn: (item: T) => Promise<void>): Pro
 async function provision(name: string): Promise<void> {
   const api = `https://api.${name}.test`;
   const puts: [string, unknown][] = [
-    [adminPaths.tenant(name), { displayName: `Tenant ${name}`, scopes: [{ name: 'admin' }] }],
-    [adminPaths.application(name, 'api'), { kind: 'api', identifier: api, scopes: ['admin'] }],
-    [adminPaths.application(name, 'spa'), { kind: 'spa', clientId: `${name}-spa`, redirectUris: [`http://spa.${name}.test`], audience: [api], scopes: ['openid', 'admin'] }],
-    [adminPaths.user(name, 'u1'), { email: `u1@${name}.test`, scopes: ['admin'] }],
-    [adminPaths.assignment(name, 'spa', 'u1'), {}],
+    [routePath('getTenant', { tenant: name }), { displayName: `Tenant ${name}`, scopes: [{ name: 'admin' }] }],
+    [routePath('getApplication', { tenant: name, application: 'api' }), { kind: 'api', identifier: api, scopes: ['admin'] }],
+    [routePath('getApplication', { tenant: name, application: 'spa' }), { kind: 'spa', clientId: `${name}-spa`, redirectUris: [`http://spa.${name}.test`], audience: [api], scopes: ['openid', 'admin'] }],
+    [routePath('getUser', { tenant: name, userId: 'u1' }), { email: `u1@${name}.test`, scopes: ['admin'] }],
+    [routePath('getAssignment', { tenant: name, application: 'spa', userId: 'u1' }), {}],
   ];
   for (const [path, body] of puts) {
     const status = await call('PUT', 'localhost', path, body);

@@ -1,7 +1,7 @@
 /** Load a model for a command and report problems the same way everywhere. */
 import { loadModel, type Model } from '../schema/index.ts';
 import { formatProblems, type Problem } from '../schema/problems.ts';
-import type { CliIo } from './_io.ts';
+import type { CliIo } from '../command/io.ts';
 
 export function reportProblems(io: CliIo, problems: readonly Problem[], json: boolean): void {
   if (json) {

@@ -1,35 +1,52 @@
-import { EXIT, UsageError, processIo, type CliIo, type Command } from './_io.ts';
+import { EXIT, UsageError, processIo, type CliIo, type Command } from '../command/io.ts';
 
-/** Each command lives in its own file and is loaded only when called, to keep start-up fast. */
-const COMMANDS: Readonly<Record<string, { summary: string; load: () => Promise<{ run: Command }> }>> = {
+export interface CommandEntry {
+  readonly summary: string;
+  readonly load: () => Promise<{ run: Command }>;
+}
+
+/**
+ * Each command lives in its own file and is loaded only when called, to keep start-up fast.
+ * `serve` is the server's own command (src/server/serve-command.ts): the entry point (bin/idforge.js)
+ * adds it, so the CLI never imports the server; it talks to servers through the admin client.
+ */
+const COMMANDS: Readonly<Record<string, CommandEntry>> = {
   validate: { summary: 'check a model and report every problem with its location', load: () => import('./commands/validate.ts') },
   compile: { summary: 'write the provisioning plan and every client configuration', load: () => import('./commands/compile.ts') },
   schema: { summary: 'print the JSON Schema of the model', load: () => import('./commands/schema.ts') },
-  serve: { summary: 'run the authorization server', load: () => import('./commands/serve.ts') },
   plan: { summary: 'show what apply would create, change and delete on a live server', load: () => import('./commands/plan.ts') },
   apply: { summary: 'make a live server match the model', load: () => import('./commands/apply.ts') },
   scaffold: { summary: 'render a runnable sample client app for one application', load: () => import('./commands/scaffold.ts') },
 };
 
-export function usage(): string {
-  const width = Math.max(...Object.keys(COMMANDS).map((c) => c.length));
-  const lines = Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`);
+/** How the entry point describes `serve`, which it loads from the server. */
+export const SERVE_SUMMARY = 'run the authorization server';
+
+export function usage(extra: Readonly<Record<string, CommandEntry>> = {}): string {
+  const all = { ...COMMANDS, ...extra };
+  const width = Math.max(...Object.keys(all).map((c) => c.length));
+  const lines = Object.entries(all).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`);
   return `usage: idforge <command> [options]\n\ncommands:\n${lines.join('\n')}\n\nRun 'idforge <command> --help' for a command's options.\n`;
 }
 
-export async function main(argv: readonly string[], io: CliIo = processIo()): Promise<number> {
+export async function main(
+  argv: readonly string[],
+  io: CliIo = processIo(),
+  extra: Readonly<Record<string, CommandEntry>> = {},
+): Promise<number> {
   const [name, ...rest] = argv;
+  const commands = { ...COMMANDS, ...extra };
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
-    (name === undefined ? io.stderr : io.stdout)(usage());
+    (name === undefined ? io.stderr : io.stdout)(usage(extra));
     return name === undefined ? EXIT.usage : EXIT.ok;
   }
   if (name === '--version') {
     io.stdout('idforge 0.1.0\n');
     return EXIT.ok;
   }
-  const entry = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+  const entry = Object.hasOwn(commands, name) ? commands[name] : undefined;
   if (entry === undefined) {
-    io.stderr(`idforge: unknown command '${name}'\n\n${usage()}`);
+    io.stderr(`idforge: unknown command '${name}'\n\n${usage(extra)}`);
     return EXIT.usage;
   }
   try {

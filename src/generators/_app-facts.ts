@@ -1,4 +1,5 @@
 /** Facts derived from the model that several generators share, computed one way only. */
+import { KINDS } from '../contract/index.ts';
 import type { ApiAppSpec, ClientAppSpec, ProxyAppSpec, SpaAppSpec, TenantSpec, WebAppSpec } from '../schema/model.ts';
 
 /** Normalised origin: lowercase host, no default port, no trailing slash. */
@@ -14,16 +15,9 @@ export function providerOf(tenant: TenantSpec, app: WebAppSpec): string {
   return app.provider ?? tenant.name;
 }
 
-/** The contract's redirect URI shape for each client kind, then any extra ones, deduplicated. */
+/** The contract's redirect URI shape for the app's kind (the kinds table), then any extra ones, deduplicated. */
 export function redirectUrisOf(tenant: TenantSpec, app: ClientAppSpec): string[] {
-  const origin = originOf(app.origin);
-  const derived =
-    app.kind === 'web'
-      ? [`${origin}/connect/${providerOf(tenant, app)}/callback`]
-      : app.kind === 'proxy'
-        ? [`${origin}/oauth2/callback`]
-        : // The SPA's root; browsers and libraries write it with or without the slash.
-          [origin, `${origin}/`];
+  const derived = KINDS[app.kind].redirectUris(originOf(app.origin), { provider: app.kind === 'web' ? providerOf(tenant, app) : '' });
   return [...new Set([...derived, ...app.redirectUris])];
 }
 

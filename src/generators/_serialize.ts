@@ -1,30 +1,11 @@
-/** Byte-stable text: sorted keys, two-space indent, LF, trailing newline. */
+/** Byte-stable text in the contract's JSON normal form (sorted keys): JSON, YAML, env files. */
 import { stringify as yamlStringify } from 'yaml';
+import { normalize } from '../contract/index.ts';
 
-function sortKeys(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(sortKeys);
-  if (value !== null && typeof value === 'object') {
-    const out: Record<string, unknown> = {};
-    for (const k of Object.keys(value).sort()) {
-      const v = (value as Record<string, unknown>)[k];
-      if (v !== undefined) out[k] = sortKeys(v);
-    }
-    return out;
-  }
-  return value;
-}
-
-/**
- * Sorted keys (JS still puts integer-like keys first, which is deterministic too) via a sorted
- * copy and the native JSON.stringify: measured on a 260k-step plan, this is 2x faster and needs
- * 2.5x less memory than writing the text piece by piece in JS.
- */
-export function stableJson(value: unknown): string {
-  return `${JSON.stringify(sortKeys(value), null, 2)}\n`;
-}
+export { stableJson } from '../contract/index.ts';
 
 export function stableYaml(value: unknown, header = ''): string {
-  return header + yamlStringify(sortKeys(value), { lineWidth: 0 });
+  return header + yamlStringify(normalize(value), { lineWidth: 0 });
 }
 
 /**

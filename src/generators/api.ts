@@ -1,6 +1,6 @@
 /** Protected API: what it needs to verify tokens offline against the tenant's JWKS. */
 import type { ApiAppSpec, Model, TenantSpec } from '../schema/model.ts';
-import { issuerUrl, jwksUrl } from '../schema/urls.ts';
+import { issuerUrl, jwksUrl } from '../contract/index.ts';
 import type { Artifact } from './_artifact.ts';
 import { originOf } from './_app-facts.ts';
 import { stableJson } from './_serialize.ts';

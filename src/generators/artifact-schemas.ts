@@ -3,7 +3,7 @@
  * tooling (and our tests, with ajv) can check what idforge writes.
  */
 import { z } from 'zod';
-import { ApplicationBody, AssignmentBody, TenantBody, UserBody } from '../schema/admin-api.ts';
+import { ApplicationBody, ApplicationName, AssignmentBody, TenantBody, TenantName, UserBody, UserId } from '../contract/index.ts';
 
 /** The single-page client parameters, with exactly the contract's names. */
 export const SpaConfig = z.strictObject({
@@ -56,16 +56,22 @@ export const GrantConfig = z
   .catchall(GrantProvider);
 export type GrantProvider = z.infer<typeof GrantProvider>;
 
-const path = z.string().regex(/^\/admin\/v1\//);
+const tenant = TenantName;
+const application = ApplicationName;
+const user = UserId;
+/** plan.json: the admin API calls in dependency order, each naming its object by identity fields. */
 export const PlanSchema = z.strictObject({
-  version: z.literal(1),
+  version: z.literal(2),
   steps: z.array(
     z.union([
-      z.strictObject({ op: z.literal('put'), kind: z.literal('tenant'), path, body: TenantBody }),
-      z.strictObject({ op: z.literal('put'), kind: z.literal('application'), path, body: ApplicationBody }),
-      z.strictObject({ op: z.literal('put'), kind: z.literal('user'), path, body: UserBody }),
-      z.strictObject({ op: z.literal('put'), kind: z.literal('assignment'), path, body: AssignmentBody }),
-      z.strictObject({ op: z.literal('delete'), kind: z.enum(['tenant', 'application', 'user', 'assignment']), path }),
+      z.strictObject({ op: z.literal('put'), kind: z.literal('tenant'), tenant, body: TenantBody }),
+      z.strictObject({ op: z.literal('put'), kind: z.literal('application'), tenant, application, body: ApplicationBody }),
+      z.strictObject({ op: z.literal('put'), kind: z.literal('user'), tenant, user, body: UserBody }),
+      z.strictObject({ op: z.literal('put'), kind: z.literal('assignment'), tenant, application, user, body: AssignmentBody }),
+      z.strictObject({ op: z.literal('delete'), kind: z.literal('tenant'), tenant }),
+      z.strictObject({ op: z.literal('delete'), kind: z.literal('application'), tenant, application }),
+      z.strictObject({ op: z.literal('delete'), kind: z.literal('user'), tenant, user }),
+      z.strictObject({ op: z.literal('delete'), kind: z.literal('assignment'), tenant, application, user }),
     ]),
   ),
 });

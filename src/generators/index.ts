@@ -2,8 +2,8 @@
  * Pure generators: Model + resolved secrets → provisioning plan and client artifacts.
  * No I/O, no clock, no randomness: the same input gives byte-identical output.
  */
-import type { ProvisioningPlan } from '../schema/admin-api.ts';
-import type { Model } from '../schema/model.ts';
+import type { ApplicationKind, ProvisioningPlan } from '../contract/index.ts';
+import type { ApplicationSpec, Model, TenantSpec } from '../schema/model.ts';
 import type { Artifact } from './_artifact.ts';
 import { byName } from './_app-facts.ts';
 import { stableJson } from './_serialize.ts';
@@ -21,26 +21,26 @@ export { OAUTH2_PROXY_VERSION, OAUTH2_PROXY_IMAGE } from './proxy.ts';
 export { stableJson } from './_serialize.ts';
 export type { Artifact } from './_artifact.ts';
 
+/**
+ * The generator of each application kind: the one place a kind meets its client configuration.
+ * Adding a kind to the contract's table without a row here does not compile.
+ */
+const KIND_GENERATORS: { readonly [K in ApplicationKind]: (model: Model, tenant: TenantSpec, app: Extract<ApplicationSpec, { kind: K }>, resolved: Resolved) => Artifact[] } = {
+  web: webArtifacts,
+  proxy: proxyArtifacts,
+  spa: (model, tenant, app) => spaArtifacts(model, tenant, app),
+  api: (model, tenant, app) => apiArtifacts(model, tenant, app),
+};
+
+function artifactsOf<K extends ApplicationKind>(model: Model, tenant: TenantSpec, app: Extract<ApplicationSpec, { kind: K }>, resolved: Resolved): Artifact[] {
+  return (KIND_GENERATORS[app.kind as K] as (m: Model, t: TenantSpec, a: typeof app, r: Resolved) => Artifact[])(model, tenant, app, resolved);
+}
+
 /** Client configurations of every application, sorted by path. */
 export function compileClientArtifacts(model: Model, resolved: Resolved): Artifact[] {
   const out: Artifact[] = [];
   for (const tenant of [...model.tenants].sort(byName)) {
-    for (const app of [...tenant.applications].sort(byName)) {
-      switch (app.kind) {
-        case 'web':
-          out.push(...webArtifacts(model, tenant, app, resolved));
-          break;
-        case 'proxy':
-          out.push(...proxyArtifacts(model, tenant, app, resolved));
-          break;
-        case 'spa':
-          out.push(...spaArtifacts(model, tenant, app));
-          break;
-        case 'api':
-          out.push(...apiArtifacts(model, tenant, app));
-          break;
-      }
-    }
+    for (const app of [...tenant.applications].sort(byName)) out.push(...artifactsOf(model, tenant, app, resolved));
   }
   return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }

@@ -3,7 +3,7 @@
  * (tenants, APIs, clients, users, assignments) and sorted by name within each, so a reordered
  * model yields the same plan. Deletions need the live state and are planned by `idforge plan`.
  */
-import { MANAGED_BY, adminPaths, type ApplicationBody, type PlanStep, type ProvisioningPlan, type UserBody } from '../schema/admin-api.ts';
+import { MANAGED_BY, type ApplicationBody, type PlanStep, type ProvisioningPlan, type UserBody } from '../contract/index.ts';
 import type { Model, TenantSpec } from '../schema/model.ts';
 import { assignmentsOf, audienceOf, byName, clientIdOf, originOf, redirectUrisOf, scopesOf, userScopesOf } from './_app-facts.ts';
 import { appKey, secretFor, type Resolved } from './secrets.ts';
@@ -34,7 +34,7 @@ export function tenantSteps(tenant: TenantSpec, resolved: Resolved): PlanStep[] 
     {
       op: 'put',
       kind: 'tenant',
-      path: adminPaths.tenant(t),
+      tenant: t,
       body: {
         displayName: tenant.displayName,
         scopes: [...tenant.scopes].sort(byName),
@@ -48,7 +48,7 @@ export function tenantSteps(tenant: TenantSpec, resolved: Resolved): PlanStep[] 
   const apps = [...tenant.applications].sort(byName);
   // APIs first: clients name them as their audience.
   for (const app of [...apps.filter((a) => a.kind === 'api'), ...apps.filter((a) => a.kind !== 'api')]) {
-    steps.push({ op: 'put', kind: 'application', path: adminPaths.application(t, app.name), body: applicationBody(tenant, app, resolved) });
+    steps.push({ op: 'put', kind: 'application', tenant: t, application: app.name, body: applicationBody(tenant, app, resolved) });
   }
   const scopesByUser = userScopesOf(tenant);
   for (const user of [...tenant.users].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))) {
@@ -60,12 +60,12 @@ export function tenantSteps(tenant: TenantSpec, resolved: Resolved): PlanStep[] 
       disabled: user.disabled,
       managedBy: MANAGED_BY,
     };
-    steps.push({ op: 'put', kind: 'user', path: adminPaths.user(t, user.id), body });
+    steps.push({ op: 'put', kind: 'user', tenant: t, user: user.id, body });
   }
   const assignments = assignmentsOf(tenant);
   for (const app of [...assignments.keys()].sort()) {
     for (const userId of assignments.get(app)!) {
-      steps.push({ op: 'put', kind: 'assignment', path: adminPaths.assignment(t, app, userId), body: { managedBy: MANAGED_BY } });
+      steps.push({ op: 'put', kind: 'assignment', tenant: t, application: app, user: userId, body: { managedBy: MANAGED_BY } });
     }
   }
   return steps;
@@ -73,5 +73,5 @@ export function tenantSteps(tenant: TenantSpec, resolved: Resolved): PlanStep[] 
 
 export function compilePlan(model: Model, resolved: Resolved): ProvisioningPlan {
   const tenants = [...model.tenants].sort(byName);
-  return { version: 1, steps: tenants.flatMap((t) => tenantSteps(t, resolved)) };
+  return { version: 2, steps: tenants.flatMap((t) => tenantSteps(t, resolved)) };
 }

@@ -1,7 +1,6 @@
 /** Reverse proxy: oauth2-proxy's environment and a compose service with the official image. */
 import type { Model, ProxyAppSpec, TenantSpec } from '../schema/model.ts';
-import { isLocalHost } from '../schema/checks.ts';
-import { issuerUrl } from '../schema/urls.ts';
+import { isLocalHost, issuerUrl } from '../contract/index.ts';
 import { GENERATED_HEADER, type Artifact } from './_artifact.ts';
 import { clientIdOf, originOf, scopesOf } from './_app-facts.ts';
 import { envFile, stableYaml } from './_serialize.ts';

@@ -2,9 +2,10 @@
  * Generators never make secrets: they declare what they need, and the caller (the CLI's state
  * file, or Pulumi secrets) supplies stable values. This keeps generation pure and repeatable.
  */
+import { KINDS, type SecretKind } from '../contract/index.ts';
 import type { Model } from '../schema/model.ts';
 
-export type SecretKind = 'clientSecret' | 'sessionSecret' | 'cookieSecret';
+export type { SecretKind } from '../contract/index.ts';
 
 export interface SecretNeed {
   /** `<tenant>/<application>` */
@@ -27,17 +28,13 @@ export function appKey(tenant: string, app: string): string {
   return `${tenant}/${app}`;
 }
 
-/**
- * Client secrets for web and proxy apps (confidential clients); an express-session secret for web
- * apps; a cookie secret (16 random bytes, URL-safe base64, as the contract says) for proxies.
- */
+/** The secrets each application's kind keeps (KINDS[kind].secrets; sizes in SECRET_BYTES). */
 export function requiredSecrets(model: Model): SecretNeed[] {
   const needs: SecretNeed[] = [];
   for (const t of model.tenants) {
     for (const a of t.applications) {
       const key = appKey(t.name, a.name);
-      if (a.kind === 'web') needs.push({ key, kind: 'clientSecret' }, { key, kind: 'sessionSecret' });
-      if (a.kind === 'proxy') needs.push({ key, kind: 'clientSecret' }, { key, kind: 'cookieSecret' });
+      for (const kind of KINDS[a.kind].secrets) needs.push({ key, kind });
     }
   }
   return needs;

@@ -1,6 +1,6 @@
 /** Single-page app: the contract's client parameters, nothing more (a public client has no secret). */
 import type { Model, SpaAppSpec, TenantSpec } from '../schema/model.ts';
-import { discoveryUrl } from '../schema/urls.ts';
+import { discoveryUrl } from '../contract/index.ts';
 import type { Artifact } from './_artifact.ts';
 import { audienceOf, clientIdOf, originOf, scopesOf } from './_app-facts.ts';
 import { stableJson } from './_serialize.ts';

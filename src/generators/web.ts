@@ -1,6 +1,6 @@
 /** Login-helper web app: grant's config (`/connect/<provider>/callback`) and the session secret. */
 import type { Model, TenantSpec, WebAppSpec } from '../schema/model.ts';
-import { endpointUrl } from '../schema/urls.ts';
+import { endpointUrl } from '../contract/index.ts';
 import { GENERATED_HEADER, type Artifact } from './_artifact.ts';
 import { clientIdOf, originOf, providerOf } from './_app-facts.ts';
 import { envFile, stableJson } from './_serialize.ts';

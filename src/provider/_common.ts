@@ -3,6 +3,7 @@
  * comparison for diffs, and the admin connection's schema. Pure, so they are tested directly.
  */
 import { z } from 'zod';
+import { formatPath, jsonEqual as contractJsonEqual } from '../contract/index.ts';
 import type * as pulumi from '@pulumi/pulumi';
 
 /** What the engine sends for an input that is not known yet during a preview. */
@@ -49,16 +50,8 @@ export function notAdopted(what: string): Error {
   );
 }
 
-/** zod path → Pulumi property path (`body.redirectUris[0]`). */
-export function propertyPath(path: readonly PropertyKey[]): string {
-  let out = '';
-  for (const seg of path) {
-    if (typeof seg === 'number') out += `[${seg}]`;
-    else if (/^[A-Za-z_$][\w$]*$/.test(String(seg))) out += out === '' ? String(seg) : `.${String(seg)}`;
-    else out += `[${JSON.stringify(String(seg))}]`;
-  }
-  return out;
-}
+/** zod path → Pulumi property path (`body.redirectUris[0]`): the contract's one path formatter. */
+export const propertyPath = (path: readonly PropertyKey[]): string => formatPath(path.map((p) => (typeof p === 'symbol' ? String(p) : p)));
 
 /**
  * Validates inputs with a zod schema. Inputs that are still unknown (preview) are not judged: they
@@ -89,20 +82,8 @@ function underUnknown(root: unknown, path: readonly PropertyKey[]): boolean {
   return v === UNKNOWN;
 }
 
-/** Deep structural equality of JSON values (object key order ignored, array order kept). */
-export function jsonEqual(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (Array.isArray(a) || Array.isArray(b)) {
-    return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((x, i) => jsonEqual(x, b[i]));
-  }
-  if (a === null || b === null || typeof a !== 'object' || typeof b !== 'object') return false;
-  const ka = Object.keys(a).filter((k) => (a as Record<string, unknown>)[k] !== undefined);
-  const kb = Object.keys(b).filter((k) => (b as Record<string, unknown>)[k] !== undefined);
-  return (
-    ka.length === kb.length &&
-    ka.every((k) => jsonEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]))
-  );
-}
+/** Deep structural equality of JSON values (object key order ignored, array order kept): the contract's normal form. */
+export const jsonEqual = contractJsonEqual;
 
 /** Keys of a zod object schema, to keep only the fields a PUT body declares from a GET answer. */
 export function pickKeys<T>(shape: Record<string, unknown>, live: Record<string, unknown>): T {

@@ -8,8 +8,8 @@ import { closeSync, existsSync, openSync, readFileSync, statSync } from 'node:fs
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { adminBaseUrl } from '../schema/urls.ts';
-import { httpRequest, type AdminEndpoint } from './_admin-client.ts';
+import { ADMIN_BASE_PATH, ADMIN_CREDENTIALS_FILE, adminBaseUrl } from '../contract/index.ts';
+import { endpointFromCredentials, localhostFetch, readAdminCredentials as readCredentialsFile, type AdminEndpoint } from '../admin-client/index.ts';
 import type { AuthServerInputs } from './auth-server.ts';
 
 export const PID_FILE = 'idforge-serve.pid';
@@ -50,7 +50,8 @@ export function isOurProcess(pid: number, dataDir: string): boolean {
 /** Does the server answer on its base host? Any HTTP answer from the admin API counts. */
 export async function answers(baseUrl: string): Promise<boolean> {
   try {
-    const res = await httpRequest('GET', `${baseUrl}/admin/v1/openapi.json`, { timeoutMs: 2_000 });
+    const res = await localhostFetch(`${baseUrl}${ADMIN_BASE_PATH}/openapi.json`, { signal: AbortSignal.timeout(2_000) });
+    await res.arrayBuffer();
     return res.status > 0 && res.status < 500;
   } catch {
     return false;
@@ -62,26 +63,14 @@ export async function isServing(pid: number, baseUrl: string, dataDir: string): 
 }
 
 /** File in the data dir where `idforge serve` writes its bootstrap admin client (mode 0600). */
-export const CREDENTIALS_FILE = 'admin-credentials.json';
+export const CREDENTIALS_FILE = ADMIN_CREDENTIALS_FILE;
 
 /**
  * The bootstrap admin client that `idforge serve` writes into its data dir on every start
- * (src/server/bootstrap.ts): client id and secret, the system tenant's token endpoint, the admin
- * API's resource indicator and scope.
+ * (src/server/bootstrap.ts), read and checked by the admin client; its adminUrl is the server that wrote it.
  */
 export async function readAdminCredentials(inputs: AuthServerInputs): Promise<AdminEndpoint> {
-  const file = join(inputs.local.dataDir, CREDENTIALS_FILE);
-  const raw = JSON.parse(await readFile(file, 'utf8')) as Record<string, string | undefined>;
-  const { clientId, clientSecret, tokenEndpoint, resource, scope } = raw;
-  if (!clientId || !clientSecret || !tokenEndpoint) throw new Error(`${file}: no client id, secret and token endpoint in it`);
-  return {
-    adminUrl: adminBaseUrl({ scheme: inputs.scheme, baseDomain: inputs.baseDomain, port: inputs.port }),
-    tokenUrl: tokenEndpoint,
-    clientId,
-    clientSecret,
-    ...(resource ? { resource } : {}),
-    ...(scope ? { scope } : {}),
-  };
+  return endpointFromCredentials(await readCredentialsFile(inputs.local.dataDir));
 }
 
 function sleep(ms: number): Promise<void> {
@@ -96,7 +85,7 @@ async function logTail(dataDir: string): Promise<string> {
 /** Starts the server and waits until it answers; returns its pid and admin connection. */
 export async function startServer(inputs: AuthServerInputs): Promise<{ pid: number; connection: AdminEndpoint }> {
   const { dataDir } = inputs.local;
-  const baseUrl = adminBaseUrl({ scheme: inputs.scheme, baseDomain: inputs.baseDomain, port: inputs.port }).slice(0, -'/admin/v1'.length);
+  const baseUrl = adminBaseUrl({ scheme: inputs.scheme, baseDomain: inputs.baseDomain, port: inputs.port }).slice(0, -ADMIN_BASE_PATH.length);
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   // A server left over from lost state would hold the port and the database: stop it first.
   const stale = Number((await readFile(join(dataDir, PID_FILE), 'utf8').catch(() => '0')).trim());

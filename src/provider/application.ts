@@ -13,13 +13,17 @@ import { z } from 'zod';
 import {
   ApiApplicationBody,
   ApplicationBody,
+  BODY_OF_KIND,
   ConfidentialApplicationBody,
-  DNS_LABEL,
-  NAME,
+  ApplicationName,
+  TenantName,
   PublicApplicationBody,
-  adminPaths,
-} from '../schema/admin-api.ts';
-import type { AdminConnection } from './_admin-client.ts';
+  SECRET_BYTES,
+  checkClientUris,
+  isConfidentialKind,
+  type ApplicationKind,
+} from '../contract/index.ts';
+import type { AdminConnection } from '../admin-client/index.ts';
 import { AdminConnectionSchema, AdoptSchema, changedKeys, checkWith, defined, isUnknown, jsonEqual, pickKeys } from './_common.ts';
 import { _DynamicResource } from './_load.ts';
 
@@ -54,19 +58,18 @@ export interface ApplicationOutputs extends ApplicationInputs {
   readonly clientId?: string;
 }
 
-/** Bytes of a generated client secret: 256 bits, 43 base64url characters. */
-const CLIENT_SECRET_BYTES = 32;
-
-const SpecBody = z.discriminatedUnion('kind', [
-  ConfidentialApplicationBody.omit({ clientSecret: true }),
-  PublicApplicationBody,
-  ApiApplicationBody,
-]);
+/** The admin API's application body without the secret, with the same rules (redirect URIs). */
+const SpecBody = z
+  .discriminatedUnion('kind', [ConfidentialApplicationBody.omit({ clientSecret: true }), PublicApplicationBody, ApiApplicationBody])
+  .superRefine((b, ctx) => {
+    if (b.kind === 'api') return;
+    for (const p of checkClientUris(b)) ctx.addIssue({ code: 'custom', message: p.message, path: [...p.path] });
+  });
 
 const ApplicationInputsSchema = z.strictObject({
   connection: AdminConnectionSchema,
-  tenant: z.string().regex(DNS_LABEL, { error: 'must be a lowercase DNS label' }),
-  name: z.string().regex(NAME, { error: 'must be an application name' }),
+  tenant: TenantName,
+  name: ApplicationName,
   body: SpecBody,
   clientSecret: z.string().min(32).max(256).optional(),
   adopt: AdoptSchema,
@@ -76,13 +79,11 @@ const IMMUTABLE = ['tenant', 'name'] as const;
 const IMMUTABLE_BODY = ['kind', 'clientId'] as const;
 
 function shapeOf(kind: string): Record<string, unknown> {
-  if (kind === 'spa') return PublicApplicationBody.shape;
-  if (kind === 'api') return ApiApplicationBody.shape;
-  return ConfidentialApplicationBody.shape;
+  return (BODY_OF_KIND[kind as ApplicationKind] ?? ConfidentialApplicationBody).shape;
 }
 
 function isConfidential(body: { kind: string }): boolean {
-  return body.kind === 'web' || body.kind === 'proxy';
+  return isConfidentialKind(body.kind);
 }
 
 function clientIdOf(body: ApplicationSpecBody): string | undefined {
@@ -125,26 +126,23 @@ export const applicationProvider: Required<
     };
   },
   async create(inputs) {
-    const { AdminClient } = await import('./_admin-client.ts');
+    const { AdminClient } = await import('../admin-client/index.ts');
     const { randomBytes } = await import('node:crypto');
     const clientSecret = isConfidential(inputs.body)
-      ? (inputs.clientSecret ?? randomBytes(CLIENT_SECRET_BYTES).toString('base64url'))
+      ? (inputs.clientSecret ?? randomBytes(SECRET_BYTES.clientSecret).toString('base64url'))
       : undefined;
     const { notAdopted } = await import('./_common.ts');
     const client = new AdminClient(inputs.connection);
-    const path = adminPaths.application(inputs.tenant, inputs.name);
-    if (!inputs.adopt && (await client.get(path)) !== undefined) throw notAdopted(`application ${inputs.tenant}/${inputs.name}`);
-    await client.put(path, {
-      ...inputs.body,
-      ...(clientSecret === undefined ? {} : { clientSecret }),
-    });
+    const at = { tenant: inputs.tenant, application: inputs.name };
+    if (!inputs.adopt && (await client.find('getApplication', at)) !== undefined) throw notAdopted(`application ${inputs.tenant}/${inputs.name}`);
+    await client.call('putApplication', at, { body: { ...inputs.body, ...(clientSecret === undefined ? {} : { clientSecret }) } as ApplicationBody });
     const outs: ApplicationOutputs = { ...inputs, clientId: clientIdOf(inputs.body), clientSecret };
     return { id: `${inputs.tenant}/${inputs.name}`, outs: defined(outs) };
   },
   async read(id, props) {
-    const { AdminClient } = await import('./_admin-client.ts');
+    const { AdminClient } = await import('../admin-client/index.ts');
     const old = props as ApplicationOutputs;
-    const live = await new AdminClient(old.connection).get(adminPaths.application(old.tenant, old.name));
+    const live = (await new AdminClient(old.connection).find('getApplication', { tenant: old.tenant, application: old.name })) as Record<string, unknown> | undefined;
     if (live === undefined) return { id: '' };
     const kind = typeof live.kind === 'string' ? live.kind : old.body.kind;
     const { clientSecret: _never, ...fields } = pickKeys<Record<string, unknown>>(shapeOf(kind), live);
@@ -155,18 +153,17 @@ export const applicationProvider: Required<
     return { id, props: defined({ ...old, ...inputs }), inputs: defined(inputs) as ApplicationOutputs };
   },
   async update(_id, olds, news) {
-    const { AdminClient } = await import('./_admin-client.ts');
+    const { AdminClient } = await import('../admin-client/index.ts');
     const clientSecret = isConfidential(news.body) ? (news.clientSecret ?? olds.clientSecret) : undefined;
-    await new AdminClient(news.connection).put(adminPaths.application(news.tenant, news.name), {
-      ...news.body,
-      ...(clientSecret === undefined ? {} : { clientSecret }),
+    await new AdminClient(news.connection).call('putApplication', { tenant: news.tenant, application: news.name }, {
+      body: { ...news.body, ...(clientSecret === undefined ? {} : { clientSecret }) } as ApplicationBody,
     });
     return { outs: defined({ ...news, clientId: clientIdOf(news.body), clientSecret }) };
   },
   async delete(_id, props) {
-    const { AdminClient } = await import('./_admin-client.ts');
+    const { AdminClient } = await import('../admin-client/index.ts');
     const old = props as ApplicationOutputs;
-    await new AdminClient(old.connection).delete(adminPaths.application(old.tenant, old.name));
+    await new AdminClient(old.connection).remove('deleteApplication', { tenant: old.tenant, application: old.name });
   },
 };
 

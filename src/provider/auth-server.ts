@@ -16,9 +16,9 @@
  */
 import * as pulumi from '@pulumi/pulumi';
 import { z } from 'zod';
-import { DNS_LABEL } from '../schema/admin-api.ts';
-import { adminBaseUrl, issuerUrl, type ServerAddress } from '../schema/urls.ts';
-import type { AdminEndpoint } from './_admin-client.ts';
+import { TenantName } from '../contract/index.ts';
+import { adminBaseUrl, issuerUrl, type ServerAddress } from '../contract/index.ts';
+import type { AdminEndpoint } from '../admin-client/index.ts';
 import { changedKeys, checkWith, isUnknown, jsonEqual } from './_common.ts';
 import { _DynamicResource } from './_load.ts';
 
@@ -88,7 +88,7 @@ const AuthServerInputsSchema = z.strictObject({
     env: z.record(z.string(), z.string()).optional(),
     startTimeoutSeconds: z.number().positive().max(600).default(60),
   }),
-  tenants: z.array(z.string().regex(DNS_LABEL)).default([]),
+  tenants: z.array(TenantName).default([]),
 });
 
 /** Settings a running process was started with: any change means a restart. */

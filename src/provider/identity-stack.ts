@@ -10,10 +10,10 @@
  * paths cannot disagree about what a model means; Pulumi only adds the secrets it keeps.
  */
 import * as pulumi from '@pulumi/pulumi';
-import type { PlanStep, TenantBody, UserBody } from '../schema/admin-api.ts';
+import { SECRET_BYTES, normalize, type PutStep, type TenantBody, type UserBody } from '../contract/index.ts';
 import type { Model } from '../schema/model.ts';
 import { compileClientArtifacts, requiredSecrets, tenantSteps, type Resolved } from '../generators/index.ts';
-import type { AdminConnection } from './_admin-client.ts';
+import type { AdminConnection } from '../admin-client/index.ts';
 import { Application, type ApplicationSpecBody } from './application.ts';
 import { AuthServer, type LocalServerArgs } from './auth-server.ts';
 import { ClientConfigs } from './client-configs.ts';
@@ -37,22 +37,13 @@ export interface IdentityStackArgs {
   readonly adopt?: boolean;
 }
 
-/** Bytes per the contract: the proxy's cookie secret is 16 random bytes; a session secret gets 32. */
-const SECRET_BYTES = { clientSecret: 32, cookieSecret: 16, sessionSecret: 32 } as const;
-
 /** Port of a local server when neither the stack nor the model names one. */
 export const DEFAULT_PORT = 9080;
 
 /** Placeholder for the client secrets that the Application resources make: stripped before use. */
 const PLACEHOLDER = 'x'.repeat(43);
 
-function segments(path: string): string[] {
-  return path.split('/').slice(3).map(decodeURIComponent);
-}
-
-function withoutUndefined<T extends object>(o: T): T {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
-}
+const withoutUndefined = <T>(o: T): T => normalize(o) as T;
 
 /** Pure: per tenant, the bodies that the resources take (from the generator's plan steps). */
 export function tenantSpecs(model: Model): Array<{
@@ -70,26 +61,23 @@ export function tenantSpecs(model: Model): Array<{
   return [...model.tenants]
     .sort((a, b) => (a.name < b.name ? -1 : 1))
     .map((t) => {
-      const steps = tenantSteps(t, placeholders) as Array<PlanStep & { op: 'put' }>;
-      const tenantBody = steps.find((s) => s.kind === 'tenant')!.body as TenantBody;
-      const applications = steps
-        .filter((s) => s.kind === 'application')
-        .map((s) => {
-          const { clientSecret: _, ...body } = s.body as ApplicationSpecBody & { clientSecret?: string };
-          return { name: segments(s.path)[3]!, body: withoutUndefined(body) as ApplicationSpecBody };
-        });
+      const steps = tenantSteps(t, placeholders) as PutStep[];
+      let tenantBody: TenantBody | undefined;
+      const applications: Array<{ name: string; body: ApplicationSpecBody }> = [];
       const users: Record<string, UserSpecBody> = {};
-      for (const s of steps.filter((x) => x.kind === 'user')) {
-        const { initialPassword: _, ...body } = s.body as UserBody;
-        users[segments(s.path)[3]!] = withoutUndefined(body);
-      }
       const assignments: Record<string, string[]> = {};
-      for (const s of steps.filter((x) => x.kind === 'assignment')) {
-        const [, , , app, , user] = segments(s.path);
-        (assignments[app!] ??= []).push(user!);
+      for (const s of steps) {
+        if (s.kind === 'tenant') tenantBody = s.body;
+        else if (s.kind === 'application') {
+          const { clientSecret: _, ...body } = s.body as ApplicationSpecBody & { clientSecret?: string };
+          applications.push({ name: s.application, body: withoutUndefined(body) as ApplicationSpecBody });
+        } else if (s.kind === 'user') {
+          const { initialPassword: _, ...body } = s.body as UserBody;
+          users[s.user] = withoutUndefined(body);
+        } else (assignments[s.application] ??= []).push(s.user);
       }
       for (const k of Object.keys(assignments)) assignments[k] = [...new Set(assignments[k])].sort();
-      return { tenant: t.name, body: withoutUndefined(tenantBody), applications, users, assignments };
+      return { tenant: t.name, body: withoutUndefined(tenantBody!), applications, users, assignments };
     });
 }
 

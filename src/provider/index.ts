@@ -7,4 +7,4 @@ export { TenantAssignments, type TenantAssignmentsArgs } from './tenant-assignme
 export { StableSecret, type StableSecretArgs } from './stable-secret.ts';
 export { ClientConfigs, type ClientConfigsArgs } from './client-configs.ts';
 export { IdentityStack, DEFAULT_PORT, type IdentityStackArgs } from './identity-stack.ts';
-export type { AdminConnection } from './_admin-client.ts';
+export type { AdminConnection } from '../admin-client/index.ts';

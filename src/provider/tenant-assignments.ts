@@ -8,8 +8,8 @@
  */
 import * as pulumi from '@pulumi/pulumi';
 import { z } from 'zod';
-import { DNS_LABEL, MANAGED_BY, NAME, USER_ID, adminPaths } from '../schema/admin-api.ts';
-import type { AdminConnection } from './_admin-client.ts';
+import { ApplicationName, MANAGED_BY, TenantName, UserId } from '../contract/index.ts';
+import type { AdminConnection } from '../admin-client/index.ts';
 import { AdminConnectionSchema, AdoptSchema, changedKeys, checkWith, jsonEqual } from './_common.ts';
 import { _DynamicResource } from './_load.ts';
 
@@ -32,11 +32,11 @@ export type TenantAssignmentsOutputs = TenantAssignmentsInputs;
 
 const TenantAssignmentsInputsSchema = z.strictObject({
   connection: AdminConnectionSchema,
-  tenant: z.string().regex(DNS_LABEL, { error: 'must be a lowercase DNS label' }),
+  tenant: TenantName,
   assignments: z.record(
-    z.string().regex(NAME, { error: 'must be an application name' }),
+    ApplicationName,
     // Sorted and unique, so reordering the model is no change.
-    z.array(z.string().regex(USER_ID, { error: 'must be a user id' })).transform((ids) => [...new Set(ids)].sort()),
+    z.array(UserId).transform((ids) => [...new Set(ids)].sort()),
   ),
   adopt: AdoptSchema,
 });
@@ -65,11 +65,11 @@ export function assignmentChanges(
 }
 
 async function apply(olds: TenantAssignmentsInputs | undefined, news: TenantAssignmentsInputs): Promise<void> {
-  const { AdminClient, mapLimit } = await import('./_admin-client.ts');
+  const { AdminClient, mapLimit } = await import('../admin-client/index.ts');
   const client = new AdminClient(news.connection);
   const { add, remove } = assignmentChanges(olds?.assignments ?? {}, news.assignments);
-  await mapLimit(remove, CONCURRENCY, ([a, u]) => client.delete(adminPaths.assignment(news.tenant, a, u)));
-  await mapLimit(add, CONCURRENCY, ([a, u]) => client.put(adminPaths.assignment(news.tenant, a, u), { managedBy: MANAGED_BY }));
+  await mapLimit(remove, CONCURRENCY, ([a, u]) => client.remove('deleteAssignment', { tenant: news.tenant, application: a, userId: u }));
+  await mapLimit(add, CONCURRENCY, ([a, u]) => client.call('putAssignment', { tenant: news.tenant, application: a, userId: u }, { body: { managedBy: MANAGED_BY } }));
 }
 
 /**
@@ -91,12 +91,12 @@ export const tenantAssignmentsProvider: Required<
   },
   async create(inputs) {
     if (!inputs.adopt) {
-      const { AdminClient, mapLimit } = await import('./_admin-client.ts');
+      const { AdminClient, mapLimit } = await import('../admin-client/index.ts');
       const { notAdopted } = await import('./_common.ts');
       const client = new AdminClient(inputs.connection);
       const apps = Object.keys(inputs.assignments).filter((a) => inputs.assignments[a]!.length > 0);
       const live = await mapLimit(apps, CONCURRENCY, (a) =>
-        client.list<{ userId: string }>(`${adminPaths.application(inputs.tenant, a)}/assignments`),
+        client.listAll('listAssignments', { tenant: inputs.tenant, application: a }),
       );
       const taken = apps.flatMap((a, i) => (live[i] ?? []).filter((x) => inputs.assignments[a]!.includes(x.userId)).map((x) => `${a}→${x.userId}`));
       if (taken.length > 0) throw notAdopted(`in tenant ${inputs.tenant}, assignment${taken.length > 1 ? 's' : ''} ${taken.slice(0, 5).join(', ')}${taken.length > 5 ? ` (and ${taken.length - 5} more)` : ''}`);
@@ -105,13 +105,13 @@ export const tenantAssignmentsProvider: Required<
     return { id: `${inputs.tenant}/assignments`, outs: inputs };
   },
   async read(id, props) {
-    const { AdminClient, mapLimit } = await import('./_admin-client.ts');
+    const { AdminClient, mapLimit } = await import('../admin-client/index.ts');
     const old = props as TenantAssignmentsOutputs;
     const client = new AdminClient(old.connection);
     const apps = Object.keys(old.assignments);
     // One paged list per application rather than a GET per pair.
     const live = await mapLimit(apps, CONCURRENCY, (a) =>
-      client.list<{ userId: string }>(`${adminPaths.application(old.tenant, a)}/assignments`),
+      client.listAll('listAssignments', { tenant: old.tenant, application: a }),
     );
     const assignments: Record<string, string[]> = {};
     apps.forEach((app, i) => {

@@ -13,8 +13,8 @@
  */
 import * as pulumi from '@pulumi/pulumi';
 import { z } from 'zod';
-import { DNS_LABEL, USER_ID, UserBody, adminPaths } from '../schema/admin-api.ts';
-import type { AdminConnection } from './_admin-client.ts';
+import { TenantName, UserBody, UserId } from '../contract/index.ts';
+import type { AdminConnection } from '../admin-client/index.ts';
 import { AdminConnectionSchema, AdoptSchema, changedKeys, checkWith, jsonEqual, pickKeys } from './_common.ts';
 import { _DynamicResource } from './_load.ts';
 
@@ -45,8 +45,8 @@ export type TenantUsersOutputs = TenantUsersInputs;
 
 const TenantUsersInputsSchema = z.strictObject({
   connection: AdminConnectionSchema,
-  tenant: z.string().regex(DNS_LABEL, { error: 'must be a lowercase DNS label' }),
-  users: z.record(z.string().regex(USER_ID, { error: 'must be a user id' }), UserBody.omit({ initialPassword: true })),
+  tenant: TenantName,
+  users: z.record(UserId, UserBody.omit({ initialPassword: true })),
   initialPasswords: z.record(z.string(), z.string().min(8).max(1024)).optional(),
   adopt: AdoptSchema,
 });
@@ -66,14 +66,14 @@ export function userChanges(
 }
 
 async function apply(olds: TenantUsersInputs | undefined, news: TenantUsersInputs): Promise<void> {
-  const { AdminClient, mapLimit } = await import('./_admin-client.ts');
+  const { AdminClient, mapLimit } = await import('../admin-client/index.ts');
   const client = new AdminClient(news.connection);
   const { add, change, remove } = userChanges(olds?.users ?? {}, news.users);
   await mapLimit([...add, ...change], CONCURRENCY, (id) => {
     const pw = add.includes(id) ? news.initialPasswords?.[id] : undefined;
-    return client.put(adminPaths.user(news.tenant, id), { ...news.users[id], ...(pw ? { initialPassword: pw } : {}) });
+    return client.call('putUser', { tenant: news.tenant, userId: id }, { body: { ...news.users[id]!, ...(pw ? { initialPassword: pw } : {}) } });
   });
-  await mapLimit(remove, CONCURRENCY, (id) => client.delete(adminPaths.user(news.tenant, id)));
+  await mapLimit(remove, CONCURRENCY, (id) => client.remove('deleteUser', { tenant: news.tenant, userId: id }));
 }
 
 /**
@@ -92,9 +92,9 @@ export const tenantUsersProvider: Required<
   },
   async create(inputs) {
     if (!inputs.adopt) {
-      const { AdminClient } = await import('./_admin-client.ts');
+      const { AdminClient } = await import('../admin-client/index.ts');
       const { notAdopted } = await import('./_common.ts');
-      const live = await new AdminClient(inputs.connection).list<{ id: string }>(`${adminPaths.tenant(inputs.tenant)}/users`);
+      const live = await new AdminClient(inputs.connection).listAll('listUsers', { tenant: inputs.tenant });
       const taken = (live ?? []).map((u) => u.id).filter((id) => id in inputs.users).sort();
       if (taken.length > 0) throw notAdopted(`in tenant ${inputs.tenant}, user${taken.length > 1 ? 's' : ''} ${taken.slice(0, 5).join(', ')}${taken.length > 5 ? ` (and ${taken.length - 5} more)` : ''}`);
     }
@@ -102,18 +102,16 @@ export const tenantUsersProvider: Required<
     return { id: `${inputs.tenant}/users`, outs: inputs };
   },
   async read(id, props) {
-    const { AdminClient } = await import('./_admin-client.ts');
+    const { AdminClient } = await import('../admin-client/index.ts');
     const old = props as TenantUsersOutputs;
     // Pages of 500 rather than a GET per user: a refresh of 100,000 users is 200 requests.
-    const live = await new AdminClient(old.connection).list<Record<string, unknown> & { id: string }>(
-      `${adminPaths.tenant(old.tenant)}/users`,
-    );
+    const live = await new AdminClient(old.connection).listAll('listUsers', { tenant: old.tenant });
     const byId = new Map((live ?? []).map((u) => [u.id, u]));
     const users: Record<string, UserSpecBody> = {};
     for (const u of Object.keys(old.users)) {
       const l = byId.get(u);
       if (l === undefined) continue;
-      const { initialPassword: _, ...fields } = pickKeys<UserBody>(UserBody.shape, l);
+      const { initialPassword: _, ...fields } = pickKeys<UserBody>(UserBody.shape, l as Record<string, unknown>);
       users[u] = { ...old.users[u], ...fields } as UserSpecBody;
     }
     const now = { ...old, users };

@@ -4,8 +4,8 @@
  */
 import * as pulumi from '@pulumi/pulumi';
 import { z } from 'zod';
-import { DNS_LABEL, TenantBody, adminPaths } from '../schema/admin-api.ts';
-import type { AdminConnection } from './_admin-client.ts';
+import { TenantBody, TenantName } from '../contract/index.ts';
+import type { AdminConnection } from '../admin-client/index.ts';
 import { AdminConnectionSchema, AdoptSchema, changedKeys, checkWith, jsonEqual, pickKeys } from './_common.ts';
 import { _DynamicResource } from './_load.ts';
 
@@ -30,7 +30,7 @@ export type TenantOutputs = TenantInputs;
 
 const TenantInputsSchema = z.strictObject({
   connection: AdminConnectionSchema,
-  name: z.string().regex(DNS_LABEL, { error: 'must be a lowercase DNS label' }),
+  name: TenantName,
   body: TenantBody,
   adopt: AdoptSchema,
 });
@@ -53,31 +53,31 @@ export const tenantProvider: Required<Omit<pulumi.dynamic.ResourceProvider<Tenan
     return { changes, replaces };
   },
   async create(inputs) {
-    const { AdminClient } = await import('./_admin-client.ts');
+    const { AdminClient } = await import('../admin-client/index.ts');
     const { notAdopted } = await import('./_common.ts');
     const client = new AdminClient(inputs.connection);
-    if (!inputs.adopt && (await client.get(adminPaths.tenant(inputs.name))) !== undefined) throw notAdopted(`tenant ${inputs.name}`);
-    await client.put(adminPaths.tenant(inputs.name), inputs.body);
+    if (!inputs.adopt && (await client.find('getTenant', { tenant: inputs.name })) !== undefined) throw notAdopted(`tenant ${inputs.name}`);
+    await client.call('putTenant', { tenant: inputs.name }, { body: inputs.body });
     return { id: inputs.name, outs: inputs };
   },
   async read(id, props) {
-    const { AdminClient } = await import('./_admin-client.ts');
+    const { AdminClient } = await import('../admin-client/index.ts');
     const old = props as TenantOutputs;
-    const live = await new AdminClient(old.connection).get(adminPaths.tenant(id));
+    const live = await new AdminClient(old.connection).find('getTenant', { tenant: id });
     if (live === undefined) return { id: '' }; // gone: refresh drops it, the next up recreates it
-    const body = { ...old.body, ...pickKeys<TenantBody>(TenantBody.shape, live) };
+    const body = { ...old.body, ...pickKeys<TenantBody>(TenantBody.shape, live as Record<string, unknown>) };
     const now: TenantOutputs = { ...old, name: id, body };
     // Return the inputs too, so the next diff compares the model with what is live (pulumi#13679).
     return { id, props: now, inputs: now };
   },
   async update(_id, _olds, news) {
-    const { AdminClient } = await import('./_admin-client.ts');
-    await new AdminClient(news.connection).put(adminPaths.tenant(news.name), news.body);
+    const { AdminClient } = await import('../admin-client/index.ts');
+    await new AdminClient(news.connection).call('putTenant', { tenant: news.name }, { body: news.body });
     return { outs: news };
   },
   async delete(id, props) {
-    const { AdminClient } = await import('./_admin-client.ts');
-    await new AdminClient((props as TenantOutputs).connection).delete(adminPaths.tenant(id));
+    const { AdminClient } = await import('../admin-client/index.ts');
+    await new AdminClient((props as TenantOutputs).connection).remove('deleteTenant', { tenant: id });
   },
 };
 

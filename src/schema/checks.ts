@@ -3,48 +3,14 @@
  * redirect-URI rules of RFC 9700, kind-specific rules, scopes that are defined. Pure; collects
  * every problem instead of stopping at the first.
  */
-import type { LoginPolicyBody } from './admin-api.ts';
-import { BUILTIN_SCOPES, type Model, type TenantSpec } from './model.ts';
-import { suggest, type PathSegment, type Problem } from './problems.ts';
+import {
+  BUILTIN_SCOPES, RESERVED_TENANTS, checkLoginPolicy, checkRedirectUrl, checkRequestedScopes, checkScopeDefinitions, didYouMean,
+  isLocalHost, problem, type Path,
+} from '../contract/index.ts';
+import type { Model, TenantSpec } from './model.ts';
+import type { Problem } from './problems.ts';
 
-type Path = readonly PathSegment[];
-
-function problem(code: string, path: Path, message: string, extra: Pick<Problem, 'related' | 'ref'> = {}): Problem {
-  return { code, path, message, ...extra };
-}
-
-/** Loopback hosts and `*.localhost` (RFC 6761) are the only places plain http is acceptable. */
-export function isLocalHost(hostname: string): boolean {
-  const h = hostname.replace(/^\[|\]$/g, '').toLowerCase();
-  return h === 'localhost' || h.endsWith('.localhost') || h === '::1' || /^127(?:\.\d{1,3}){3}$/.test(h);
-}
-
-/**
- * An absolute URL fit to be (or to derive) a redirect URI: http(s) only, https unless local, no
- * wildcard, no fragment, no credentials (RFC 9700 §2.1, §4.1.1; RFC 6749 §3.1.2).
- */
-export function checkRedirectUrl(value: string, path: Path, opts: { originOnly?: boolean } = {}): Problem[] {
-  if (value.includes('*')) return [problem('wildcard-url', path, `redirect URIs are matched exactly: wildcards are not allowed in ${JSON.stringify(value)}`)];
-  let u: URL;
-  try {
-    u = new URL(value);
-  } catch {
-    return [problem('invalid-url', path, `${JSON.stringify(value)} is not an absolute URL`)];
-  }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') {
-    return [problem('invalid-url', path, `${JSON.stringify(value)} must use https (or http on localhost), not ${u.protocol.slice(0, -1)}`)];
-  }
-  const out: Problem[] = [];
-  if (u.protocol === 'http:' && !isLocalHost(u.hostname)) {
-    out.push(problem('insecure-url', path, `${JSON.stringify(value)} must use https: plain http is allowed only for localhost, *.localhost and loopback addresses`));
-  }
-  if (value.includes('#')) out.push(problem('url-fragment', path, `${JSON.stringify(value)} must not contain a fragment (#...)`));
-  if (u.username !== '' || u.password !== '') out.push(problem('url-credentials', path, `${JSON.stringify(value)} must not contain credentials`));
-  if (opts.originOnly && (u.pathname !== '/' || u.search !== '' || /^[a-z]+:\/\/[^/]+\/./i.test(value))) {
-    out.push(problem('not-an-origin', path, `${JSON.stringify(value)} must be an origin (scheme, host and port) without a path or query`));
-  }
-  return out;
-}
+export { checkRedirectUrl, isLocalHost, checkLoginPolicy };
 
 function checkUnique<T>(items: readonly T[], key: (t: T) => string, base: Path, field: string, what: string): Problem[] {
   const seen = new Map<string, number>();
@@ -66,41 +32,9 @@ function checkRefs(values: readonly string[], known: ReadonlySet<string>, path: 
     if (seen.has(v)) out.push(problem('duplicate-entry', [...path, i], `${what} ${JSON.stringify(v)} is listed twice`));
     seen.add(v);
     if (!known.has(v)) {
-      const hint = suggest(v, known);
-      out.push(problem('unknown-reference', [...path, i], `${what} ${JSON.stringify(v)} is not defined in ${where}${hint === undefined ? '' : ` (did you mean '${hint}'?)`}`, { ref: v }));
+      out.push(problem('unknown-reference', [...path, i], `${what} ${JSON.stringify(v)} is not defined in ${where}${didYouMean(v, known)}`, { ref: v }));
     }
   });
-  return out;
-}
-
-/**
- * Rules of a tenant's sign-in policy, beyond its schema. The admin API runs them too, so a policy
- * that would lock everyone out never reaches a server by any path.
- */
-export function checkLoginPolicy(policy: LoginPolicyBody, lp: Path): Problem[] {
-  const out: Problem[] = [];
-  const mp: Path = [...lp, 'methods'];
-  const seen = new Set<string>();
-  policy.methods.forEach((m, i) => {
-    if (seen.has(m)) out.push(problem('duplicate-entry', [...mp, i], `login method '${m}' is listed twice`));
-    seen.add(m);
-  });
-  const has = (m: string) => seen.has(m);
-  if (!has('password') && !has('otp') && !has('passkey')) {
-    out.push(problem('login-no-first-factor', mp, 'login methods must include password, otp or passkey: totp only confirms a person another method identified'));
-  }
-  if (policy.requireSecondFactor) {
-    // Each identifying method other than a passkey needs a different factor to follow it.
-    if (has('password') && !has('totp') && !has('otp')) {
-      out.push(problem('login-no-second-factor', [...lp, 'requireSecondFactor'], 'a second factor is required, but nothing can follow a password: allow totp or otp as well (a passkey alone counts as two factors)'));
-    }
-    // otp can follow a password; it can start only when totp can follow it.
-    if (has('otp') && !has('totp') && !has('password')) {
-      out.push(problem('login-no-second-factor', [...lp, 'requireSecondFactor'], 'a second factor is required, but nothing can follow an emailed code (otp): allow totp as well, or password for the code to follow'));
-    }
-  } else if (has('totp')) {
-    out.push(problem('login-unused-method', mp, "totp only confirms a person after another method: set 'requireSecondFactor: true' or remove totp"));
-  }
   return out;
 }
 
@@ -108,15 +42,21 @@ function checkTenant(t: TenantSpec, tp: Path): Problem[] {
   const out: Problem[] = [];
   const where = `tenant '${t.name}'`;
   if (t.login !== undefined) out.push(...checkLoginPolicy(t.login, [...tp, 'login']));
-  out.push(...checkUnique(t.scopes, (s) => s.name, [...tp, 'scopes'], 'name', 'scope'));
-  t.scopes.forEach((s, i) => {
-    if (BUILTIN_SCOPES.includes(s.name)) out.push(problem('builtin-scope', [...tp, 'scopes', i, 'name'], `scope '${s.name}' is built in and must not be redefined`));
-  });
+  out.push(...checkScopeDefinitions(t.scopes, [...tp, 'scopes']));
   out.push(...checkUnique(t.users, (u) => u.id, [...tp, 'users'], 'id', 'user id'));
   out.push(...checkUnique(t.users, (u) => u.email.toLowerCase(), [...tp, 'users'], 'email', 'email'));
   out.push(...checkUnique(t.groups, (g) => g.name, [...tp, 'groups'], 'name', 'group'));
   out.push(...checkUnique(t.applications, (a) => a.name, [...tp, 'applications'], 'name', 'application'));
   out.push(...checkUnique(t.applications.filter((a) => a.kind !== 'api'), (a) => a.clientId ?? a.name, [...tp, 'applications'], 'clientId', 'client id'));
+  // An api's audience is the resource it stands for: two apis with one audience would be one resource.
+  const apis = t.applications.map((a, i) => ({ a, i })).filter((x) => x.a.kind === 'api');
+  const firstApi = new Map<string, number>();
+  for (const { a, i } of apis) {
+    if (a.kind !== 'api') continue;
+    const seen = firstApi.get(a.audience);
+    if (seen === undefined) firstApi.set(a.audience, i);
+    else out.push(problem('duplicate-audience', [...tp, 'applications', i, 'audience'], `audience ${JSON.stringify(a.audience)} is already the audience of api '${t.applications[seen]!.name}': each api needs an audience of its own`, { related: [...tp, 'applications', seen, 'audience'] }));
+  }
 
   const custom = new Set(t.scopes.map((s) => s.name));
   const allScopes = new Set([...BUILTIN_SCOPES, ...custom]);
@@ -157,8 +97,7 @@ function checkTenant(t: TenantSpec, tp: Path): Problem[] {
     }
     out.push(...checkRedirectUrl(a.origin, [...ap, 'origin'], { originOnly: true }));
     a.redirectUris.forEach((r, j) => out.push(...checkRedirectUrl(r, [...ap, 'redirectUris', j])));
-    out.push(...checkRefs(a.scopes, allScopes, [...ap, 'scopes'], 'scope', where));
-    if (!a.scopes.includes('openid')) out.push(problem('missing-openid', [...ap, 'scopes'], "scopes must include 'openid': sign-in is OpenID Connect"));
+    out.push(...checkRequestedScopes(a.scopes, allScopes, [...ap, 'scopes'], where));
     if (a.kind === 'proxy') {
       try {
         const up = new URL(a.upstream);
@@ -171,8 +110,7 @@ function checkTenant(t: TenantSpec, tp: Path): Problem[] {
       a.audience.forEach((name, j) => {
         const target = appsByName.get(name);
         if (target === undefined) {
-          const hint = suggest(name, apiNames);
-          out.push(problem('unknown-reference', [...ap, 'audience', j], `audience ${JSON.stringify(name)} is not an application of ${where}${hint === undefined ? '' : ` (did you mean '${hint}'?)`}`, { ref: name }));
+          out.push(problem('unknown-reference', [...ap, 'audience', j], `audience ${JSON.stringify(name)} is not an application of ${where}${didYouMean(name, apiNames)}`, { ref: name }));
         } else if (target.kind !== 'api') {
           out.push(problem('wrong-kind', [...ap, 'audience', j], `audience ${JSON.stringify(name)} is a ${target.kind} application; an audience must name an api application`));
         }
@@ -188,8 +126,7 @@ function checkTenant(t: TenantSpec, tp: Path): Problem[] {
     const asp: Path = [...tp, 'assignments', i];
     const app = appsByName.get(as.application);
     if (app === undefined) {
-      const hint = suggest(as.application, appsByName.keys());
-      out.push(problem('unknown-reference', [...asp, 'application'], `application ${JSON.stringify(as.application)} is not defined in ${where}${hint === undefined ? '' : ` (did you mean '${hint}'?)`}`, { ref: as.application }));
+      out.push(problem('unknown-reference', [...asp, 'application'], `application ${JSON.stringify(as.application)} is not defined in ${where}${didYouMean(as.application, appsByName.keys())}`, { ref: as.application }));
     } else if (app.kind === 'api') {
       out.push(problem('wrong-kind', [...asp, 'application'], `'${app.name}' is an api: users are assigned to the applications they sign in to (web, proxy, spa), not to APIs`));
     }
@@ -222,6 +159,9 @@ export function checkModel(model: Model): Problem[] {
     out.push(problem('insecure-url', ['server', 'scheme'], `scheme http is allowed only when baseDomain is localhost; '${server.baseDomain}' needs https`));
   }
   out.push(...checkUnique(model.tenants, (t) => t.name, ['tenants'], 'name', 'tenant'));
+  model.tenants.forEach((t, i) => {
+    if (RESERVED_TENANTS.includes(t.name)) out.push(problem('reserved-name', ['tenants', i, 'name'], `tenant name '${t.name}' is reserved: the server's own tenant, which issues admin tokens, has it`));
+  });
   model.tenants.forEach((t, i) => out.push(...checkTenant(t, ['tenants', i])));
   return out;
 }

@@ -5,15 +5,11 @@
  * checks.ts, so that one pass reports every problem. Defaults are documented where defined.
  */
 import { z } from 'zod';
-import { DNS_LABEL, LoginPolicyBody, NAME, SCOPE, USER_ID } from './admin-api.ts';
+import { DNS_LABEL, LoginPolicyBody, NAME, NAME_RULES, SCOPE, USER_ID, isLocalHost } from '../contract/index.ts';
 
-const dnsLabel = z
-  .string()
-  .regex(DNS_LABEL, { error: 'must be a lowercase DNS label: a-z, 0-9 and inner hyphens, 1 to 63 characters' });
-const name = z
-  .string()
-  .regex(NAME, { error: 'must be 1 to 64 characters of a-z, 0-9, ".", "_" or "-", starting and ending with a letter or digit' });
-const scopeName = z.string().regex(SCOPE, { error: 'must be a scope token: 1 to 128 characters of A-Z, a-z, 0-9, ".", "_", ":", "/" or "-"' });
+const dnsLabel = z.string().regex(DNS_LABEL, { error: NAME_RULES.dnsLabel });
+const name = z.string().regex(NAME, { error: NAME_RULES.name });
+const scopeName = z.string().regex(SCOPE, { error: NAME_RULES.scope });
 const displayName = z.string().min(1).max(128);
 /** Absolute URL; the redirect-URI rules (RFC 9700) are applied in checks.ts with a precise message. */
 const url = z.string().min(1).max(2048);
@@ -42,7 +38,7 @@ export const ScopeSpec = z.strictObject({
 
 export const UserSpec = z.strictObject({
   /** Stable opaque id; becomes the token's `sub` and the proxy's X-Forwarded-User. */
-  id: z.string().regex(USER_ID, { error: 'must be 1 to 128 characters of A-Z, a-z, 0-9, ".", "_", "@", "+", "~" or "-"' }),
+  id: z.string().regex(USER_ID, { error: NAME_RULES.userId }),
   email: z.email({ error: 'must be an email address' }),
   displayName: displayName.optional(),
   /** Custom scopes of the tenant this user may be granted (e.g. `admin`). Default: none. */
@@ -66,7 +62,7 @@ const appCommon = {
   name,
   displayName: displayName.optional(),
   /** Override of the OAuth client id. Default: the application's name. */
-  clientId: z.string().regex(USER_ID, { error: 'must be 1 to 128 characters of A-Z, a-z, 0-9, ".", "_", "@", "+", "~" or "-"' }).optional(),
+  clientId: z.string().regex(USER_ID, { error: NAME_RULES.userId }).optional(),
   /** Present only so checks.ts can explain why a secret never belongs in the model. */
   clientSecret: z.unknown().optional(),
 };
@@ -222,12 +218,10 @@ export interface Model {
   readonly tenants: readonly TenantSpec[];
 }
 
-/** Scopes every tenant knows without defining them. `offline` asks for refresh tokens. */
-export const BUILTIN_SCOPES: readonly string[] = ['openid', 'profile', 'email', 'offline'];
+export { BUILTIN_SCOPES } from '../contract/index.ts';
 
 /** Merged tenants plus the one server section (if any), with the server's defaults applied. */
 export function assembleModel(server: ModelFile['server'], tenants: readonly TenantSpec[]): Model {
   const baseDomain = server?.baseDomain ?? 'localhost';
-  const isLocal = baseDomain === 'localhost' || baseDomain.endsWith('.localhost');
-  return { server: { baseDomain, scheme: server?.scheme ?? (isLocal ? 'http' : 'https'), port: server?.port }, tenants };
+  return { server: { baseDomain, scheme: server?.scheme ?? (isLocalHost(baseDomain) ? 'http' : 'https'), port: server?.port }, tenants };
 }

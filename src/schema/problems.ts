@@ -3,35 +3,17 @@
  * Formatting is one pure function so the CLI, the Pulumi program and tests print the same text.
  */
 import type { z } from 'zod';
+import { formatPath, suggest, type PathSegment, type Problem as RuleProblem } from '../contract/index.ts';
 
-export type PathSegment = string | number;
+export { formatPath, suggest, type PathSegment };
 
-export interface Problem {
-  /** Stable, machine-readable: e.g. `unknown-field`, `duplicate-name`, `yaml-syntax`. */
-  readonly code: string;
-  /** Where in the (merged) model, e.g. ['tenants', 0, 'applications', 2, 'origin']. */
-  readonly path: readonly PathSegment[];
-  readonly message: string;
+/** A problem of the model: the contract's problem, plus where in which file. */
+export interface Problem extends RuleProblem {
   readonly file?: string | undefined;
   /** 1-based. */
   readonly line?: number | undefined;
   /** 1-based. */
   readonly col?: number | undefined;
-  /** The other place involved (the first definition of a duplicate), rendered as file:line:col. */
-  readonly related?: readonly PathSegment[] | undefined;
-  /** The name a broken reference points to. */
-  readonly ref?: string | undefined;
-}
-
-/** `tenants[0].applications[2].origin` */
-export function formatPath(path: readonly PathSegment[]): string {
-  let out = '';
-  for (const seg of path) {
-    if (typeof seg === 'number') out += `[${seg}]`;
-    else if (/^[A-Za-z_$][\w$]*$/.test(seg)) out += out === '' ? seg : `.${seg}`;
-    else out += `[${JSON.stringify(seg)}]`;
-  }
-  return out;
 }
 
 export interface FormatOptions {
@@ -61,34 +43,6 @@ export function sortProblems(problems: readonly Problem[]): Problem[] {
       (a.col ?? 0) - (b.col ?? 0) ||
       formatPath(a.path).localeCompare(formatPath(b.path)),
   );
-}
-
-function levenshtein(a: string, b: string): number {
-  const row = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    let prev = row[0]!;
-    row[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const cur = row[j]!;
-      row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
-      prev = cur;
-    }
-  }
-  return row[b.length]!;
-}
-
-/** "did you mean" for typos: the closest candidate within a third of the word's length. */
-export function suggest(word: string, candidates: Iterable<string>): string | undefined {
-  let best: string | undefined;
-  let bestDist = Math.max(1, Math.floor(word.length / 3)) + 1;
-  for (const c of candidates) {
-    const d = levenshtein(word.toLowerCase(), c.toLowerCase());
-    if (d < bestDist) {
-      best = c;
-      bestDist = d;
-    }
-  }
-  return best;
 }
 
 function typeName(value: unknown): string {

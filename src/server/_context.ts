@@ -1,5 +1,5 @@
 /** What every part of the server shares: storage, master key, public address. Built once by startServer. */
-import type { ServerAddress } from '../schema/urls.ts';
+import type { ServerAddress } from '../contract/index.ts';
 import type { MasterKey } from './_crypto.ts';
 import type { SigningAlg } from './keys.ts';
 import type { LoginSettings } from './login/options.ts';

@@ -7,7 +7,7 @@
  */
 import { readFileSync, writeFileSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
-import { adminBaseUrl, endpointUrl, issuerUrl } from '../schema/urls.ts';
+import { adminBaseUrl, endpointUrl, issuerUrl, type AdminCredentials } from '../contract/index.ts';
 import type { ServerContext } from './_context.ts';
 import { MASTER_KEY_ENV, MASTER_KEY_FILE, MasterKey, newClientSecret } from './_crypto.ts';
 import {
@@ -54,17 +54,6 @@ function unsealsSystemKey(master: MasterKey, keys: readonly { tenant: string; ki
   } catch {
     return false;
   }
-}
-
-export interface AdminCredentials {
-  readonly clientId: string;
-  readonly clientSecret: string;
-  readonly issuer: string;
-  readonly tokenEndpoint: string;
-  /** Resource indicator to request (RFC 8707); the token's audience. */
-  readonly resource: string;
-  readonly scope: string;
-  readonly adminUrl: string;
 }
 
 /** Creates the system tenant, its admin API resource and the bootstrap client if missing. */

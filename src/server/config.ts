@@ -74,12 +74,7 @@ export const DEFAULTS = {
   providerCacheSize: 500,
 };
 
-/** The tenant that issues admin tokens. Reserved: the admin API refuses to touch it. */
-export const SYSTEM_TENANT = 'system';
-/** Audience (resource indicator) of admin API tokens. Port-independent on purpose. */
-export const ADMIN_AUDIENCE = 'urn:idforge:admin-api';
-/** The scope an admin token must carry. */
-export const ADMIN_SCOPE = 'admin';
+export { SYSTEM_TENANT, ADMIN_AUDIENCE, ADMIN_SCOPE } from '../contract/index.ts';
 /** File in the data dir with the bootstrap admin client's credentials (mode 0600). */
-export const BOOTSTRAP_CREDENTIALS_FILE = 'admin-credentials.json';
+export { ADMIN_CREDENTIALS_FILE as BOOTSTRAP_CREDENTIALS_FILE } from '../contract/index.ts';
 export const BOOTSTRAP_CLIENT_ID = 'idforge-admin';

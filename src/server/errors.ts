@@ -17,7 +17,7 @@ export class ServerError extends Error {
     /** Where in the request the problem is (a body path like `redirectUris.0`), if anywhere. */
     readonly path: string = '',
     /** Every problem when there are several (validation), each with its own path. */
-    readonly problems: readonly { readonly path: string; readonly message: string }[] = [],
+    readonly problems: readonly { readonly path: string; readonly message: string; readonly code?: string }[] = [],
   ) {
     super(message);
   }
@@ -32,7 +32,7 @@ export class StartupError extends Error {
 }
 
 export const errors = {
-  invalidRequest: (message: string, path = '', problems: readonly { path: string; message: string }[] = []) =>
+  invalidRequest: (message: string, path = '', problems: readonly { path: string; message: string; code?: string }[] = []) =>
     new ServerError(400, 'invalid_request', message, true, path, problems),
   unauthorized: (message = 'a bearer access token is required') => new ServerError(401, 'invalid_token', message),
   forbidden: (message: string) => new ServerError(403, 'insufficient_scope', message),

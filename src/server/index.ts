@@ -9,10 +9,11 @@
 import { mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { adminBaseUrl, issuerUrl, type ServerAddress } from '../schema/urls.ts';
+import { adminBaseUrl, issuerUrl, type ServerAddress } from '../contract/index.ts';
 import type { ServerContext } from './_context.ts';
 import { createApp, createHandler } from './app.ts';
-import { ensureSystemTenant, openMasterKey, writeAdminCredentials, type AdminCredentials } from './bootstrap.ts';
+import { ensureSystemTenant, openMasterKey, writeAdminCredentials } from './bootstrap.ts';
+import type { AdminCredentials } from '../contract/index.ts';
 import { DEFAULTS, type ServerOptions } from './config.ts';
 import { StartupError } from './errors.ts';
 import { loginSettings } from './login/options.ts';
@@ -22,14 +23,13 @@ import { ProviderCache } from './tenancy.ts';
 
 export type { ServerOptions } from './config.ts';
 export { LIFETIMES, SYSTEM_TENANT, ADMIN_AUDIENCE, ADMIN_SCOPE, BOOTSTRAP_CREDENTIALS_FILE } from './config.ts';
-export type { AdminCredentials } from './bootstrap.ts';
+export type { AdminCredentials } from '../contract/index.ts';
 export { PASSWORD_HASH_PARAMS, MASTER_KEY_ENV } from './_crypto.ts';
 export { ServerError, StartupError } from './errors.ts';
 export type { Storage } from './storage/types.ts';
 export type { LoginFactor, LoginPolicy } from './login/factors.ts';
 export type { LoginOptions } from './login/options.ts';
 export { LOGIN_DEFAULTS } from './login/options.ts';
-export { localhostFetch, readAdminCredentials, getAdminToken } from './client.ts';
 
 export interface RunningServer {
   /** Base URL, e.g. `http://localhost:3000`; the admin API is at `${url}/admin/v1`. */

@@ -10,14 +10,14 @@
 import { generateKeyPair as generateKeyPairCb, type JsonWebKey } from 'node:crypto';
 import { promisify } from 'node:util';
 import { calculateJwkThumbprint, type JWK } from 'jose';
+import type { SigningAlg } from '../contract/index.ts';
 import type { MasterKey } from './_crypto.ts';
 import type { KeyRecord, Storage } from './storage/types.ts';
 import { LIFETIMES } from './config.ts';
 
 const generateKeyPair = promisify(generateKeyPairCb);
 
-export type SigningAlg = 'RS256' | 'ES256';
-export const SIGNING_ALGS: readonly SigningAlg[] = ['RS256', 'ES256'];
+export { SIGNING_ALGS, type SigningAlg } from '../contract/index.ts';
 
 /**
  * A retired key stays published for the longest token lifetime it may have signed (access, client

@@ -3,7 +3,7 @@
  * only feeds it the tenant's keys, clients, users and policies.
  */
 import Provider, { errors as oidcErrors, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
-import { OIDC_ROUTES, issuerUrl } from '../schema/urls.ts';
+import { OIDC_ROUTES, issuerUrl } from '../contract/index.ts';
 import type { ServerContext } from './_context.ts';
 import { SCOPE_CLAIMS, STANDARD_SCOPES, findAccount, grantableScopes, isAssigned } from './accounts.ts';
 import { TenantApps, adapterClass } from './adapter.ts';

@@ -3,7 +3,7 @@
  * tenants do not mean thousands of live instances: an evicted tenant's provider is rebuilt from
  * storage on its next request (everything it needs is persistent).
  */
-import { DNS_LABEL } from '../schema/admin-api.ts';
+import { DNS_LABEL } from '../contract/index.ts';
 import type { ServerContext } from './_context.ts';
 import { buildProvider, type TenantRuntime } from './provider.ts';
 

@@ -8,8 +8,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { main } from '../../src/cli/main.ts';
-import type { CliIo } from '../../src/cli/_io.ts';
-import { adminPaths } from '../../src/schema/admin-api.ts';
+import type { CliIo } from '../../src/command/io.ts';
+import { routePath } from '../../src/contract/index.ts';
 import { adminClient, tempDir, testServer, type AdminClient } from '../server/_support.ts';
 
 let server: Awaited<ReturnType<typeof testServer>>;
@@ -66,7 +66,7 @@ describe('idforge plan: refusals the plan does not explain are errors', () => {
   it("fails, naming the clash, when a new web app's clientId is taken by an unmanaged application", async () => {
     expect((await idforge('apply', BASE)).code).toBe(0);
     // Made by hand, outside the model: not idforge's to change or delete.
-    await admin.put(adminPaths.application('acme', 'legacy'), { kind: 'web', clientId: 'acme-portal', redirectUris: ['http://legacy.localhost/cb'] });
+    await admin.put(routePath('getApplication', { tenant: 'acme', application: 'legacy' }), { kind: 'web', clientId: 'acme-portal', redirectUris: ['http://legacy.localhost/cb'] });
     const model = `${BASE}    applications:
 ${ORDERS_API}      - name: portal
         kind: web
@@ -75,7 +75,7 @@ ${ORDERS_API}      - name: portal
 `;
     const plan = await idforge('plan', model);
     expect(plan.code, plan.stdout).toBe(1);
-    expect(plan.stderr).toContain(`idforge plan: PUT ${adminPaths.application('acme', 'portal')} → 409 conflict: clientId 'acme-portal' is already used by application 'legacy' (at clientId)`);
+    expect(plan.stderr).toContain("idforge plan: PUT acme/portal: HTTP 409: clientId 'acme-portal' is already used by application 'legacy' (at clientId)");
     expect(plan.stdout).not.toMatch(/\+ application acme\/portal/);
 
     const json = await idforge('plan', model, '--json');
@@ -83,24 +83,24 @@ ${ORDERS_API}      - name: portal
     expect(JSON.parse(json.stdout)).toMatchObject({ ok: false, error: expect.stringContaining("clientId 'acme-portal' is already used by application 'legacy'") });
 
     // Plan wrote nothing: the api it would create is still absent.
-    expect(await status(adminPaths.application('acme', 'orders-api'))).toBe(404);
+    expect(await status(routePath('getApplication', { tenant: 'acme', application: 'orders-api' }))).toBe(404);
     // What plan warned of: apply stops at the same step, after the api is already made.
     const apply = await idforge('apply', model);
     expect(apply.code).not.toBe(0);
     expect(apply.stderr).toContain("clientId 'acme-portal' is already used by application 'legacy'");
-    expect(await status(adminPaths.application('acme', 'orders-api'))).toBe(200);
+    expect(await status(routePath('getApplication', { tenant: 'acme', application: 'orders-api' }))).toBe(200);
   });
 
   it("fails when a new user's email belongs to an unmanaged user of the tenant", async () => {
     expect((await idforge('apply', BASE)).code).toBe(0);
-    await admin.put(adminPaths.user('acme', 'u-old-bob'), { email: 'bob@acme.example' });
+    await admin.put(routePath('getUser', { tenant: 'acme', userId: 'u-old-bob' }), { email: 'bob@acme.example' });
     const plan = await idforge('plan', `${BASE}      - id: u-bob
         email: bob@acme.example
     applications:
 ${ORDERS_API}`);
     expect(plan.code, plan.stdout).toBe(1);
-    expect(plan.stderr).toContain(`PUT ${adminPaths.user('acme', 'u-bob')} → 409 conflict: email 'bob@acme.example' belongs to another user of this tenant (at email)`);
-    expect(await status(adminPaths.application('acme', 'orders-api'))).toBe(404);
+    expect(plan.stderr).toContain("PUT acme/u-bob: HTTP 409: email 'bob@acme.example' belongs to another user of this tenant (at email)");
+    expect(await status(routePath('getApplication', { tenant: 'acme', application: 'orders-api' }))).toBe(404);
   });
 });
 
@@ -131,11 +131,11 @@ ${ORDERS_API}      - name: dashboard
       'create acme/dashboard/u-alice',
       'create acme/dashboard/u-bob',
     ]);
-    expect(await status(adminPaths.application('acme', 'dashboard'))).toBe(404);
+    expect(await status(routePath('getApplication', { tenant: 'acme', application: 'dashboard' }))).toBe(404);
 
     const apply = await idforge('apply', model);
     expect(apply.code, apply.stderr).toBe(0);
-    expect(await status(adminPaths.assignment('acme', 'dashboard', 'u-bob'))).toBe(200);
+    expect(await status(routePath('getAssignment', { tenant: 'acme', application: 'dashboard', userId: 'u-bob' }))).toBe(200);
   });
 
   it("plans a new SPA asking for a scope that the same plan adds to the tenant", async () => {

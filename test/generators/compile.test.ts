@@ -5,7 +5,7 @@ import addFormats from 'ajv-formats';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { compileArtifacts, compilePlan, type Artifact } from '../../src/generators/index.ts';
-import { ApplicationBody, AssignmentBody, TenantBody, UserBody } from '../../src/schema/admin-api.ts';
+import { ApplicationBody, AssignmentBody, TenantBody, UserBody, stepName } from '../../src/contract/index.ts';
 import type { Model } from '../../src/schema/index.ts';
 import { fixedSecrets, loadExample } from '../support/model.ts';
 
@@ -69,7 +69,7 @@ describe.each(EXAMPLES)('compiling the %s example', (name, paths) => {
     for (const step of compilePlan(model, fixedSecrets(model)).steps) {
       if (step.op !== 'put') continue;
       const r = bodies[step.kind].safeParse(step.body);
-      expect(r.success, `${step.path}: ${r.error?.message}`).toBe(true);
+      expect(r.success, `${stepName(step)}: ${r.error?.message}`).toBe(true);
     }
   });
 });
@@ -105,7 +105,7 @@ describe('the acme example', () => {
     const apps = Object.fromEntries(
       compilePlan(model, fixedSecrets(model))
         .steps.filter((s) => s.op === 'put' && s.kind === 'application')
-        .map((s) => [s.path.split('/').at(-1), (s as { body: ApplicationBody }).body]),
+        .map((s) => [(s as { application: string }).application, (s as { body: ApplicationBody }).body]),
     );
     expect(apps.portal).toMatchObject({ kind: 'web', redirectUris: ['http://portal.localhost:3000/connect/acme/callback'] });
     expect(apps.wiki).toMatchObject({ kind: 'proxy', redirectUris: ['http://wiki.localhost:4180/oauth2/callback'] });
@@ -118,8 +118,8 @@ describe('the acme example', () => {
     const model = await loadExample('examples/acme.yaml');
     const assignments = compilePlan(model, fixedSecrets(model))
       .steps.filter((s) => s.kind === 'assignment')
-      .map((s) => s.path.replace('/admin/v1/tenants/acme/applications/', ''));
-    expect(assignments).toEqual(['dashboard/assignments/u-alice', 'dashboard/assignments/u-bob', 'portal/assignments/u-alice', 'portal/assignments/u-bob', 'wiki/assignments/u-alice']);
+      .map((s) => stepName(s));
+    expect(assignments).toEqual(['acme/dashboard/u-alice', 'acme/dashboard/u-bob', 'acme/portal/u-alice', 'acme/portal/u-bob', 'acme/wiki/u-alice']);
   });
 
   it('orders the plan so every reference exists before it is used', async () => {

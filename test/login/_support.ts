@@ -12,7 +12,7 @@ import * as oidc from 'openid-client';
 import type { Page } from 'playwright-core';
 import { expect } from 'vitest';
 import { main } from '../../src/cli/main.ts';
-import type { CliIo } from '../../src/cli/_io.ts';
+import type { CliIo } from '../../src/command/io.ts';
 import type { LoginOptions } from '../../src/server/index.ts';
 import { relyingParty, tempDir, testServer } from '../server/_support.ts';
 

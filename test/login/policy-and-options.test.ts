@@ -4,10 +4,10 @@
  * a tenant without a policy keeps password-only sign-in; the serve command's login flags.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { main } from '../../src/cli/main.ts';
-import type { CliIo } from '../../src/cli/_io.ts';
+import { main, SERVE_SUMMARY } from '../../src/cli/main.ts';
+import type { CliIo } from '../../src/command/io.ts';
 import { compilePlan } from '../../src/generators/index.ts';
-import { adminPaths } from '../../src/schema/admin-api.ts';
+import { routePath } from '../../src/contract/index.ts';
 import { validateSources } from '../../src/schema/index.ts';
 import { policyFor } from '../../src/server/login/factors.ts';
 import { adminClient, tempDir, testServer, type AdminClient } from '../server/_support.ts';
@@ -25,19 +25,19 @@ afterAll(async () => {
 
 describe('login policy in the admin API', () => {
   it('stores a policy and returns it as given; a tenant without one has none', async () => {
-    await admin.put(adminPaths.tenant('plain'), { displayName: 'Plain' });
-    expect((await admin.call('GET', adminPaths.tenant('plain'))).body.login).toBeUndefined();
-    await admin.put(adminPaths.tenant('strict'), { displayName: 'Strict', login: { methods: ['password', 'totp'], requireSecondFactor: true } });
-    expect((await admin.call('GET', adminPaths.tenant('strict'))).body.login).toEqual({ methods: ['password', 'totp'], requireSecondFactor: true });
-    const again = await admin.call('PUT', adminPaths.tenant('strict'), { displayName: 'Strict', login: { methods: ['password', 'totp'], requireSecondFactor: true } });
+    await admin.put(routePath('getTenant', { tenant: 'plain' }), { displayName: 'Plain' });
+    expect((await admin.call('GET', routePath('getTenant', { tenant: 'plain' }))).body.login).toBeUndefined();
+    await admin.put(routePath('getTenant', { tenant: 'strict' }), { displayName: 'Strict', login: { methods: ['password', 'totp'], requireSecondFactor: true } });
+    expect((await admin.call('GET', routePath('getTenant', { tenant: 'strict' }))).body.login).toEqual({ methods: ['password', 'totp'], requireSecondFactor: true });
+    const again = await admin.call('PUT', routePath('getTenant', { tenant: 'strict' }), { displayName: 'Strict', login: { methods: ['password', 'totp'], requireSecondFactor: true } });
     expect(again.body.outcome).toBe('unchanged');
   });
 
   it('refuses a policy nobody could sign in with, saying why', async () => {
-    const r = await admin.call('PUT', adminPaths.tenant('broken'), { displayName: 'Broken', login: { methods: ['password'], requireSecondFactor: true } });
+    const r = await admin.call('PUT', routePath('getTenant', { tenant: 'broken' }), { displayName: 'Broken', login: { methods: ['password'], requireSecondFactor: true } });
     expect(r.status).toBe(400);
     expect(JSON.stringify(r.body)).toContain('a second factor is required, but nothing can follow a password');
-    const unknown = await admin.call('PUT', adminPaths.tenant('broken'), { displayName: 'Broken', login: { methods: ['sms'] } });
+    const unknown = await admin.call('PUT', routePath('getTenant', { tenant: 'broken' }), { displayName: 'Broken', login: { methods: ['sms'] } });
     expect(unknown.status).toBe(400);
   });
 });
@@ -70,7 +70,9 @@ describe('idforge serve login flags', () => {
   async function serve(args: string[]) {
     let out = '';
     const io: CliIo = { stdout: (t) => { out += t; }, stderr: (t) => { out += t; }, env: {}, cwd: process.cwd(), color: false };
-    return { code: await main(['serve', ...args], io), out };
+    // As bin/idforge.js composes it: the CLI's main with the server's own serve command.
+    const serve = { summary: SERVE_SUMMARY, load: () => import('../../src/server/serve-command.ts') };
+    return { code: await main(['serve', ...args], io, { serve }), out };
   }
   it('documents them in --help', async () => {
     const { code, out } = await serve(['--help']);

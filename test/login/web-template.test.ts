@@ -8,8 +8,7 @@ import { join } from 'node:path';
 import { generate } from 'otplib';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminPaths } from '../../src/schema/admin-api.ts';
-import { getAdminToken, localhostFetch, readAdminCredentials } from '../../src/server/index.ts';
+import { AdminClient } from '../../src/admin-client/index.ts';
 import { jsonOf, launchBrowser, newContext, screenshot } from '../support/browser.ts';
 import { startStack, TENANT, type Stack } from '../e2e/_stack.ts';
 import { codeFromOutbox } from './_support.ts';
@@ -25,17 +24,9 @@ beforeAll(async () => {
   stack = await startStack({ label: 'login-web', apps: ['portal'] });
   const dataDir = join(stack.dir, 'data');
   outbox = join(dataDir, 'outbox');
-  const token = await getAdminToken(readAdminCredentials(dataDir));
-  const base = new URL(stack.issuer);
-  const admin = async (method: string, body?: unknown) => {
-    const res = await localhostFetch(`http://localhost:${base.port}${adminPaths.tenant(TENANT)}`, {
-      method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    expect(res.status, await res.clone().text()).toBe(200);
-    return (await res.json()) as Record<string, unknown>;
-  };
-  const { displayName, scopes, managedBy } = await admin('GET');
-  await admin('PUT', { displayName, scopes, managedBy, login: { methods: ['password', 'otp', 'passkey', 'totp'], requireSecondFactor: true } });
+  const admin = await AdminClient.forDataDir(dataDir);
+  const { displayName, scopes, managedBy } = await admin.call('getTenant', { tenant: TENANT });
+  await admin.call('putTenant', { tenant: TENANT }, { body: { displayName, scopes, managedBy, login: { methods: ['password', 'otp', 'passkey', 'totp'], requireSecondFactor: true } } });
 
   browser = await launchBrowser();
   context = await newContext(browser);

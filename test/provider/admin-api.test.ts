@@ -7,12 +7,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AdminClient, type AdminConnection } from '../../src/provider/_admin-client.ts';
+import { AdminClient, type AdminConnection } from '../../src/admin-client/index.ts';
 import { applicationProvider, type ApplicationInputs, type ApplicationOutputs } from '../../src/provider/application.ts';
 import { tenantAssignmentsProvider, type TenantAssignmentsInputs } from '../../src/provider/tenant-assignments.ts';
 import { tenantUsersProvider, type TenantUsersInputs } from '../../src/provider/tenant-users.ts';
 import { tenantProvider, type TenantInputs } from '../../src/provider/tenant.ts';
-import { adminPaths } from '../../src/schema/admin-api.ts';
+import type { ApplicationBody } from '../../src/contract/index.ts';
 import { startServer, type RunningServer } from '../../src/server/index.ts';
 
 describe('provider implementations against the real admin API', () => {
@@ -40,12 +40,12 @@ describe('provider implementations against the real admin API', () => {
     expect(created.id).toBe('acme');
     const read = await tenantProvider.read('acme', created.outs);
     expect(await tenantProvider.diff('acme', read.props!, tenant())).toEqual({ changes: false, replaces: [] });
-    await admin.put(adminPaths.tenant('acme'), { displayName: 'Changed behind our back', scopes: [] });
+    await admin.call('putTenant', { tenant: 'acme' }, { body: { displayName: 'Changed behind our back', scopes: [] } });
     const drifted = await tenantProvider.read('acme', created.outs);
     expect(drifted.inputs?.body.displayName).toBe('Changed behind our back');
     expect((await tenantProvider.diff('acme', drifted.props!, tenant())).changes).toBe(true);
     await tenantProvider.update('acme', drifted.props!, tenant());
-    expect(await admin.get(adminPaths.tenant('acme'))).toMatchObject({ displayName: 'Acme', scopes: [{ name: 'admin' }] });
+    expect(await admin.find('getTenant', { tenant: 'acme' })).toMatchObject({ displayName: 'Acme', scopes: [{ name: 'admin' }] });
   });
 
   it('application: the client secret is made once and survives updates', async () => {
@@ -63,7 +63,7 @@ describe('provider implementations against the real admin API', () => {
     const updated = await applicationProvider.update(created.id, outs, changed);
     expect(updated.outs?.clientSecret).toBe(outs.clientSecret);
     // The server still holds the same secret: PUTting it again changes nothing.
-    const again = await admin.put<{ outcome: string }>(adminPaths.application('acme', 'portal'), { ...changed.body, clientSecret: outs.clientSecret });
+    const again = await admin.call('putApplication', { tenant: 'acme', application: 'portal' }, { body: { ...changed.body, clientSecret: outs.clientSecret } as ApplicationBody });
     expect(again.outcome).toBe('unchanged');
     const read = await applicationProvider.read(created.id, updated.outs);
     expect(read.inputs?.body).toEqual(changed.body);
@@ -81,13 +81,13 @@ describe('provider implementations against the real admin API', () => {
       initialPasswords: { 'u-alice': 'alice-initial-password' },
     };
     const u = await tenantUsersProvider.create(users);
-    expect(await admin.get(adminPaths.user('acme', 'u-alice'))).toMatchObject({ hasPassword: true });
-    expect(await admin.get(adminPaths.user('acme', 'u-bob'))).toMatchObject({ hasPassword: false });
+    expect(await admin.find('getUser', { tenant: 'acme', userId: 'u-alice' })).toMatchObject({ hasPassword: true });
+    expect(await admin.find('getUser', { tenant: 'acme', userId: 'u-bob' })).toMatchObject({ hasPassword: false });
 
     const assignments: TenantAssignmentsInputs = { connection, tenant: 'acme', assignments: { portal: ['u-alice', 'u-bob'] } };
     const a = await tenantAssignmentsProvider.create(assignments);
-    await admin.delete(adminPaths.assignment('acme', 'portal', 'u-bob'));
-    await admin.delete(adminPaths.user('acme', 'u-bob'));
+    await admin.remove('deleteAssignment', { tenant: 'acme', application: 'portal', userId: 'u-bob' });
+    await admin.remove('deleteUser', { tenant: 'acme', userId: 'u-bob' });
 
     const readUsers = await tenantUsersProvider.read(u.id, u.outs);
     expect(Object.keys(readUsers.inputs!.users)).toEqual(['u-alice']);
@@ -96,11 +96,11 @@ describe('provider implementations against the real admin API', () => {
 
     await tenantUsersProvider.update(u.id, readUsers.props!, users);
     await tenantAssignmentsProvider.update(a.id, readAssignments.props!, assignments);
-    expect(await admin.get(adminPaths.assignment('acme', 'portal', 'u-bob'))).toBeDefined();
+    expect(await admin.find('getAssignment', { tenant: 'acme', application: 'portal', userId: 'u-bob' })).toBeDefined();
 
     await tenantAssignmentsProvider.delete(a.id, assignments);
     await tenantUsersProvider.delete(u.id, users);
-    expect(await admin.get(adminPaths.user('acme', 'u-alice'))).toBeUndefined();
+    expect(await admin.find('getUser', { tenant: 'acme', userId: 'u-alice' })).toBeUndefined();
   });
 
   it('deleting is idempotent, and a deleted tenant reads as gone', async () => {

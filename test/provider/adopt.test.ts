@@ -9,10 +9,9 @@ import { copyFile, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.ts';
-import type { CliIo } from '../../src/cli/_io.ts';
-import { AdminClient, type AdminEndpoint } from '../../src/provider/_admin-client.ts';
+import type { CliIo } from '../../src/command/io.ts';
+import { AdminClient, type AdminEndpoint } from '../../src/admin-client/index.ts';
 import { isOurProcess, PID_FILE } from '../../src/provider/_local-server.ts';
-import { adminPaths } from '../../src/schema/admin-api.ts';
 import { startServer } from '../../src/server/index.ts';
 import { freePort } from '../support/processes.ts';
 import { PulumiProject, REPO } from './_pulumi.ts';
@@ -111,7 +110,7 @@ describe('adopting objects made by idforge apply into a Pulumi stack', { timeout
 
   it("an adopted confidential client's secret is the stack's: the one idforge apply made stops working", async () => {
     const admin = new AdminClient(await connectionOf(dataDir));
-    expect(await admin.get(adminPaths.application('acme', 'portal'))).toMatchObject({ kind: 'web', clientId: 'portal' });
+    expect(await admin.find('getApplication', { tenant: 'acme', application: 'portal' })).toMatchObject({ kind: 'web', clientId: 'portal' });
     const issuer = ((await p.outputs()).issuers as Record<string, string>).acme!;
     const token = async (secret: string): Promise<number> =>
       (

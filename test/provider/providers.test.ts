@@ -32,9 +32,9 @@ describe('check', () => {
   it('maps zod issues to property paths and reasons', async () => {
     const r = await tenantProvider.check({} as never, { ...tenant, name: 'Acme!', body: { displayName: '', scopes: [{ name: 'a b' }] } } as never);
     expect(r.failures).toEqual([
-      { property: 'name', reason: 'must be a lowercase DNS label' },
+      { property: 'name', reason: 'must be a lowercase DNS label: a-z, 0-9 and inner hyphens, 1 to 63 characters' },
       { property: 'body.displayName', reason: expect.stringContaining('>=1') },
-      { property: 'body.scopes[0].name', reason: expect.stringMatching(/Invalid string/) },
+      { property: 'body.scopes[0].name', reason: expect.stringMatching(/^must be a scope token/) },
     ]);
   });
 

@@ -5,13 +5,13 @@
  * the admin API found by `refresh` and repaired by `up`; no client or cookie secret in plain text
  * in the backend; `destroy` deletes the tenants and stops the server.
  */
+import type { ApplicationBody } from '../../src/contract/index.ts';
 import { copyFile, readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseDocument } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AdminClient, type AdminEndpoint } from '../../src/provider/_admin-client.ts';
+import { AdminClient, type AdminEndpoint } from '../../src/admin-client/index.ts';
 import { isOurProcess, PID_FILE } from '../../src/provider/_local-server.ts';
-import { adminPaths } from '../../src/schema/admin-api.ts';
 import { startServer } from '../../src/server/index.ts';
 import { freePort } from '../support/processes.ts';
 import { PulumiProject, REPO, urnName } from './_pulumi.ts';
@@ -44,7 +44,7 @@ describe('pulumi up/preview/refresh/destroy of a model against the real server',
   }
 
   async function assignmentsOf(app: string): Promise<string[]> {
-    const page = await admin.get<{ items: { userId: string }[] }>(`${adminPaths.application('acme', app)}/assignments`);
+    const page = await admin.call('listAssignments', { tenant: 'acme', application: app });
     return (page?.items ?? []).map((i) => i.userId).sort();
   }
 
@@ -71,12 +71,12 @@ describe('pulumi up/preview/refresh/destroy of a model against the real server',
   it('up deploys the server and provisions the model; the live server matches', async () => {
     await p.up();
     admin = new AdminClient(await connectionOf(dataDir));
-    const tenant = await admin.get(adminPaths.tenant('acme'));
+    const tenant = await admin.find('getTenant', { tenant: 'acme' });
     expect(tenant).toMatchObject({ name: 'acme', displayName: 'Acme Corporation', scopes: [{ name: 'admin' }] });
-    const portal = await admin.get(adminPaths.application('acme', 'portal'));
+    const portal = await admin.find('getApplication', { tenant: 'acme', application: 'portal' });
     expect(portal).toMatchObject({ kind: 'web', clientId: 'portal', redirectUris: ['http://portal.localhost:3000/connect/acme/callback'] });
-    expect(await admin.get(adminPaths.application('acme', 'orders-api'))).toMatchObject({ kind: 'api', identifier: 'http://orders-api.localhost:4000' });
-    expect(await admin.get(adminPaths.user('acme', 'u-alice'))).toMatchObject({ email: 'alice@acme.example', scopes: ['admin'], hasPassword: true });
+    expect(await admin.find('getApplication', { tenant: 'acme', application: 'orders-api' })).toMatchObject({ kind: 'api', identifier: 'http://orders-api.localhost:4000' });
+    expect(await admin.find('getUser', { tenant: 'acme', userId: 'u-alice' })).toMatchObject({ email: 'alice@acme.example', scopes: ['admin'], hasPassword: true });
     expect(await assignmentsOf('portal')).toEqual(['u-alice', 'u-bob']);
     expect(await assignmentsOf('wiki')).toEqual(['u-alice']);
     const out = await p.outputs();
@@ -119,25 +119,25 @@ describe('pulumi up/preview/refresh/destroy of a model against the real server',
       'update client-configs',
     ]);
     await p.up(PASSWORDS);
-    expect(await admin.get(adminPaths.application('acme', 'reports'))).toMatchObject({ kind: 'spa', redirectUris: ['http://reports.localhost:5174', 'http://reports.localhost:5174/'] });
-    expect(await admin.get(adminPaths.application('acme', 'wiki'))).toMatchObject({ redirectUris: ['http://wiki.localhost:4280/oauth2/callback'] });
+    expect(await admin.find('getApplication', { tenant: 'acme', application: 'reports' })).toMatchObject({ kind: 'spa', redirectUris: ['http://reports.localhost:5174', 'http://reports.localhost:5174/'] });
+    expect(await admin.find('getApplication', { tenant: 'acme', application: 'wiki' })).toMatchObject({ redirectUris: ['http://wiki.localhost:4280/oauth2/callback'] });
     expect(await assignmentsOf('wiki')).toEqual([]);
     expect(await assignmentsOf('portal')).toEqual(['u-alice', 'u-bob']);
     await p.must(['preview', '--expect-no-changes'], PASSWORDS);
   });
 
   it('drift made through the admin API is reported by refresh and repaired by the next up', async () => {
-    const portal = (await admin.get<Record<string, unknown>>(adminPaths.application('acme', 'portal')))!;
+    const portal = (await admin.find('getApplication', { tenant: 'acme', application: 'portal' })) as Record<string, unknown>;
     const { name: _n, createdAt: _c, updatedAt: _u, ...body } = portal;
-    await admin.put(adminPaths.application('acme', 'portal'), { ...body, redirectUris: ['http://evil.localhost/cb'] });
-    await admin.delete(adminPaths.assignment('acme', 'portal', 'u-bob'));
+    await admin.call('putApplication', { tenant: 'acme', application: 'portal' }, { body: { ...body, redirectUris: ['http://evil.localhost/cb'] } as ApplicationBody });
+    await admin.remove('deleteAssignment', { tenant: 'acme', application: 'portal', userId: 'u-bob' });
     const refresh = await p.must(['refresh', '--yes', '--skip-preview', '--diff'], PASSWORDS);
     expect(refresh.stdout).toContain('evil.localhost');
     expect(refresh.stdout).toMatch(/2 updated/);
     const steps = await p.previewSteps(PASSWORDS);
     expect(steps.map((s) => `${s.op} ${urnName(s.urn)}`).sort()).toEqual(['update acme/assignments', 'update acme/portal']);
     await p.up(PASSWORDS);
-    expect(await admin.get(adminPaths.application('acme', 'portal'))).toMatchObject({
+    expect(await admin.find('getApplication', { tenant: 'acme', application: 'portal' })).toMatchObject({
       redirectUris: ['http://portal.localhost:3000/connect/acme/callback'],
     });
     expect(await assignmentsOf('portal')).toEqual(['u-alice', 'u-bob']);
@@ -155,7 +155,7 @@ describe('pulumi up/preview/refresh/destroy of a model against the real server',
     expect(isOurProcess(oldPid, dataDir)).toBe(false);
     expect(isOurProcess(newPid, dataDir)).toBe(true);
     admin = new AdminClient(await connectionOf(dataDir));
-    expect(await admin.get(adminPaths.tenant('acme'))).toMatchObject({ displayName: 'Acme Corporation' });
+    expect(await admin.find('getTenant', { tenant: 'acme' })).toMatchObject({ displayName: 'Acme Corporation' });
     const spa = JSON.parse(await readFile(join(clients, 'acme/dashboard/spa-config.json'), 'utf8')) as { wellknown_endpoint: string };
     expect(spa.wellknown_endpoint).toBe(`http://acme.localhost:${port}/oauth2/.well-known/openid-configuration`);
     await p.must(['preview', '--expect-no-changes'], PASSWORDS);
@@ -170,7 +170,7 @@ describe('pulumi up/preview/refresh/destroy of a model against the real server',
     await p.up(PASSWORDS);
     const restarted = Number((await readFile(join(dataDir, PID_FILE), 'utf8')).trim());
     expect(isOurProcess(restarted, dataDir)).toBe(true);
-    expect(await admin.get(adminPaths.tenant('acme'))).toMatchObject({ displayName: 'Acme Corporation' });
+    expect(await admin.find('getTenant', { tenant: 'acme' })).toMatchObject({ displayName: 'Acme Corporation' });
     await p.must(['preview', '--expect-no-changes'], PASSWORDS);
   });
 
@@ -190,7 +190,7 @@ describe('pulumi up/preview/refresh/destroy of a model against the real server',
         resource: server.adminCredentials.resource,
         scope: server.adminCredentials.scope,
       });
-      expect(await again.get(adminPaths.tenant('acme'))).toBeUndefined();
+      expect(await again.find('getTenant', { tenant: 'acme' })).toBeUndefined();
     } finally {
       await server.close();
     }

@@ -8,11 +8,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as oidc from 'openid-client';
 import type { z } from 'zod';
-import { adminPaths, ApplicationBody, TenantBody, UserBody } from '../../src/schema/admin-api.ts';
+import { routePath, ApplicationBody, TenantBody, UserBody } from '../../src/contract/index.ts';
 
 /** Request bodies as sent (defaults may be omitted). */
 type In<T extends z.ZodType> = z.input<T>;
-import { getAdminToken, localhostFetch, startServer, type RunningServer, type ServerOptions } from '../../src/server/index.ts';
+import { AdminClient as TypedAdminClient, endpointFromCredentials, localhostFetch } from '../../src/admin-client/index.ts';
+import { startServer, type RunningServer, type ServerOptions } from '../../src/server/index.ts';
 
 export { localhostFetch };
 
@@ -36,22 +37,21 @@ export async function testServer(options: Partial<ServerOptions> = {}): Promise<
 
 export interface AdminClient {
   readonly token: string;
+  /** The typed admin client (the one the CLI and the providers use) for this server. */
+  readonly typed: TypedAdminClient;
+  /** One raw exchange, for asserting on statuses and bodies; `token` '' sends none. */
   call(method: string, path: string, body?: unknown, token?: string): Promise<{ status: number; body: any; headers: Headers }>;
   put(path: string, body: unknown): Promise<any>;
 }
 
 export async function adminClient(server: RunningServer): Promise<AdminClient> {
-  const token = await getAdminToken(server.adminCredentials);
-  const call = async (method: string, path: string, body?: unknown, tok: string | undefined = token) => {
-    const headers: Record<string, string> = {};
-    if (tok !== '') headers.authorization = `Bearer ${tok}`;
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    const res = await localhostFetch(`${server.url}${path}`, { method, headers, body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body) });
-    const text = await res.text();
-    return { status: res.status, body: text === '' ? undefined : JSON.parse(text), headers: res.headers };
-  };
+  const typed = new TypedAdminClient(endpointFromCredentials(server.adminCredentials));
+  const token = await typed.token();
+  const call = async (method: string, path: string, body?: unknown, tok: string | undefined = token) =>
+    typed.raw(method, path, body, { token: tok === '' ? null : tok });
   return {
     token,
+    typed,
     call,
     async put(path, body) {
       const r = await call('PUT', path, body);
@@ -133,15 +133,15 @@ export interface Fixture {
  */
 export async function fixtureTenant(admin: AdminClient, tenant: string): Promise<Fixture> {
   const api = `https://api.${tenant}.test`;
-  await admin.put(adminPaths.tenant(tenant), { displayName: `${tenant} Inc.`, scopes: [{ name: 'admin', description: 'administer' }] } satisfies In<typeof TenantBody>);
-  await admin.put(adminPaths.application(tenant, 'api'), { kind: 'api', identifier: api, scopes: ['admin'] } satisfies In<typeof ApplicationBody>);
-  const web = { clientId: `${tenant}-web`, clientSecret: `${tenant}-web-secret-0123456789abcdefghijkl`, redirectUri: `http://app.${tenant}.test/connect/idforge/callback` };
-  await admin.put(adminPaths.application(tenant, 'web'), {
+  await admin.put(routePath('getTenant', { tenant: tenant }), { displayName: `${tenant} Inc.`, scopes: [{ name: 'admin', description: 'administer' }] } satisfies In<typeof TenantBody>);
+  await admin.put(routePath('getApplication', { tenant: tenant, application: 'api' }), { kind: 'api', identifier: api, scopes: ['admin'] } satisfies In<typeof ApplicationBody>);
+  const web = { clientId: `${tenant}-web`, clientSecret: `${tenant}-web-secret-0123456789abcdefghijkl`, redirectUri: `https://app.${tenant}.test/connect/idforge/callback` };
+  await admin.put(routePath('getApplication', { tenant: tenant, application: 'web' }), {
     kind: 'web', displayName: 'Portal', clientId: web.clientId, clientSecret: web.clientSecret, redirectUris: [web.redirectUri],
     scopes: ['openid', 'profile', 'email', 'offline', 'admin'], audience: [api],
   } satisfies In<typeof ApplicationBody>);
-  const spa = { clientId: `${tenant}-spa`, redirectUri: `http://spa.${tenant}.test` };
-  await admin.put(adminPaths.application(tenant, 'spa'), {
+  const spa = { clientId: `${tenant}-spa`, redirectUri: `https://spa.${tenant}.test` };
+  await admin.put(routePath('getApplication', { tenant: tenant, application: 'spa' }), {
     kind: 'spa', clientId: spa.clientId, redirectUris: [spa.redirectUri], scopes: ['openid', 'profile', 'email', 'admin'], audience: [api], offline: true,
   } satisfies In<typeof ApplicationBody>);
   const users = {
@@ -150,13 +150,13 @@ export async function fixtureTenant(admin: AdminClient, tenant: string): Promise
     carol: { id: 'u-carol', email: `carol@${tenant}.test` },
   };
   for (const [name, u] of Object.entries(users)) {
-    await admin.put(adminPaths.user(tenant, u.id), {
+    await admin.put(routePath('getUser', { tenant: tenant, userId: u.id }), {
       email: u.email, displayName: name, scopes: name === 'alice' ? ['admin'] : [], initialPassword: PASSWORD,
     } satisfies In<typeof UserBody>);
   }
   for (const app of ['web', 'spa']) {
-    await admin.put(adminPaths.assignment(tenant, app, users.alice.id), {});
-    await admin.put(adminPaths.assignment(tenant, app, users.carol.id), {});
+    await admin.put(routePath('getAssignment', { tenant: tenant, application: app, userId: users.alice.id }), {});
+    await admin.put(routePath('getAssignment', { tenant: tenant, application: app, userId: users.carol.id }), {});
   }
   return { tenant, api, web, spa, users };
 }

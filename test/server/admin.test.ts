@@ -4,8 +4,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as oidc from 'openid-client';
 import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify, type JSONWebKeySet } from 'jose';
-import { adminPaths } from '../../src/schema/admin-api.ts';
-import { jwksUrl } from '../../src/schema/urls.ts';
+import { routePath } from '../../src/contract/index.ts';
+import { jwksUrl } from '../../src/contract/index.ts';
 import {
   Browser, PASSWORD, adminClient, authorize, fixtureTenant, localhostFetch, relyingParty, testServer, type AdminClient,
 } from './_support.ts';
@@ -80,7 +80,7 @@ describe('authentication', () => {
 
 describe('tenants', () => {
   it('PUT creates, repeats as unchanged, updates with the changed fields; GET, list, DELETE', async () => {
-    const path = adminPaths.tenant('t1');
+    const path = routePath('getTenant', { tenant: 't1' });
     const body = { displayName: 'T One', scopes: [{ name: 'reports' }], managedBy: 'idforge' };
     const created = await admin.call('PUT', path, body);
     expect(created.status).toBe(201);
@@ -99,7 +99,7 @@ describe('tenants', () => {
   });
 
   it('lists with cursor pagination and hides the system tenant', async () => {
-    for (const t of ['pa', 'pb', 'pc']) await admin.put(adminPaths.tenant(t), { displayName: t });
+    for (const t of ['pa', 'pb', 'pc']) await admin.put(routePath('getTenant', { tenant: t }), { displayName: t });
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
@@ -119,43 +119,43 @@ describe('tenants', () => {
   });
 
   it('dryRun reports without writing', async () => {
-    const r = await admin.call('PUT', `${adminPaths.tenant('dry')}?dryRun=true`, { displayName: 'Dry' });
+    const r = await admin.call('PUT', `${routePath('getTenant', { tenant: 'dry' })}?dryRun=true`, { displayName: 'Dry' });
     expect(r.body.outcome).toBe('created');
-    expect((await admin.call('GET', adminPaths.tenant('dry'))).status).toBe(404);
+    expect((await admin.call('GET', routePath('getTenant', { tenant: 'dry' }))).status).toBe(404);
   });
 
   it('the system tenant is reserved', async () => {
-    const r = await admin.call('PUT', adminPaths.tenant('system'), { displayName: 'mine now' });
+    const r = await admin.call('PUT', routePath('getTenant', { tenant: 'system' }), { displayName: 'mine now' });
     expect(r.status).toBe(403);
   });
 });
 
 describe('validation', () => {
   it('invalid bodies → 400 naming the problem path', async () => {
-    await admin.put(adminPaths.tenant('v'), { displayName: 'V' });
-    const r = await admin.call('PUT', adminPaths.application('v', 'app'), { kind: 'web', clientId: 'c', redirectUris: ['not a url'] });
+    await admin.put(routePath('getTenant', { tenant: 'v' }), { displayName: 'V' });
+    const r = await admin.call('PUT', routePath('getApplication', { tenant: 'v', application: 'app' }), { kind: 'web', clientId: 'c', redirectUris: ['not a url'] });
     expect(r.status).toBe(400);
-    expect(r.body).toMatchObject({ error: 'invalid_request', path: 'redirectUris.0' });
-    expect(r.body.message).toMatch(/redirectUris\.0/);
-    const extra = await admin.call('PUT', adminPaths.tenant('v'), { displayName: 'V', colour: 'red' });
+    expect(r.body).toMatchObject({ error: 'invalid_request', path: 'redirectUris[0]' });
+    expect(r.body.message).toMatch(/redirectUris\[0\]/);
+    const extra = await admin.call('PUT', routePath('getTenant', { tenant: 'v' }), { displayName: 'V', colour: 'red' });
     expect(extra.status).toBe(400);
     expect(extra.body.message).toMatch(/colour/);
-    const json = await admin.call('PUT', adminPaths.tenant('v'), '{not json');
+    const json = await admin.call('PUT', routePath('getTenant', { tenant: 'v' }), '{not json');
     expect(json.status).toBe(400);
     expect(json.body).toEqual({ error: 'invalid_request', message: 'the request body is not valid JSON', path: '' });
-    const label = await admin.call('PUT', adminPaths.tenant('Not_A_Label'), { displayName: 'x' });
+    const label = await admin.call('PUT', routePath('getTenant', { tenant: 'Not_A_Label' }), { displayName: 'x' });
     expect(label.status).toBe(400);
     expect(label.body.path).toBe('params.tenant');
-    const aud = await admin.call('PUT', adminPaths.application('v', 'app'), {
-      kind: 'spa', clientId: 'c', redirectUris: ['http://spa.test'], audience: ['https://nowhere.test'],
+    const aud = await admin.call('PUT', routePath('getApplication', { tenant: 'v', application: 'app' }), {
+      kind: 'spa', clientId: 'c', redirectUris: ['https://spa.test'], audience: ['https://nowhere.test'],
     });
     expect(aud.status).toBe(400);
-    expect(aud.body.path).toBe('audience.0');
-    const scope = await admin.call('PUT', adminPaths.application('v', 'app'), {
-      kind: 'spa', clientId: 'c', redirectUris: ['http://spa.test'], scopes: ['openid', 'undefined-scope'],
+    expect(aud.body.path).toBe('audience[0]');
+    const scope = await admin.call('PUT', routePath('getApplication', { tenant: 'v', application: 'app' }), {
+      kind: 'spa', clientId: 'c', redirectUris: ['https://spa.test'], scopes: ['openid', 'undefined-scope'],
     });
     expect(scope.status).toBe(400);
-    expect(scope.body.path).toBe('scopes.1');
+    expect(scope.body.path).toBe('scopes[1]');
   });
 
   it('unknown routes → JSON 404, never a stack trace', async () => {
@@ -168,9 +168,9 @@ describe('validation', () => {
 
 describe('applications, users, assignments', () => {
   it('returns a server-made secret once, never on GET; rotation replaces it', async () => {
-    await admin.put(adminPaths.tenant('apps'), { displayName: 'Apps' });
-    const path = adminPaths.application('apps', 'portal');
-    const body = { kind: 'web', clientId: 'portal', redirectUris: ['http://portal.test/cb'] };
+    await admin.put(routePath('getTenant', { tenant: 'apps' }), { displayName: 'Apps' });
+    const path = routePath('getApplication', { tenant: 'apps', application: 'portal' });
+    const body = { kind: 'web', clientId: 'portal', redirectUris: ['https://portal.test/cb'] };
     const created = await admin.call('PUT', path, body);
     expect(created.status).toBe(201);
     const secret = created.body.clientSecret as string;
@@ -209,29 +209,29 @@ describe('applications, users, assignments', () => {
 
   it('users: initial password only when none yet, unique email, list, delete; assignments likewise', async () => {
     await fixtureTenant(admin, 'people');
-    const path = adminPaths.user('people', 'u-dave');
+    const path = routePath('getUser', { tenant: 'people', userId: 'u-dave' });
     const created = await admin.call('PUT', path, { email: 'dave@people.test', initialPassword: 'first password' });
     expect(created.status).toBe(201);
     expect(created.body.resource).toMatchObject({ id: 'u-dave', hasPassword: true });
     expect(JSON.stringify(created.body)).not.toContain('first password');
     const again = await admin.call('PUT', path, { email: 'dave@people.test', initialPassword: 'another password' });
     expect(again.body.outcome).toBe('unchanged');
-    const clash = await admin.call('PUT', adminPaths.user('people', 'u-eve'), { email: 'dave@people.test' });
+    const clash = await admin.call('PUT', routePath('getUser', { tenant: 'people', userId: 'u-eve' }), { email: 'dave@people.test' });
     expect(clash.status).toBe(409);
     expect(clash.body.path).toBe('email');
     const users = await admin.call('GET', '/admin/v1/tenants/people/users?limit=2');
     expect(users.body.items).toHaveLength(2);
     expect(users.body.nextCursor).toBeTypeOf('string');
 
-    const a = adminPaths.assignment('people', 'web', 'u-dave');
+    const a = routePath('getAssignment', { tenant: 'people', application: 'web', userId: 'u-dave' });
     expect((await admin.call('GET', a)).status).toBe(404);
     expect((await admin.call('PUT', a, { managedBy: 'idforge' })).status).toBe(201);
     expect((await admin.call('PUT', a, { managedBy: 'idforge' })).body.outcome).toBe('unchanged');
     expect((await admin.call('GET', a)).body).toMatchObject({ application: 'web', userId: 'u-dave', managedBy: 'idforge' });
     const assigned = await admin.call('GET', '/admin/v1/tenants/people/applications/web/assignments');
     expect(assigned.body.items.map((x: { userId: string }) => x.userId)).toEqual(['u-alice', 'u-carol', 'u-dave']);
-    expect((await admin.call('PUT', adminPaths.assignment('people', 'web', 'u-nobody'), {})).status).toBe(404);
-    expect((await admin.call('PUT', adminPaths.assignment('people', 'api', 'u-dave'), {})).status).toBe(400);
+    expect((await admin.call('PUT', routePath('getAssignment', { tenant: 'people', application: 'web', userId: 'u-nobody' }), {})).status).toBe(404);
+    expect((await admin.call('PUT', routePath('getAssignment', { tenant: 'people', application: 'api', userId: 'u-dave' }), {})).status).toBe(400);
     expect((await admin.call('DELETE', a)).status).toBe(204);
     expect((await admin.call('DELETE', path)).status).toBe(204);
     expect((await admin.call('GET', path)).status).toBe(404);
@@ -240,8 +240,8 @@ describe('applications, users, assignments', () => {
 
 describe('signing keys', () => {
   it('rotation: the next key was published before it signs; the old key stays published', async () => {
-    await admin.put(adminPaths.tenant('keys'), { displayName: 'Keys' });
-    await admin.put(adminPaths.application('keys', 'api'), { kind: 'api', identifier: 'https://api.keys.test', scopes: [] });
+    await admin.put(routePath('getTenant', { tenant: 'keys' }), { displayName: 'Keys' });
+    await admin.put(routePath('getApplication', { tenant: 'keys', application: 'api' }), { kind: 'api', identifier: 'https://api.keys.test', scopes: [] });
     const jwks = async (t: string) => ((await (await localhostFetch(jwksUrl(server.address, t))).json()) as JSONWebKeySet);
     const before = await admin.call('GET', '/admin/v1/tenants/keys/keys');
     const active = before.body.items.find((k: { state: string }) => k.state === 'active').kid as string;

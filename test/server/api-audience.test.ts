@@ -9,8 +9,8 @@ import { join, resolve } from 'node:path';
 import * as oidc from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.ts';
-import type { CliIo } from '../../src/cli/_io.ts';
-import { adminPaths } from '../../src/schema/admin-api.ts';
+import type { CliIo } from '../../src/command/io.ts';
+import { routePath } from '../../src/contract/index.ts';
 import { Browser, PASSWORD, adminClient, authorize, fixtureTenant, relyingParty, tempDir, testServer, type AdminClient } from './_support.ts';
 
 let server: Awaited<ReturnType<typeof testServer>>;
@@ -29,7 +29,7 @@ afterAll(async () => {
 describe('admin API', () => {
   it('refuses to delete an api, or change its identifier, while clients name it; the clients keep working', async () => {
     const f = await fixtureTenant(admin, 'acme');
-    const api = adminPaths.application('acme', 'api');
+    const api = routePath('getApplication', { tenant: 'acme', application: 'api' });
     const clients = /'spa', 'web'|'web', 'spa'/;
 
     const del = await admin.call('DELETE', api);
@@ -51,7 +51,7 @@ describe('admin API', () => {
     expect((await oidc.authorizationCodeGrant(web, flow.callback, { pkceCodeVerifier: flow.verifier, expectedState: flow.state })).access_token).toBeTypeOf('string');
 
     // Without clients naming it, it goes.
-    for (const c of ['web', 'spa']) expect((await admin.call('DELETE', adminPaths.application('acme', c))).status).toBe(204);
+    for (const c of ['web', 'spa']) expect((await admin.call('DELETE', routePath('getApplication', { tenant: 'acme', application: c }))).status).toBe(204);
     expect((await admin.call('DELETE', api)).status).toBe(204);
   });
 });
@@ -82,6 +82,6 @@ describe('idforge apply', () => {
     expect(second.code, second.out).toBe(0);
     expect(second.out).toContain('- application acme-example/dashboard');
     expect(second.out).toContain('- application acme-example/orders-api');
-    expect((await admin.call('GET', adminPaths.application('acme-example', 'orders-api'))).status).toBe(404);
+    expect((await admin.call('GET', routePath('getApplication', { tenant: 'acme-example', application: 'orders-api' }))).status).toBe(404);
   });
 });

@@ -6,7 +6,7 @@
 import * as oidc from 'openid-client';
 import { decodeJwt } from 'jose';
 import { afterAll, expect, it } from 'vitest';
-import { adminPaths } from '../../src/schema/admin-api.ts';
+import { routePath } from '../../src/contract/index.ts';
 import { Browser, PASSWORD, adminClient, authorize, fixtureTenant, relyingParty, testServer } from './_support.ts';
 
 let server: Awaited<ReturnType<typeof testServer>> | undefined;
@@ -30,7 +30,7 @@ it('grants a custom scope in an existing session once the user holds it', async 
   expect(before.scp).toContain('openid');
   expect(before.scp).not.toContain('admin');
 
-  await admin.put(adminPaths.user('acme', f.users.carol.id), { email: f.users.carol.email, displayName: 'carol', scopes: ['admin'] });
+  await admin.put(routePath('getUser', { tenant: 'acme', userId: f.users.carol.id }), { email: f.users.carol.email, displayName: 'carol', scopes: ['admin'] });
   const after = await scp(undefined);
   expect(after.pages).toBe(0); // the same session: no login form
   expect(after.scp).toContain('admin');

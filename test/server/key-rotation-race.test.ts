@@ -4,8 +4,8 @@
  * tokens), so every key any rotation reported must still be in the JWKS afterwards.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { adminPaths } from '../../src/schema/admin-api.ts';
-import { jwksUrl } from '../../src/schema/urls.ts';
+import { routePath } from '../../src/contract/index.ts';
+import { jwksUrl } from '../../src/contract/index.ts';
 import { adminClient, localhostFetch, testServer, type AdminClient } from './_support.ts';
 
 let server: Awaited<ReturnType<typeof testServer>>;
@@ -21,7 +21,7 @@ afterAll(async () => {
 type Key = { kid: string; state: 'active' | 'next' | 'retired' };
 
 it('3 concurrent rotations: each promotes a different key, and every key ever reported stays published', async () => {
-  await admin.put(adminPaths.tenant('race'), { displayName: 'Race' });
+  await admin.put(routePath('getTenant', { tenant: 'race' }), { displayName: 'Race' });
   const before = (await admin.call('GET', '/admin/v1/tenants/race/keys')).body.items as Key[];
   const rotations = await Promise.all([1, 2, 3].map(() => admin.call('POST', '/admin/v1/tenants/race/keys/rotate', {})));
   expect(rotations.map((r) => r.status)).toEqual([200, 200, 200]);

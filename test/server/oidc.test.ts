@@ -5,8 +5,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as oidc from 'openid-client';
 import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify, errors as joseErrors, type JSONWebKeySet } from 'jose';
-import { adminPaths } from '../../src/schema/admin-api.ts';
-import { discoveryUrl, jwksUrl } from '../../src/schema/urls.ts';
+import { routePath } from '../../src/contract/index.ts';
+import { discoveryUrl, jwksUrl } from '../../src/contract/index.ts';
 import {
   Browser, PASSWORD, adminClient, authorize, fixtureTenant, localhostFetch, relyingParty, testServer,
   type AdminClient, type Fixture,
@@ -95,12 +95,12 @@ describe('confidential client (web)', () => {
 
   it('a client without an audience (reverse proxy) gets a userinfo token; userinfo serves sub, email, name', async () => {
     const secret = 'acme-proxy-secret-0123456789abcdefghijkl';
-    await admin.put(adminPaths.application('acme', 'wiki'), {
-      kind: 'proxy', clientId: 'acme-wiki', clientSecret: secret, redirectUris: ['http://wiki.acme.test/oauth2/callback'], scopes: ['openid', 'email', 'profile'],
+    await admin.put(routePath('getApplication', { tenant: 'acme', application: 'wiki' }), {
+      kind: 'proxy', clientId: 'acme-wiki', clientSecret: secret, redirectUris: ['https://wiki.acme.test/oauth2/callback'], scopes: ['openid', 'email', 'profile'],
     });
-    await admin.put(adminPaths.assignment('acme', 'wiki', acme.users.alice.id), {});
+    await admin.put(routePath('getAssignment', { tenant: 'acme', application: 'wiki', userId: acme.users.alice.id }), {});
     const config = await relyingParty(server.issuer('acme'), 'acme-wiki', secret);
-    const { callback, verifier, state } = await authorize(config, new Browser(), 'http://wiki.acme.test/oauth2/callback', { email: acme.users.alice.email, password: PASSWORD }, {
+    const { callback, verifier, state } = await authorize(config, new Browser(), 'https://wiki.acme.test/oauth2/callback', { email: acme.users.alice.email, password: PASSWORD }, {
       scope: 'openid email profile',
     });
     const tokens = await oidc.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: state });
@@ -240,15 +240,15 @@ describe('assignments', () => {
 
   it('a user signed in for one app is still denied an app they are not assigned to', async () => {
     // alice is assigned to web; make a third client she is not assigned to.
-    await admin.put(adminPaths.application('acme', 'other'), {
-      kind: 'web', clientId: 'acme-other', clientSecret: 'acme-other-secret-0123456789abcdefghijkl', redirectUris: ['http://other.acme.test/cb'],
+    await admin.put(routePath('getApplication', { tenant: 'acme', application: 'other' }), {
+      kind: 'web', clientId: 'acme-other', clientSecret: 'acme-other-secret-0123456789abcdefghijkl', redirectUris: ['https://other.acme.test/cb'],
     });
     const browser = new Browser();
     const web = await relyingParty(server.issuer('acme'), acme.web.clientId, acme.web.clientSecret);
     await authorize(web, browser, acme.web.redirectUri, { email: acme.users.alice.email, password: PASSWORD });
     const other = await relyingParty(server.issuer('acme'), 'acme-other', 'acme-other-secret-0123456789abcdefghijkl');
     // Same browser, existing session: no login form, straight to the explanation page.
-    const { callback, pages } = await authorize(other, browser, 'http://other.acme.test/cb', undefined);
+    const { callback, pages } = await authorize(other, browser, 'https://other.acme.test/cb', undefined);
     expect(pages[0]).toContain('not assigned');
     expect(callback.searchParams.get('error')).toBe('access_denied');
   });
@@ -260,7 +260,7 @@ describe('assignments', () => {
     });
     const tokens = await oidc.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: state });
     const first = await oidc.refreshTokenGrant(config, tokens.refresh_token!);
-    const del = await admin.call('DELETE', adminPaths.assignment('globex', 'spa', globex.users.carol.id));
+    const del = await admin.call('DELETE', routePath('getAssignment', { tenant: 'globex', application: 'spa', userId: globex.users.carol.id }));
     expect(del.status).toBe(204);
     await expect(oidc.refreshTokenGrant(config, first.refresh_token!)).rejects.toHaveProperty('error', 'invalid_grant');
   });
@@ -291,7 +291,7 @@ describe('disabled users', () => {
     const login = { email: acme.users.carol.email, password: PASSWORD };
     const { callback, verifier, state } = await authorize(config, new Browser(), acme.spa.redirectUri, login, { scope: 'openid offline' });
     const tokens = await oidc.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: state });
-    await admin.put(adminPaths.user('acme', acme.users.carol.id), { email: acme.users.carol.email, displayName: 'carol', disabled: true });
+    await admin.put(routePath('getUser', { tenant: 'acme', userId: acme.users.carol.id }), { email: acme.users.carol.email, displayName: 'carol', disabled: true });
     await expect(oidc.refreshTokenGrant(config, tokens.refresh_token!)).rejects.toHaveProperty('error', 'invalid_grant');
     const again = await authorize(config, new Browser(), acme.spa.redirectUri, login, { scope: 'openid' });
     // The login page answered "invalid credentials" (no hint that the account exists), then the

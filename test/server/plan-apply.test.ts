@@ -7,8 +7,8 @@ import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import * as oidc from 'openid-client';
 import { main } from '../../src/cli/main.ts';
-import type { CliIo } from '../../src/cli/_io.ts';
-import { adminPaths } from '../../src/schema/admin-api.ts';
+import type { CliIo } from '../../src/command/io.ts';
+import { routePath } from '../../src/contract/index.ts';
 import { Browser, adminClient, authorize, relyingParty, tempDir, testServer, type AdminClient } from './_support.ts';
 
 const EXAMPLES = resolve(import.meta.dirname, '../../examples');
@@ -129,7 +129,7 @@ describe('plan and apply', () => {
 
   it('deletes only managed objects, and refuses to delete most users without --allow-mass-delete', async () => {
     // Someone made a user by hand: not managed, never deleted by apply.
-    await admin.put(adminPaths.user('acme', 'u-manual'), { email: 'manual@acme.example' });
+    await admin.put(routePath('getUser', { tenant: 'acme', userId: 'u-manual' }), { email: 'manual@acme.example' });
     const p = join(work.path, 'acme.yaml');
     const original = readFileSync(p, 'utf8');
     // A model without bob: one managed user of three goes, with his two assignments (of five).
@@ -152,15 +152,15 @@ describe('plan and apply', () => {
     const refused = await withCreds('apply', 'acme-no-users.yaml');
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain("refusing to delete 2 of 3 users of tenant 'acme'");
-    expect((await admin.call('GET', adminPaths.user('acme', 'u-alice'))).status).toBe(200);
+    expect((await admin.call('GET', routePath('getUser', { tenant: 'acme', userId: 'u-alice' }))).status).toBe(200);
     const planRefused = await withCreds('plan', 'acme-no-users.yaml', '--json');
     expect(planRefused.code).toBe(1);
     expect(JSON.parse(planRefused.stdout).guard).toEqual(expect.arrayContaining([{ tenant: 'acme', kind: 'user', deleting: 2, existing: 3 }]));
 
     const forced = await withCreds('apply', 'acme-no-users.yaml', '--allow-mass-delete');
     expect(forced.code, forced.stderr).toBe(0);
-    expect((await admin.call('GET', adminPaths.user('acme', 'u-alice'))).status).toBe(404);
-    expect((await admin.call('GET', adminPaths.user('acme', 'u-manual'))).status).toBe(200);
+    expect((await admin.call('GET', routePath('getUser', { tenant: 'acme', userId: 'u-alice' }))).status).toBe(404);
+    expect((await admin.call('GET', routePath('getUser', { tenant: 'acme', userId: 'u-manual' }))).status).toBe(200);
     // Back to the full model.
     expect((await withCreds('apply', 'acme.yaml')).code).toBe(0);
   });

@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import * as oidc from 'openid-client';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
-import { jwksUrl } from '../../src/schema/urls.ts';
+import { jwksUrl } from '../../src/contract/index.ts';
 import {
   Browser, PASSWORD, adminClient, authorize, fixtureTenant, localhostFetch, relyingParty, tempDir, testServer,
 } from './_support.ts';

@@ -2,8 +2,8 @@
  * Host → tenant, and the bounded cache of provider instances.
  */
 import { describe, expect, it } from 'vitest';
-import { adminPaths } from '../../src/schema/admin-api.ts';
-import { discoveryUrl, jwksUrl } from '../../src/schema/urls.ts';
+import { routePath } from '../../src/contract/index.ts';
+import { discoveryUrl, jwksUrl } from '../../src/contract/index.ts';
 import { resolveHost } from '../../src/server/tenancy.ts';
 import { adminClient, localhostFetch, testServer } from './_support.ts';
 
@@ -28,7 +28,7 @@ describe('provider cache', () => {
     const server = await testServer({ providerCacheSize: 2 });
     try {
       const admin = await adminClient(server);
-      for (const t of ['one', 'two', 'three']) await admin.put(adminPaths.tenant(t), { displayName: t });
+      for (const t of ['one', 'two', 'three']) await admin.put(routePath('getTenant', { tenant: t }), { displayName: t });
       for (const t of ['one', 'two', 'three']) expect((await localhostFetch(discoveryUrl(server.address, t))).status).toBe(200);
       expect(server.providerCount()).toBeLessThanOrEqual(2);
       const again = await localhostFetch(discoveryUrl(server.address, 'one'));
@@ -66,7 +66,7 @@ describe('tenant creation', () => {
           statuses.add((await localhostFetch(jwksUrl(server.address, 'fresh'))).status);
         }
       })();
-      await admin.put(adminPaths.tenant('fresh'), { displayName: 'Fresh' });
+      await admin.put(routePath('getTenant', { tenant: 'fresh' }), { displayName: 'Fresh' });
       creating = false;
       await poll;
       statuses.add((await localhostFetch(jwksUrl(server.address, 'fresh'))).status);

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import * as oidc from 'openid-client';
 import { afterAll, describe, expect, it } from 'vitest';
-import { adminPaths } from '../../src/schema/admin-api.ts';
+import { routePath } from '../../src/contract/index.ts';
 import { DATABASE_FILE, SqliteStorage } from '../../src/server/storage/sqlite.ts';
 import { Browser, PASSWORD, adminClient, authorize, fixtureTenant, relyingParty, tempDir, testServer } from './_support.ts';
 
@@ -55,7 +55,7 @@ describe('admin API', () => {
       const tokens = await oidc.authorizationCodeGrant(spa, flow.callback, { pkceCodeVerifier: flow.verifier, expectedState: flow.state });
       expect(tokens.refresh_token).toBeTypeOf('string');
 
-      const path = adminPaths.user('acme', f.users.alice.id);
+      const path = routePath('getUser', { tenant: 'acme', userId: f.users.alice.id });
       const withoutAdmin = { email: f.users.alice.email, displayName: 'alice', scopes: [] };
       const db = new Database(join(server.dataDir, DATABASE_FILE));
       db.exec(FAIL_REVOKE);

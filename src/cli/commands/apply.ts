@@ -4,8 +4,9 @@
  * PUTs that change something and the DELETEs, in dependency order. Every call is idempotent, so
  * an interrupted apply is finished by running it again; a second apply changes nothing.
  */
-import { EXIT, type Command } from '../_io.ts';
-import { AdminApiError, CREDENTIAL_HELP, formatGuard, formatPlan, nameOf, planJson, preparePlan, type PlannedChange } from './plan.ts';
+import { refOf, stepName } from '../../contract/index.ts';
+import { EXIT, type Command } from '../../command/io.ts';
+import { AdminApiError, CREDENTIAL_HELP, formatGuard, formatPlan, planJson, preparePlan, type PlannedChange } from './plan.ts';
 
 const USAGE = 'usage: idforge apply <model file or directory>... (--data-dir <server data dir> | env IDFORGE_ADMIN_CLIENT_ID/SECRET) [--state <file>] [--json] [--allow-mass-delete]';
 const HELP = `${USAGE}
@@ -21,7 +22,7 @@ ${CREDENTIAL_HELP}
 export const run: Command = async (argv, io) => {
   const prepared = await preparePlan('apply', argv, io, USAGE, HELP);
   if ('exit' in prepared) return prepared.exit;
-  const { plan, session, steps, values } = prepared;
+  const { plan, client, steps, values } = prepared;
   // The guard is judged before the first write, so a refused apply changes nothing.
   if (plan.guard.length > 0 && !values.allowMassDelete) {
     if (values.json) io.stdout(`${JSON.stringify({ ok: false, applied: false, ...planJson(plan) }, null, 2)}\n`);
@@ -37,19 +38,16 @@ export const run: Command = async (argv, io) => {
     // Every PUT in dependency order; the server writes only what differs and says what it did.
     for (const step of steps) {
       if (step.op !== 'put') continue;
-      const r = await session.call('PUT', step.path, step.body);
-      if (r.status !== 200 && r.status !== 201) failed('PUT', step.path, r);
-      const outcome = r.body.outcome as 'created' | 'updated' | 'unchanged';
+      const r = await client.putStep(step);
       done.push({
-        op: outcome === 'created' ? 'create' : outcome === 'updated' ? 'update' : 'unchanged',
-        kind: step.kind, path: step.path, name: nameOf(step.path), fields: outcome === 'updated' ? r.body.changes : [],
+        op: r.outcome === 'created' ? 'create' : r.outcome === 'updated' ? 'update' : 'unchanged',
+        kind: step.kind, ref: refOf(step), name: stepName(step), fields: r.outcome === 'updated' ? r.changes : [],
       });
-      if (typeof r.body.clientSecret === 'string') secrets.push({ name: nameOf(step.path), clientSecret: r.body.clientSecret });
+      if (typeof r.clientSecret === 'string') secrets.push({ name: stepName(step), clientSecret: r.clientSecret });
     }
+    // A delete of what is already gone (e.g. with its tenant) succeeds: the desired state holds.
     for (const c of plan.changes.filter((x) => x.op === 'delete')) {
-      const r = await session.call('DELETE', c.path);
-      // A 404 means it is already gone (e.g. with its tenant): the desired state holds.
-      if (r.status !== 204 && r.status !== 404) failed('DELETE', c.path, r);
+      await client.removeRef(c.ref);
       done.push(c);
     }
   } catch (err) {
@@ -67,8 +65,3 @@ export const run: Command = async (argv, io) => {
   for (const x of secrets) io.stdout(`  client secret made by the server for ${x.name}: ${x.clientSecret} (shown once)\n`);
   return EXIT.ok;
 };
-
-function failed(method: string, path: string, r: { status: number; body: any }): never {
-  const b = r.body ?? {};
-  throw new AdminApiError(`${method} ${path} → ${r.status} ${b.error ?? ''}: ${b.message ?? ''}${b.path ? ` (at ${b.path})` : ''}`);
-}

@@ -1,8 +1,8 @@
 import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { compileArtifacts } from '../../generators/index.ts';
-import { EXIT, UsageError, type Command } from '../_io.ts';
-import { parseCommandArgs } from '../_args.ts';
+import { EXIT, UsageError, type Command } from '../../command/io.ts';
+import { parseCommandArgs } from '../../command/args.ts';
 import { loadForCommand } from '../_model.ts';
 import { DEFAULT_STATE_FILE, StateFileError, resolveSecrets } from '../_state.ts';
 

@@ -11,28 +11,30 @@
  * server wrote, admin-credentials.json), or IDFORGE_ADMIN_CLIENT_ID + IDFORGE_ADMIN_CLIENT_SECRET.
  */
 import { resolve } from 'node:path';
-import { MANAGED_BY, adminPaths, type AdminResourceKind, type PlanStep } from '../../schema/admin-api.ts';
-import { adminBaseUrl, endpointUrl, type ServerAddress } from '../../schema/urls.ts';
+import { AdminApiError, AdminClient, readAdminCredentials, endpointFromCredentials } from '../../admin-client/index.ts';
+import {
+  MANAGED_BY, SYSTEM_TENANT, adminBaseUrl, endpointUrl, refKey, refOf, stepName,
+  type AdminResourceKind, type PlanStep, type PutStep, type ResourceRef, type ServerAddress, type TenantBody,
+} from '../../contract/index.ts';
 import type { Model } from '../../schema/model.ts';
 import { compilePlan } from '../../generators/index.ts';
-import { ADMIN_AUDIENCE, ADMIN_SCOPE, getAdminToken, localhostFetch, readAdminCredentials } from '../../server/index.ts';
-import { EXIT, UsageError, type CliIo, type Command } from '../_io.ts';
-import { parseCommandArgs } from '../_args.ts';
+import { EXIT, UsageError, type CliIo, type Command } from '../../command/io.ts';
+import { parseCommandArgs } from '../../command/args.ts';
 import { loadForCommand, reportProblems } from '../_model.ts';
 import { DEFAULT_STATE_FILE, StateFileError, resolvePasswords, resolveSecrets } from '../_state.ts';
+
+export { AdminApiError } from '../../admin-client/index.ts';
 
 export type ChangeOp = 'create' | 'update' | 'delete';
 
 export interface PlannedChange {
   readonly op: ChangeOp | 'unchanged';
   readonly kind: AdminResourceKind;
-  readonly path: string;
+  readonly ref: ResourceRef;
   /** Human name: `acme`, `acme/portal`, `acme/u-alice`, `acme/portal/u-alice`. */
   readonly name: string;
   /** Changed fields (updates). */
   readonly fields: readonly string[];
-  /** The PUT to send (create/update). */
-  readonly step?: PlanStep;
 }
 
 export interface GuardViolation {
@@ -48,90 +50,36 @@ export interface RemotePlan {
   readonly guard: readonly GuardViolation[];
 }
 
-export class AdminApiError extends Error {
-  override readonly name = 'AdminApiError';
-}
-
-/** An authenticated admin API session against the model's server. */
-export interface AdminSession {
-  readonly base: string;
-  call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }>;
-}
-
 export const CREDENTIAL_HELP = `Admin credentials: --data-dir <server data dir> reads the bootstrap client the server wrote
-there (admin-credentials.json); otherwise set IDFORGE_ADMIN_CLIENT_ID and IDFORGE_ADMIN_CLIENT_SECRET
-(a client of the server's 'system' tenant allowed the 'admin' scope).`;
+there (admin-credentials.json) and talks to the server that wrote it; otherwise set
+IDFORGE_ADMIN_CLIENT_ID and IDFORGE_ADMIN_CLIENT_SECRET (a client of the server's 'system'
+tenant allowed the 'admin' scope), sent to the server the model's 'server' section names.`;
 
-export async function connect(addr: ServerAddress, dataDir: string | undefined, io: CliIo): Promise<AdminSession> {
-  let clientId: string | undefined;
-  let clientSecret: string | undefined;
+/**
+ * The admin client for the model's server. Credentials from a data dir go only to the server that
+ * wrote them (the file's adminUrl); when that is not the server the model names, nothing is sent.
+ */
+export async function connect(addr: ServerAddress, dataDir: string | undefined, io: CliIo): Promise<AdminClient> {
+  const wanted = adminBaseUrl(addr);
   if (dataDir !== undefined) {
-    try {
-      ({ clientId, clientSecret } = readAdminCredentials(resolve(io.cwd, dataDir)));
-    } catch (err) {
-      throw new AdminApiError(`cannot read admin credentials from ${dataDir}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message} (has the server started with this --data-dir?)`);
+    const creds = await readAdminCredentials(resolve(io.cwd, dataDir));
+    if (creds.adminUrl !== wanted) {
+      throw new AdminApiError(0, '', undefined,
+        `the model's server is ${wanted}, but the credentials in ${dataDir} belong to ${creds.adminUrl}: nothing was sent. ` +
+        "Point --data-dir at the data dir of the model's server, or change the model's server section");
     }
-  } else {
-    clientId = io.env.IDFORGE_ADMIN_CLIENT_ID;
-    clientSecret = io.env.IDFORGE_ADMIN_CLIENT_SECRET;
+    return new AdminClient(endpointFromCredentials(creds));
   }
+  const clientId = io.env.IDFORGE_ADMIN_CLIENT_ID;
+  const clientSecret = io.env.IDFORGE_ADMIN_CLIENT_SECRET;
   if (!clientId || !clientSecret) throw new UsageError(`no admin credentials.\n${CREDENTIAL_HELP}`);
-  const tokenEndpoint = endpointUrl(addr, 'system', 'token');
-  let token: string;
-  try {
-    token = await getAdminToken({ clientId, clientSecret, tokenEndpoint, resource: ADMIN_AUDIENCE, scope: ADMIN_SCOPE });
-  } catch (err) {
-    throw new AdminApiError(`cannot get an admin token from ${tokenEndpoint}: ${(err as Error).message.replace(/^admin token request to \S+ failed: /, '')}`);
-  }
-  const base = adminBaseUrl(addr).slice(0, -adminPaths.base.length);
-  return {
-    base,
-    async call(method, path, body) {
-      let res: Response;
-      try {
-        res = await localhostFetch(`${base}${path}`, {
-          method,
-          headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-          body: body === undefined ? undefined : JSON.stringify(body),
-        });
-      } catch (err) {
-        throw new AdminApiError(`cannot reach the server at ${base}: ${(err as Error).message}`);
-      }
-      const text = await res.text();
-      let parsed: unknown;
-      try {
-        parsed = text === '' ? undefined : JSON.parse(text);
-      } catch {
-        parsed = text;
-      }
-      return { status: res.status, body: parsed };
-    },
-  };
+  return new AdminClient({ adminUrl: wanted, tokenUrl: endpointUrl(addr, SYSTEM_TENANT, 'token'), clientId, clientSecret });
 }
 
-function fail(method: string, path: string, r: { status: number; body: any }): never {
-  const detail = r.body && typeof r.body === 'object' ? `${r.body.error}: ${r.body.message}${r.body.path ? ` (at ${r.body.path})` : ''}` : String(r.body);
-  throw new AdminApiError(`${method} ${path} → ${r.status} ${detail}`);
-}
+const change = (op: PlannedChange['op'], ref: ResourceRef, fields: readonly string[] = []): PlannedChange =>
+  ({ op, kind: ref.kind, ref: refOf(ref), name: stepName(ref), fields });
 
-async function listAll(session: AdminSession, path: string): Promise<any[]> {
-  const items: any[] = [];
-  let cursor: string | null = null;
-  do {
-    const q: string = `${path}?limit=500${cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`}`;
-    const r = await session.call('GET', q);
-    if (r.status === 404) return items;
-    if (r.status !== 200) fail('GET', q, r);
-    items.push(...r.body.items);
-    cursor = r.body.nextCursor;
-  } while (cursor !== null);
-  return items;
-}
-
-export const nameOf = (path: string) =>
-  path.replace(`${adminPaths.base}/tenants/`, '').replace('/applications/', '/').replace('/users/', '/').replace('/assignments/', '/').split('/').map(decodeURIComponent).join('/');
-
-const tenantPathOf = (path: string) => path.split('/').slice(0, 5).join('/');
+const tenantRef = (tenant: string): ResourceRef => ({ kind: 'tenant', tenant });
 
 /**
  * Dry-runs every PUT; writes nothing. A step whose dependencies this same plan creates (a new
@@ -139,36 +87,30 @@ const tenantPathOf = (path: string) => path.split('/').slice(0, 5).join('/');
  * create when the object does not exist, else an update whose fields show after apply. Any other
  * refusal (a clashing clientId, an invalid body) would stop apply halfway, so it fails the plan.
  */
-export async function dryRunPuts(session: AdminSession, steps: readonly PlanStep[]): Promise<PlannedChange[]> {
+export async function dryRunPuts(client: AdminClient, steps: readonly PlanStep[]): Promise<PlannedChange[]> {
   const changes: PlannedChange[] = [];
   const creating = new Set<string>();
   /** Steps that will have changed the server by the time apply reaches later steps. */
-  const applying: PlanStep[] = [];
+  const applying: PutStep[] = [];
   for (const step of steps) {
     if (step.op !== 'put') continue;
-    const tenantPath = tenantPathOf(step.path);
-    const base = { kind: step.kind, path: step.path, name: nameOf(step.path), step };
-    if (creating.has(tenantPath)) {
-      changes.push({ ...base, op: 'create', fields: [] });
+    if (creating.has(refKey(tenantRef(step.tenant)))) {
+      changes.push(change('create', step));
       continue;
     }
-    const r = await session.call('PUT', `${step.path}?dryRun=true`, step.body);
-    if (r.status === 200 || r.status === 201) {
-      const outcome = r.body.outcome as 'created' | 'updated' | 'unchanged';
-      const op = outcome === 'created' ? 'create' : outcome === 'updated' ? 'update' : 'unchanged';
-      if (op === 'create') creating.add(step.path);
+    try {
+      const r = await client.putStep(step, { dryRun: true });
+      const op = r.outcome === 'created' ? 'create' : r.outcome === 'updated' ? 'update' : 'unchanged';
+      if (op === 'create') creating.add(refKey(step));
       if (op !== 'unchanged') applying.push(step);
-      changes.push({ ...base, op, fields: outcome === 'updated' ? r.body.changes : [] });
-      continue;
-    }
-    if (explainedByPlan(step, r, creating, applying)) {
-      const exists = (await session.call('GET', step.path)).status === 200;
-      changes.push({ ...base, op: exists ? 'update' : 'create', fields: exists ? ['(depends on objects this plan creates)'] : [] });
-      if (!exists) creating.add(step.path);
+      changes.push(change(op, step, r.outcome === 'updated' ? r.changes : []));
+    } catch (err) {
+      if (!(err instanceof AdminApiError) || !explainedByPlan(step, err, creating, applying)) throw err;
+      const exists = (await client.findRef(step)) !== undefined;
+      changes.push(change(exists ? 'update' : 'create', step, exists ? ['(depends on objects this plan creates)'] : []));
+      if (!exists) creating.add(refKey(step));
       applying.push(step);
-      continue;
     }
-    fail('PUT', step.path, r);
   }
   return changes;
 }
@@ -176,87 +118,90 @@ export async function dryRunPuts(session: AdminSession, steps: readonly PlanStep
 /**
  * Whether a dry-run refusal only says the server does not hold yet what earlier steps of this plan
  * will put there, so apply, which runs those steps first, will succeed: a parent the plan creates
- * (404), an audience naming an api the plan creates or changes (400 at `audience.N`), a scope that
- * the plan adds to the tenant or to an api of the audience (400 at `scopes.N`). Nothing else: a 409
+ * (404), an audience naming an api the plan creates or changes (400 at `audience[N]`), a scope that
+ * the plan adds to the tenant or to an api of the audience (400 at `scopes[N]`). Nothing else: a 409
  * (clientId, identifier or email taken by an object outside the model) stays a 409 after apply.
  */
-function explainedByPlan(step: PlanStep & { op: 'put' }, r: { status: number; body: any }, creating: ReadonlySet<string>, applying: readonly PlanStep[]): boolean {
-  if (r.status === 404) {
-    const parts = step.path.split('/');
-    // An assignment's parents are its application and its user; the tenant's case never gets here.
-    const parents = step.kind === 'assignment' ? [parts.slice(0, 7).join('/'), [...parts.slice(0, 5), 'users', parts[8]].join('/')] : [];
-    return parents.some((p) => creating.has(p));
+function explainedByPlan(step: PutStep, err: AdminApiError, creating: ReadonlySet<string>, applying: readonly PutStep[]): boolean {
+  if (err.status === 404) {
+    if (step.kind !== 'assignment') return false;
+    const parents: ResourceRef[] = [
+      { kind: 'application', tenant: step.tenant, application: step.application },
+      { kind: 'user', tenant: step.tenant, user: step.user },
+    ];
+    return parents.some((p) => creating.has(refKey(p)));
   }
-  if (r.status !== 400 || step.kind !== 'application' || step.body.kind === 'api') return false;
+  if (err.status !== 400 || step.kind !== 'application' || step.body.kind === 'api') return false;
   const body = step.body;
-  const tenantPath = tenantPathOf(step.path);
-  const apis = applying.flatMap((s) => (s.op === 'put' && s.kind === 'application' && s.body.kind === 'api' && tenantPathOf(s.path) === tenantPath ? [s.body] : []));
-  const at = /^(audience|scopes)\.(\d+)$/.exec(typeof r.body?.path === 'string' ? r.body.path : '');
-  if (at?.[1] === 'audience') {
-    const aud = body.audience[Number(at[2])];
-    return apis.some((api) => api.identifier === aud);
-  }
-  if (at?.[1] === 'scopes') {
-    const scope = body.scopes[Number(at[2])];
-    const tenant = applying.find((s) => s.op === 'put' && s.kind === 'tenant' && s.path === tenantPath);
-    return (tenant?.op === 'put' && tenant.kind === 'tenant' && tenant.body.scopes.some((sc) => sc.name === scope)) ||
-      apis.some((api) => body.audience.includes(api.identifier) && api.scopes.includes(scope!));
-  }
-  return false;
+  const apis = applying.flatMap((s) => (s.kind === 'application' && s.body.kind === 'api' && s.tenant === step.tenant ? [s.body] : []));
+  const problems = err.body?.problems ?? (err.body === undefined ? [] : [{ path: err.body.path }]);
+  return problems.length > 0 && problems.every((p) => {
+    const at = /^(audience|scopes)\[(\d+)\]$/.exec(p.path);
+    if (at?.[1] === 'audience') {
+      const aud = body.audience[Number(at[2])];
+      return apis.some((api) => api.identifier === aud);
+    }
+    if (at?.[1] === 'scopes') {
+      const scope = body.scopes[Number(at[2])]!;
+      const tenant = applying.find((s): s is PutStep & { kind: 'tenant'; body: TenantBody } => s.kind === 'tenant' && s.tenant === step.tenant);
+      return (tenant?.body.scopes.some((sc) => sc.name === scope) ?? false) ||
+        apis.some((api) => body.audience.includes(api.identifier) && api.scopes.includes(scope));
+    }
+    return false;
+  });
 }
 
 /** Managed live objects the model no longer has, and the mass-deletion guard's verdict. */
-export async function plannedDeletions(session: AdminSession, steps: readonly PlanStep[]): Promise<{ deletions: PlannedChange[]; guard: GuardViolation[] }> {
+export async function plannedDeletions(client: AdminClient, steps: readonly PlanStep[]): Promise<{ deletions: PlannedChange[]; guard: GuardViolation[] }> {
   // Deletions: managed live objects the model no longer has; children first, tenants last.
-  const wanted = new Set(steps.map((s) => s.path));
-  const del = (kind: AdminResourceKind, path: string) => ({ op: 'delete' as const, kind, path, name: nameOf(path), fields: [] });
+  const wanted = new Set(steps.map((s) => refKey(s)));
   const deletions: PlannedChange[][] = [[], [], [], [], []];
   const guard: GuardViolation[] = [];
-  const tenants = await listAll(session, `${adminPaths.base}/tenants`);
-  for (const t of tenants) {
-    const tenantPath = adminPaths.tenant(t.name);
-    const tenantGoes = !wanted.has(tenantPath) && t.managedBy === MANAGED_BY;
-    if (!wanted.has(tenantPath) && !tenantGoes) continue; // not ours, or not in this model at all
-    const apps = await listAll(session, `${tenantPath}/applications`);
-    const users = await listAll(session, `${tenantPath}/users`);
+  for (const t of (await client.listAll('listTenants', {})) ?? []) {
+    const tenant = t.name;
+    const inModel = wanted.has(refKey(tenantRef(tenant)));
+    const tenantGoes = !inModel && t.managedBy === MANAGED_BY;
+    if (!inModel && !tenantGoes) continue; // not ours, or not in this model at all
+    const apps = (await client.listAll('listApplications', { tenant })) ?? [];
+    const users = (await client.listAll('listUsers', { tenant })) ?? [];
     let assignmentCount = 0;
     let assignmentDeletes = 0;
     let userDeletes = 0;
     for (const a of apps) {
-      const appPath = adminPaths.application(t.name, a.name);
+      const appRef: ResourceRef = { kind: 'application', tenant, application: a.name };
       if (a.kind !== 'api') {
-        for (const x of await listAll(session, `${appPath}/assignments`)) {
+        for (const x of (await client.listAll('listAssignments', { tenant, application: a.name })) ?? []) {
           assignmentCount++;
-          const p = adminPaths.assignment(t.name, a.name, x.userId);
-          if (tenantGoes || (!wanted.has(p) && x.managedBy === MANAGED_BY)) {
+          const ref: ResourceRef = { kind: 'assignment', tenant, application: a.name, user: x.userId };
+          if (tenantGoes || (!wanted.has(refKey(ref)) && x.managedBy === MANAGED_BY)) {
             assignmentDeletes++;
-            if (!tenantGoes) deletions[0]!.push(del('assignment', p));
+            if (!tenantGoes) deletions[0]!.push(change('delete', ref));
           }
         }
       }
-      if (!tenantGoes && !wanted.has(appPath) && a.managedBy === MANAGED_BY) deletions[a.kind === 'api' ? 3 : 2]!.push(del('application', appPath));
+      if (!tenantGoes && !wanted.has(refKey(appRef)) && a.managedBy === MANAGED_BY) deletions[a.kind === 'api' ? 3 : 2]!.push(change('delete', appRef));
     }
     for (const u of users) {
-      const p = adminPaths.user(t.name, u.id);
-      if (tenantGoes || (!wanted.has(p) && u.managedBy === MANAGED_BY)) {
+      const ref: ResourceRef = { kind: 'user', tenant, user: u.id };
+      if (tenantGoes || (!wanted.has(refKey(ref)) && u.managedBy === MANAGED_BY)) {
         userDeletes++;
-        if (!tenantGoes) deletions[1]!.push(del('user', p));
+        if (!tenantGoes) deletions[1]!.push(change('delete', ref));
       }
     }
-    if (tenantGoes) deletions[4]!.push(del('tenant', tenantPath));
+    if (tenantGoes) deletions[4]!.push(change('delete', tenantRef(tenant)));
     // The guard: deleting most (more than half) of a tenant's users or assignments is refused
     // unless asked for, since a mistake there (a file left out of the model) locks people out.
-    if (userDeletes > 0 && userDeletes * 2 > users.length) guard.push({ tenant: t.name, kind: 'user', deleting: userDeletes, existing: users.length });
+    if (userDeletes > 0 && userDeletes * 2 > users.length) guard.push({ tenant, kind: 'user', deleting: userDeletes, existing: users.length });
     if (assignmentDeletes > 0 && assignmentDeletes * 2 > assignmentCount) {
-      guard.push({ tenant: t.name, kind: 'assignment', deleting: assignmentDeletes, existing: assignmentCount });
+      guard.push({ tenant, kind: 'assignment', deleting: assignmentDeletes, existing: assignmentCount });
     }
   }
   return { deletions: deletions.flat(), guard };
 }
 
-export async function planAgainst(session: AdminSession, steps: readonly PlanStep[]): Promise<RemotePlan> {
-  const { deletions, guard } = await plannedDeletions(session, steps);
-  return { server: session.base, changes: [...(await dryRunPuts(session, steps)), ...deletions], guard };
+export async function planAgainst(client: AdminClient, steps: readonly PlanStep[]): Promise<RemotePlan> {
+  const { deletions, guard } = await plannedDeletions(client, steps);
+  return { server: await client.server(), changes: [...(await dryRunPuts(client, steps)), ...deletions], guard };
 }
 
 export function summary(plan: RemotePlan): Record<ChangeOp | 'unchanged', number> {
@@ -297,7 +242,7 @@ export const PLAN_OPTIONS = {
 /** Shared by plan and apply: load, resolve secrets, compile, connect, dry-run. */
 export async function preparePlan(
   command: 'plan' | 'apply', argv: readonly string[], io: CliIo, usage: string, help: string,
-): Promise<{ exit: number } | { plan: RemotePlan; session: AdminSession; steps: readonly PlanStep[]; values: { json: boolean; allowMassDelete: boolean } }> {
+): Promise<{ exit: number } | { plan: RemotePlan; client: AdminClient; steps: readonly PlanStep[]; values: { json: boolean; allowMassDelete: boolean } }> {
   const { values, positionals } = parseCommandArgs(argv, PLAN_OPTIONS, usage);
   if (values.help) {
     io.stdout(help);
@@ -328,15 +273,15 @@ export async function preparePlan(
   }
   const steps = compilePlan(model, { secrets, passwords }).steps;
   try {
-    const session = await connect(model.server, values['data-dir'], io);
+    const client = await connect(model.server, values['data-dir'], io);
     // apply does not dry-run: it PUTs every step and the server reports what changed.
     let plan: RemotePlan;
-    if (command === 'plan') plan = await planAgainst(session, steps);
+    if (command === 'plan') plan = await planAgainst(client, steps);
     else {
-      const { deletions, guard } = await plannedDeletions(session, steps);
-      plan = { server: session.base, changes: deletions, guard };
+      const { deletions, guard } = await plannedDeletions(client, steps);
+      plan = { server: await client.server(), changes: deletions, guard };
     }
-    return { plan, session, steps, values: { json, allowMassDelete: values['allow-mass-delete'] === true } };
+    return { plan, client, steps, values: { json, allowMassDelete: values['allow-mass-delete'] === true } };
   } catch (err) {
     if (err instanceof AdminApiError) {
       if (json) io.stdout(`${JSON.stringify({ ok: false, error: err.message }, null, 2)}\n`);
@@ -351,7 +296,7 @@ export function planJson(plan: RemotePlan) {
   return {
     server: plan.server,
     summary: summary(plan),
-    changes: plan.changes.filter((c) => c.op !== 'unchanged').map(({ op, kind, path, name, fields }) => ({ op, kind, name, path, fields })),
+    changes: plan.changes.filter((c) => c.op !== 'unchanged').map(({ op, ref, name, fields }) => ({ op, ...ref, name, fields })),
     guard: plan.guard,
   };
 }

@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, wr
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { CliIo } from '../_io.ts';
+import type { CliIo } from '../../command/io.ts';
 import { renderProject, run } from './scaffold.ts';
 
 /** A compiled tree in the format `idforge compile --out` writes, for tenant acme. */

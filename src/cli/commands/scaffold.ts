@@ -7,7 +7,7 @@
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { EXIT, UsageError, type CliIo, type Command } from '../_io.ts';
+import { EXIT, UsageError, type CliIo, type Command } from '../../command/io.ts';
 
 export type ClientKind = 'web' | 'proxy' | 'spa' | 'api';
 

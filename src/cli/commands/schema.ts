@@ -1,8 +1,8 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { allJsonSchemas } from '../../schema/all-schemas.ts';
-import { EXIT, UsageError, type Command } from '../_io.ts';
-import { parseCommandArgs } from '../_args.ts';
+import { EXIT, UsageError, type Command } from '../../command/io.ts';
+import { parseCommandArgs } from '../../command/args.ts';
 
 const USAGE = 'usage: idforge schema [--name <model|spa-config|api-config|grant-config|plan>] [--out <dir>]';
 

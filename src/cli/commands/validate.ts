@@ -1,5 +1,5 @@
-import { EXIT, UsageError, type Command } from '../_io.ts';
-import { parseCommandArgs } from '../_args.ts';
+import { EXIT, UsageError, type Command } from '../../command/io.ts';
+import { parseCommandArgs } from '../../command/args.ts';
 import { loadForCommand } from '../_model.ts';
 
 const USAGE = 'usage: idforge validate <model file or directory>... [--json]';

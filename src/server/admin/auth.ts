@@ -5,7 +5,7 @@
  */
 import type { NextFunction, Request, Response } from 'express';
 import { createLocalJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
-import { issuerUrl } from '../../schema/urls.ts';
+import { issuerUrl } from '../../contract/index.ts';
 import type { ServerContext } from '../_context.ts';
 import { ADMIN_AUDIENCE, ADMIN_SCOPE, SYSTEM_TENANT } from '../config.ts';
 import { ServerError, errorBody, errors } from '../errors.ts';

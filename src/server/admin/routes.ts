@@ -1,65 +1,91 @@
 /**
- * The admin API router, mounted at /admin/v1 on the base host. Routes read in the order of the
- * resources' dependencies: tenants, keys, applications, secrets, users, assignments.
+ * The admin API router, mounted at /admin/v1 on the base host. Routes are registered from the
+ * contract's route table (src/contract/routes.ts), each with its handler below; the table also feeds
+ * the admin client and the OpenAPI document, so the three cannot disagree. Handlers read in the order
+ * of the resources' dependencies: tenants, keys, applications, secrets, users, assignments.
  */
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import { z } from 'zod';
+import type { z } from 'zod';
 import {
-  ApplicationBody,
-  AssignmentBody,
-  DNS_LABEL,
-  NAME,
-  TenantBody,
-  USER_ID,
-  UserBody,
-} from '../../schema/admin-api.ts';
+  ADMIN_ROUTES, PAGE_LIMIT, PATH_PARAMS, formatPath, openApiDocument,
+  type PathParam, type RouteName, type RouteParams, type RouteParsedBody, type RouteResponse, type RouteSpec,
+} from '../../contract/index.ts';
 import type { ServerContext } from '../_context.ts';
 import { ServerError, errorBody, errors } from '../errors.ts';
-import { SIGNING_ALGS } from '../keys.ts';
 import { requireAdmin } from './auth.ts';
-import { openApiDocument } from './openapi.ts';
-import { AdminService, type PutResult } from './service.ts';
+import { AdminService } from './service.ts';
 
-export const RotateKeysBody = z.strictObject({ alg: z.enum(SIGNING_ALGS as ['RS256', 'ES256']).optional() });
+interface HandlerInput<R extends RouteName> {
+  readonly params: RouteParams<R>;
+  readonly body: RouteParsedBody<R>;
+  readonly page: { readonly cursor: string | undefined; readonly limit: number };
+  readonly dryRun: boolean;
+}
+type Handlers = { readonly [R in RouteName]: (input: HandlerInput<R>) => Promise<RouteResponse<R> | void> };
 
-/** zod issues → one ServerError listing every problem with its body path. */
-function parse<T>(schema: z.ZodType<T>, value: unknown): T {
+function handlers(svc: AdminService): Handlers {
+  return {
+    listTenants: ({ page }) => svc.listTenants(page),
+    getTenant: ({ params }) => svc.getTenant(params.tenant),
+    putTenant: ({ params, body, dryRun }) => svc.putTenant(params.tenant, body, dryRun),
+    deleteTenant: async ({ params, dryRun }) => void (await svc.deleteTenant(params.tenant, dryRun)),
+
+    listKeys: async ({ params }) => ({ items: await svc.listKeys(params.tenant) }),
+    rotateKeys: async ({ params, body }) => ({ items: await svc.rotateKeys(params.tenant, body.alg) }),
+
+    listApplications: ({ params, page }) => svc.listApplications(params.tenant, page),
+    getApplication: ({ params }) => svc.getApplication(params.tenant, params.application),
+    putApplication: ({ params, body, dryRun }) => svc.putApplication(params.tenant, params.application, body, dryRun),
+    deleteApplication: ({ params, dryRun }) => svc.deleteApplication(params.tenant, params.application, dryRun),
+    rotateClientSecret: ({ params }) => svc.rotateClientSecret(params.tenant, params.application),
+
+    listUsers: ({ params, page }) => svc.listUsers(params.tenant, page),
+    getUser: ({ params }) => svc.getUser(params.tenant, params.userId),
+    putUser: ({ params, body, dryRun }) => svc.putUser(params.tenant, params.userId, body, dryRun),
+    deleteUser: ({ params, dryRun }) => svc.deleteUser(params.tenant, params.userId, dryRun),
+
+    listAssignments: ({ params, page }) => svc.listAssignments(params.tenant, params.application, page),
+    getAssignment: ({ params }) => svc.getAssignment(params.tenant, params.application, params.userId),
+    putAssignment: ({ params, body, dryRun }) => svc.putAssignment(params.tenant, params.application, params.userId, body, dryRun),
+    deleteAssignment: ({ params, dryRun }) => svc.deleteAssignment(params.tenant, params.application, params.userId, dryRun),
+  } as Handlers;
+}
+
+/** zod issues → one ServerError listing every problem with its body path (the contract's formatter). */
+function parseBody(schema: z.ZodType, value: unknown): unknown {
   const r = schema.safeParse(value);
   if (r.success) return r.data;
-  const problems = r.error.issues.map((i) => ({ path: i.path.map(String).join('.'), message: i.message }));
+  const problems = r.error.issues.map((i) => {
+    const code = (i as unknown as { params?: { code?: unknown } }).params?.code;
+    return { path: formatPath(i.path as (string | number)[]), message: i.message, ...(typeof code === 'string' ? { code } : {}) };
+  });
   const first = problems[0]!;
   throw errors.invalidRequest(`invalid body: ${first.path === '' ? '' : `${first.path}: `}${first.message}`, first.path, problems);
 }
 
-function param(req: Request, name: string, pattern: RegExp, what: string): string {
-  const v = String(req.params[name] ?? '');
-  if (!pattern.test(v)) throw errors.invalidRequest(`'${v}' is not a valid ${what}`, `params.${name}`);
-  return v;
-}
-
-const tenantOf = (req: Request) => param(req, 'tenant', DNS_LABEL, 'tenant name (a DNS label)');
-const appOf = (req: Request) => param(req, 'application', NAME, 'application name');
-const userOf = (req: Request) => param(req, 'userId', USER_ID, 'user id');
-
-function dryRun(req: Request): boolean {
-  const v = req.query.dryRun;
-  return v === 'true' || v === '1';
+function pathParams(req: Request, spec: RouteSpec): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const m of spec.path.matchAll(/\{(\w+)\}/g)) {
+    const name = m[1] as PathParam;
+    const v = String(req.params[name] ?? '');
+    const rule = PATH_PARAMS[name];
+    if (!rule.pattern.test(v)) throw errors.invalidRequest(`'${v}' is not a valid ${rule.what}: it ${rule.rule}`, `params.${name}`);
+    out[name] = v;
+  }
+  return out;
 }
 
 function page(req: Request): { cursor: string | undefined; limit: number } {
-  const limit = req.query.limit === undefined ? 100 : Number(req.query.limit);
-  if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw errors.invalidRequest('limit must be an integer from 1 to 500', 'query.limit');
+  const limit = req.query.limit === undefined ? PAGE_LIMIT.default : Number(req.query.limit);
+  if (!Number.isInteger(limit) || limit < 1 || limit > PAGE_LIMIT.max) {
+    throw errors.invalidRequest(`limit must be an integer from 1 to ${PAGE_LIMIT.max}`, 'query.limit');
+  }
   const cursor = typeof req.query.cursor === 'string' ? req.query.cursor : undefined;
   return { cursor, limit };
 }
 
-/** 201 when created, 200 otherwise; the body says what happened. */
-function sendPut(res: Response, r: PutResult<unknown>): void {
-  res.status(r.outcome === 'created' ? 201 : 200).json(r);
-}
-
 export function adminRouter(ctx: ServerContext): Router {
-  const svc = new AdminService(ctx);
+  const handle = handlers(new AdminService(ctx));
   const router = express.Router();
 
   // The API's own description is public: it holds no data, and tools need it before they have a token.
@@ -70,70 +96,22 @@ export function adminRouter(ctx: ServerContext): Router {
   router.use(requireAdmin(ctx));
   router.use(express.json({ limit: '256kb', strict: false }));
 
-  // Tenants
-  router.get('/tenants', async (req, res) => { res.json(await svc.listTenants(page(req))); });
-  router.get('/tenants/:tenant', async (req, res) => { res.json(await svc.getTenant(tenantOf(req))); });
-  router.put('/tenants/:tenant', async (req, res) => {
-    const t = tenantOf(req);
-    sendPut(res, await svc.putTenant(t, parse(TenantBody, req.body), dryRun(req)));
-  });
-  router.delete('/tenants/:tenant', async (req, res) => {
-    await svc.deleteTenant(tenantOf(req), dryRun(req));
-    res.status(204).end();
-  });
-
-  // Signing keys
-  router.get('/tenants/:tenant/keys', async (req, res) => { res.json({ items: await svc.listKeys(tenantOf(req)) }); });
-  router.post('/tenants/:tenant/keys/rotate', async (req, res) => {
-    const t = tenantOf(req);
-    const body = parse(RotateKeysBody, req.body ?? {});
-    res.json({ items: await svc.rotateKeys(t, body.alg) });
-  });
-
-  // Applications
-  router.get('/tenants/:tenant/applications', async (req, res) => { res.json(await svc.listApplications(tenantOf(req), page(req))); });
-  router.get('/tenants/:tenant/applications/:application', async (req, res) => {
-    res.json(await svc.getApplication(tenantOf(req), appOf(req)));
-  });
-  router.put('/tenants/:tenant/applications/:application', async (req, res) => {
-    const [t, a] = [tenantOf(req), appOf(req)];
-    sendPut(res, await svc.putApplication(t, a, parse(ApplicationBody, req.body), dryRun(req)));
-  });
-  router.delete('/tenants/:tenant/applications/:application', async (req, res) => {
-    await svc.deleteApplication(tenantOf(req), appOf(req), dryRun(req));
-    res.status(204).end();
-  });
-  router.post('/tenants/:tenant/applications/:application/secret/rotate', async (req, res) => {
-    res.json(await svc.rotateClientSecret(tenantOf(req), appOf(req)));
-  });
-
-  // Users
-  router.get('/tenants/:tenant/users', async (req, res) => { res.json(await svc.listUsers(tenantOf(req), page(req))); });
-  router.get('/tenants/:tenant/users/:userId', async (req, res) => { res.json(await svc.getUser(tenantOf(req), userOf(req))); });
-  router.put('/tenants/:tenant/users/:userId', async (req, res) => {
-    const [t, u] = [tenantOf(req), userOf(req)];
-    sendPut(res, await svc.putUser(t, u, parse(UserBody, req.body), dryRun(req)));
-  });
-  router.delete('/tenants/:tenant/users/:userId', async (req, res) => {
-    await svc.deleteUser(tenantOf(req), userOf(req), dryRun(req));
-    res.status(204).end();
-  });
-
-  // Assignments
-  router.get('/tenants/:tenant/applications/:application/assignments', async (req, res) => {
-    res.json(await svc.listAssignments(tenantOf(req), appOf(req), page(req)));
-  });
-  router.get('/tenants/:tenant/applications/:application/assignments/:userId', async (req, res) => {
-    res.json(await svc.getAssignment(tenantOf(req), appOf(req), userOf(req)));
-  });
-  router.put('/tenants/:tenant/applications/:application/assignments/:userId', async (req, res) => {
-    const [t, a, u] = [tenantOf(req), appOf(req), userOf(req)];
-    sendPut(res, await svc.putAssignment(t, a, u, parse(AssignmentBody, req.body ?? {}), dryRun(req)));
-  });
-  router.delete('/tenants/:tenant/applications/:application/assignments/:userId', async (req, res) => {
-    await svc.deleteAssignment(tenantOf(req), appOf(req), userOf(req), dryRun(req));
-    res.status(204).end();
-  });
+  for (const [name, spec] of Object.entries(ADMIN_ROUTES) as [RouteName, RouteSpec][]) {
+    const expressPath = spec.path.replace(/\{(\w+)\}/g, ':$1');
+    const method = spec.method.toLowerCase() as 'get' | 'put' | 'post' | 'delete';
+    router[method](expressPath, async (req: Request, res: Response) => {
+      const params = pathParams(req, spec);
+      const raw = req.body === undefined && spec.optionalBody ? {} : req.body;
+      const body = spec.body === undefined ? undefined : parseBody(spec.body, raw);
+      const dryRun = req.query.dryRun === 'true' || req.query.dryRun === '1';
+      const result = await (handle[name] as (i: HandlerInput<RouteName>) => Promise<unknown>)({
+        params: params as never, body: body as never, page: spec.query === 'page' ? page(req) : { cursor: undefined, limit: PAGE_LIMIT.default }, dryRun,
+      });
+      if (spec.response === undefined) res.status(204).end();
+      // PUT: 201 when created, 200 otherwise; the body says what happened.
+      else res.status(spec.method === 'PUT' && (result as { outcome?: string }).outcome === 'created' ? 201 : 200).json(result);
+    });
+  }
 
   router.use((req: Request) => {
     throw errors.notFound(`no admin API route ${req.method} ${req.baseUrl}${req.path}`);

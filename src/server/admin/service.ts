@@ -4,18 +4,13 @@
  * with the changed fields; `dryRun` computes that without writing (idforge plan uses it).
  */
 import {
-  type ApplicationBody,
-  type AssignmentBody,
-  type TenantBody,
-  type UserBody,
-} from '../../schema/admin-api.ts';
-import { checkLoginPolicy } from '../../schema/checks.ts';
+  BUILTIN_SCOPES, RESERVED_TENANTS, changedFields, checkRequestedScopes, formatPath, isConfidentialKind,
+  type ApplicationBody, type AssignmentBody, type Outcome, type PutResult, type SigningAlg, type TenantBody, type UserBody,
+} from '../../contract/index.ts';
 import type { ServerContext } from '../_context.ts';
 import { hashPassword, newClientSecret } from '../_crypto.ts';
-import { STANDARD_SCOPES } from '../accounts.ts';
-import { SYSTEM_TENANT } from '../config.ts';
 import { errors } from '../errors.ts';
-import { newTenantKeys, rotateTenantKeys, type SigningAlg } from '../keys.ts';
+import { newTenantKeys, rotateTenantKeys } from '../keys.ts';
 import type {
   ApplicationRecord,
   AssignmentRecord,
@@ -27,34 +22,10 @@ import type {
   UserRecord,
 } from '../storage/types.ts';
 
-export type Outcome = 'created' | 'updated' | 'unchanged';
-
-export interface PutResult<R> {
-  readonly outcome: Outcome;
-  /** Top-level fields that differ from the stored state (all fields when created). */
-  readonly changes: readonly string[];
-  readonly resource: R;
-  /** Only when the server made or replaced the secret and nobody else knows it yet. */
-  readonly clientSecret?: string;
-}
+export type { Outcome, PutResult } from '../../contract/index.ts';
 
 const iso = (epoch: number) => new Date(epoch * 1000).toISOString();
-
-/** Deterministic JSON for comparing bodies (object key order must not matter). */
-function canonical(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
-  if (v !== null && typeof v === 'object') {
-    return `{${Object.keys(v).sort().filter((k) => (v as Record<string, unknown>)[k] !== undefined)
-      .map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`).join(',')}}`;
-  }
-  return JSON.stringify(v);
-}
-
-function diff(before: object | undefined, after: object): string[] {
-  if (before === undefined) return Object.keys(after).filter((k) => (after as Record<string, unknown>)[k] !== undefined).sort();
-  const keys = new Set([...Object.keys(before), ...Object.keys(after)]);
-  return [...keys].filter((k) => canonical((before as Record<string, unknown>)[k]) !== canonical((after as Record<string, unknown>)[k])).sort();
-}
+const diff = changedFields;
 
 export const tenantView = (r: TenantRecord) => ({ name: r.name, ...r.body, createdAt: iso(r.createdAt), updatedAt: iso(r.updatedAt) });
 export const applicationView = (r: ApplicationRecord) => ({ name: r.name, ...r.body, createdAt: iso(r.createdAt), updatedAt: iso(r.updatedAt) });
@@ -66,6 +37,14 @@ export const keyView = (k: KeyRecord) => ({
   kid: k.kid, alg: k.alg, state: k.state, createdAt: iso(k.createdAt), ...(k.retiredAt === null ? {} : { retiredAt: iso(k.retiredAt) }),
 });
 
+/** A rule's problems as the one 400 the admin API answers: the first in `message`, all in `problems`. */
+function refuse(problems: readonly { code: string; path: readonly (string | number)[]; message: string }[]): never {
+  const list = problems.map((p) => ({ path: formatPath(p.path), message: p.message, code: p.code }));
+  throw errors.invalidRequest(list[0]!.message, list[0]!.path, list);
+}
+
+const reserved = (name: string) => errors.forbidden(`tenant '${name}' is reserved for the server itself`);
+
 export class AdminService {
   constructor(private readonly ctx: ServerContext) {}
 
@@ -74,7 +53,7 @@ export class AdminService {
   }
 
   async #tenant(name: string): Promise<TenantRecord> {
-    if (name === SYSTEM_TENANT) throw errors.forbidden(`tenant '${SYSTEM_TENANT}' is reserved for the server itself`);
+    if (RESERVED_TENANTS.includes(name)) throw reserved(name);
     const t = await this.#s.getTenant(name);
     if (t === undefined) throw errors.notFound(`tenant '${name}' does not exist`);
     return t;
@@ -82,15 +61,8 @@ export class AdminService {
 
   // Tenants
   async putTenant(name: string, body: TenantBody, dryRun: boolean): Promise<PutResult<ReturnType<typeof tenantView>>> {
-    if (name === SYSTEM_TENANT) throw errors.forbidden(`tenant '${SYSTEM_TENANT}' is reserved for the server itself`);
-    const names = body.scopes.map((s) => s.name);
-    const dup = names.findIndex((n, i) => names.indexOf(n) !== i);
-    if (dup >= 0) throw errors.invalidRequest(`scope '${names[dup]}' is defined twice`, `scopes.${dup}.name`);
-    const std = names.findIndex((n) => STANDARD_SCOPES.includes(n));
-    if (std >= 0) throw errors.invalidRequest(`scope '${names[std]}' is a standard scope and cannot be redefined`, `scopes.${std}.name`);
-    // The model's rules, so no client (curl, Pulumi, apply) can store a policy that locks people out.
-    const policy = body.login === undefined ? [] : checkLoginPolicy(body.login, ['login']).map((p) => ({ path: p.path.join('.'), message: p.message }));
-    if (policy.length > 0) throw errors.invalidRequest(policy[0]!.message, policy[0]!.path, policy);
+    // Scope definitions and the login policy were checked with the body (the contract's TenantBody).
+    if (RESERVED_TENANTS.includes(name)) throw reserved(name);
     const before = await this.#s.getTenant(name);
     const changes = diff(before?.body, body);
     const outcome: Outcome = before === undefined ? 'created' : changes.length === 0 ? 'unchanged' : 'updated';
@@ -110,7 +82,7 @@ export class AdminService {
 
   async listTenants(page: PageRequest): Promise<Page<ReturnType<typeof tenantView>>> {
     const p = await this.#s.listTenants(page);
-    return { items: p.items.filter((t) => t.name !== SYSTEM_TENANT).map(tenantView), nextCursor: p.nextCursor };
+    return { items: p.items.filter((t) => !RESERVED_TENANTS.includes(t.name)).map(tenantView), nextCursor: p.nextCursor };
   }
 
   async deleteTenant(name: string, dryRun: boolean): Promise<boolean> {
@@ -147,20 +119,18 @@ export class AdminService {
     if (other !== undefined && other.name !== name) {
       throw errors.conflict(`clientId '${body.clientId}' is already used by application '${other.name}'`, 'clientId');
     }
-    const known = new Set([...STANDARD_SCOPES, ...tenant.body.scopes.map((s) => s.name)]);
+    const known = new Set([...BUILTIN_SCOPES, ...tenant.body.scopes.map((s) => s.name)]);
     for (const [i, aud] of body.audience.entries()) {
       const api = await s.getApplicationByIdentifier(tenant.name, aud);
       if (api === undefined || api.body.kind !== 'api') {
-        throw errors.invalidRequest(`audience '${aud}' is not the identifier of an api application in tenant '${tenant.name}'`, `audience.${i}`);
+        throw errors.invalidRequest(`audience '${aud}' is not the identifier of an api application in tenant '${tenant.name}'`, formatPath(['audience', i]));
       }
       for (const sc of api.body.scopes) known.add(sc);
     }
-    for (const [i, sc] of body.scopes.entries()) {
-      if (!known.has(sc)) {
-        throw errors.invalidRequest(
-          `scope '${sc}' is neither standard, nor defined by the tenant, nor offered by an api in the audience`, `scopes.${i}`);
-      }
-    }
+    // The model's scope rule: each known (built in, defined by the tenant, or offered by an api of
+    // the audience), none twice, openid among them.
+    const scopeProblems = checkRequestedScopes(body.scopes, known, ['scopes'], `tenant '${tenant.name}' or the apis of its audience`);
+    if (scopeProblems.length > 0) refuse(scopeProblems);
   }
 
   /** Client applications (not the internal service client) whose audience names `identifier`. */
@@ -204,6 +174,7 @@ export class AdminService {
     let clientSecret: string | undefined;
     let secretChanged = false;
     if (body.kind === 'web' || body.kind === 'proxy') {
+      // A confidential kind (KINDS[kind].confidential): the secret is kept as a hash.
       const { clientSecret: given, ...rest } = body;
       stored = rest;
       if (given !== undefined) {
@@ -257,7 +228,7 @@ export class AdminService {
     await this.#tenant(tenant);
     const a = await this.#s.getApplication(tenant, name);
     if (a === undefined || a.body.kind === 'service') throw errors.notFound(`application '${name}' does not exist in tenant '${tenant}'`);
-    if (a.body.kind !== 'web' && a.body.kind !== 'proxy') {
+    if (!isConfidentialKind(a.body.kind) || !('clientId' in a.body)) {
       throw errors.invalidRequest(`application '${name}' is of kind '${a.body.kind}', which has no client secret`);
     }
     const clientSecret = newClientSecret();

@@ -5,7 +5,7 @@
  * Adding a factor is one factor-*.ts file, listed here and in a policy: the interaction routes
  * only drive the sequence.
  */
-import type { TenantBody } from '../../schema/admin-api.ts';
+import type { TenantBody } from '../../contract/index.ts';
 import { otpFactor } from './factor-otp.ts';
 import { passkeyFactor } from './factor-passkey.ts';
 import { passwordFactor } from './factor-password.ts';

@@ -13,7 +13,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import express, { type Request, type Response, type Router } from 'express';
 import type Provider from 'oidc-provider';
-import { issuerUrl } from '../../schema/urls.ts';
+import { issuerUrl } from '../../contract/index.ts';
 import type { ServerContext } from '../_context.ts';
 import { isAssigned } from '../accounts.ts';
 import type { TenantRecord, UserRecord } from '../storage/types.ts';

@@ -22,7 +22,7 @@ import type {
   TotpRecord,
   UserRecord,
 } from './types.ts';
-import type { AssignmentBody, TenantBody, UserBody } from '../../schema/admin-api.ts';
+import type { AssignmentBody, TenantBody, UserBody } from '../../contract/index.ts';
 
 export const DATABASE_FILE = 'idforge.db';
 

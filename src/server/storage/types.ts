@@ -4,7 +4,7 @@
  * is synchronous. Records hold the admin API's bodies as given (minus secrets), so a GET returns
  * exactly what was PUT.
  */
-import type { ApplicationBody, AssignmentBody, TenantBody, UserBody } from '../../schema/admin-api.ts';
+import type { ApplicationBody, AssignmentBody, TenantBody, UserBody } from '../../contract/index.ts';
 
 export interface TenantRecord {
   readonly name: string;

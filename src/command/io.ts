@@ -1,6 +1,7 @@
 /**
  * What a command may touch of the outside world, passed in so commands are testable in-process:
- * tests give buffers and a fake environment, the bin gives the real process.
+ * tests give buffers and a fake environment, the bin gives the real process. Shared by the idforge
+ * CLI (src/cli) and the server's own `serve` command (src/server/serve-command.ts).
  */
 export interface CliIo {
   readonly stdout: (text: string) => void;

@@ -1,6 +1,6 @@
 /** Argument parsing for commands: node's parseArgs, with its errors turned into usage errors. */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { UsageError } from './_io.ts';
+import { UsageError } from './io.ts';
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 

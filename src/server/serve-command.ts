@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
-import { BOOTSTRAP_CREDENTIALS_FILE, LOGIN_DEFAULTS, StartupError, startServer, type LoginOptions } from '../../server/index.ts';
-import { EXIT, UsageError, type Command } from '../_io.ts';
-import { parseCommandArgs } from '../_args.ts';
+import { BOOTSTRAP_CREDENTIALS_FILE, LOGIN_DEFAULTS, StartupError, startServer, type LoginOptions } from './index.ts';
+import { EXIT, UsageError, type Command } from '../command/io.ts';
+import { parseCommandArgs } from '../command/args.ts';
 
 const USAGE =
   'usage: idforge serve --data-dir <dir> [--port <n>] [--base-domain <domain>] [--scheme http|https] [--host <addr>] [--public-port <n>] [--trusted-proxies <n>] [--key-alg RS256|ES256]\n' +

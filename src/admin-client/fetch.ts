@@ -1,24 +1,18 @@
 /**
- * Talking to an idforge server from Node: used by `idforge plan/apply` and by tests.
- *
  * `localhostFetch` is a fetch that resolves `*.localhost` to loopback itself (RFC 6761 §6.3, as
  * browsers do), so tenant hosts work even where the system resolver does not know them (no
  * libnss-myhostname). It speaks http and https via node:http(s) and never follows redirects on
  * its own (`redirect: 'manual'` semantics), which is what a relying party library needs.
  */
-import { readFileSync } from 'node:fs';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
-import { join } from 'node:path';
-import type { AdminCredentials } from './bootstrap.ts';
-import { BOOTSTRAP_CREDENTIALS_FILE } from './config.ts';
+import { isLocalHost } from '../contract/hosts.ts';
 
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 
 function lookup(hostname: string, options: LookupOptions, callback: LookupCallback): void {
-  const h = hostname.toLowerCase();
-  if (h === 'localhost' || h.endsWith('.localhost')) {
+  if (isLocalHost(hostname)) {
     if (options.all) return callback(null, [{ address: '127.0.0.1', family: 4 }]);
     return callback(null, '127.0.0.1', 4);
   }
@@ -71,27 +65,4 @@ export async function localhostFetch(input: string | URL | Request, init: Reques
     req.on('error', reject);
     req.end(body);
   });
-}
-
-/** Reads `<dataDir>/admin-credentials.json`, written by the server on start. */
-export function readAdminCredentials(dataDir: string): AdminCredentials {
-  return JSON.parse(readFileSync(join(dataDir, BOOTSTRAP_CREDENTIALS_FILE), 'utf8')) as AdminCredentials;
-}
-
-/** An admin access token via client_credentials (client_secret_basic), with the admin resource. */
-export async function getAdminToken(
-  creds: Pick<AdminCredentials, 'clientId' | 'clientSecret' | 'tokenEndpoint' | 'resource' | 'scope'>,
-  fetchImpl: typeof fetch = localhostFetch,
-): Promise<string> {
-  const basic = Buffer.from(`${encodeURIComponent(creds.clientId)}:${encodeURIComponent(creds.clientSecret)}`).toString('base64');
-  const res = await fetchImpl(creds.tokenEndpoint, {
-    method: 'POST',
-    headers: { authorization: `Basic ${basic}`, 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ grant_type: 'client_credentials', scope: creds.scope, resource: creds.resource }).toString(),
-  });
-  const json = (await res.json().catch(() => ({}))) as { access_token?: string; error?: string; error_description?: string };
-  if (!res.ok || typeof json.access_token !== 'string') {
-    throw new Error(`admin token request to ${creds.tokenEndpoint} failed: ${res.status} ${json.error ?? ''} ${json.error_description ?? ''}`.trim());
-  }
-  return json.access_token;
 }

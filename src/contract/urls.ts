@@ -32,11 +32,6 @@ export function adminBaseUrl(addr: ServerAddress): string {
   return `${addr.scheme}://${hostPort(addr, addr.baseDomain)}/admin/v1`;
 }
 
-/** Tenant origin, `{scheme}://<tenant>.<baseDomain>[:port]`, e.g. for grant's `[subdomain]` URLs. */
-export function tenantOrigin(addr: ServerAddress, tenant: string): string {
-  return `${addr.scheme}://${hostPort(addr, `${tenant}.${addr.baseDomain}`)}`;
-}
-
 /**
  * oidc-provider routes below the issuer, fixed here so that configs that cannot use discovery
  * (grant's authorize_url/access_url/profile_url) agree with the server by construction.

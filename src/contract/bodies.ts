@@ -1,0 +1,212 @@
+/**
+ * The admin API's bodies: what `PUT /admin/v1/...` accepts and what GETs answer. The generators emit
+ * them (the provisioning plan), the server validates requests with them and publishes them in its
+ * OpenAPI document, the Pulumi providers check their inputs with them. Bodies are declarative: a PUT
+ * carries the full desired state of one object, so repeating it changes nothing.
+ *
+ * The rules beyond shape (redirect URIs, scope definitions, login policy) are refinements of these
+ * schemas, so every door that parses a body runs them, with the same messages and paths.
+ */
+import { z } from 'zod';
+import { APPLICATION_KINDS, type ApplicationKind } from './kinds.ts';
+import { checkLoginPolicy, LoginPolicyBody } from './login-policy.ts';
+import { DNS_LABEL, NAME, NAME_RULES, SCOPE, USER_ID } from './names.ts';
+import type { Problem } from './problems.ts';
+import { checkRedirectUrl, MAX_URL_LENGTH } from './redirect-uri.ts';
+import { checkScopeDefinitions } from './scopes.ts';
+
+export { LoginPolicyBody } from './login-policy.ts';
+
+/** Adds rule problems to a zod parse as issues at their paths (the problem's code kept in params). */
+function report(ctx: z.RefinementCtx, problems: readonly Problem[]): void {
+  for (const p of problems) ctx.addIssue({ code: 'custom', message: p.message, path: [...p.path], params: { code: p.code } });
+}
+
+export const TenantName = z.string().regex(DNS_LABEL, { error: NAME_RULES.dnsLabel });
+export const ApplicationName = z.string().regex(NAME, { error: NAME_RULES.name });
+export const UserId = z.string().regex(USER_ID, { error: NAME_RULES.userId });
+const ScopeToken = z.string().regex(SCOPE, { error: NAME_RULES.scope });
+const ManagedBy = z.string().max(64).optional().describe('who owns the object; idforge deletes only objects marked `idforge`');
+
+export const ScopeDefinition = z.strictObject({
+  name: ScopeToken,
+  description: z.string().max(256).optional(),
+});
+export type ScopeDefinition = z.infer<typeof ScopeDefinition>;
+
+/** PUT /admin/v1/tenants/{tenant} */
+export const TenantBody = z
+  .strictObject({
+    displayName: z.string().min(1).max(128),
+    /** Custom scopes the tenant defines (standard OIDC scopes are always known). */
+    scopes: z.array(ScopeDefinition).default([]),
+    /** Sign-in policy. Default (absent): password only, no second factor. */
+    login: LoginPolicyBody.optional(),
+    managedBy: ManagedBy,
+  })
+  .superRefine((b, ctx) => {
+    report(ctx, checkScopeDefinitions(b.scopes, ['scopes']));
+    if (b.login !== undefined) report(ctx, checkLoginPolicy(b.login, ['login']));
+  });
+export type TenantBody = z.infer<typeof TenantBody>;
+
+const RedirectUriList = z.array(z.string().min(1).max(MAX_URL_LENGTH));
+
+const clientFields = {
+  displayName: z.string().min(1).max(128).optional(),
+  clientId: z.string().min(1).max(128).regex(USER_ID, { error: NAME_RULES.userId }),
+  /** Where the server may return the browser after login: exact, absolute, https unless local (RFC 9700). */
+  redirectUris: RedirectUriList.min(1),
+  postLogoutRedirectUris: RedirectUriList.default([]),
+  /** Scopes the client may request. */
+  scopes: z.array(ScopeToken).default(['openid']),
+  /** Resource identifiers (audiences of api applications) the client's access tokens are for. */
+  audience: z.array(z.string().min(1)).default([]),
+  managedBy: ManagedBy,
+};
+
+/** Confidential client (login-helper web app or reverse proxy): code flow, client secret. */
+export const ConfidentialApplicationBody = z.strictObject({
+  kind: z.enum(['web', 'proxy']),
+  ...clientFields,
+  /** Set by idforge so generated configs can be written before apply; omitted → server makes one. */
+  clientSecret: z.string().min(32).max(256).optional(),
+});
+
+/** Public client (single-page app): code + PKCE S256, no secret, refresh tokens when `offline`. */
+export const PublicApplicationBody = z.strictObject({
+  kind: z.literal('spa'),
+  ...clientFields,
+  offline: z.boolean().default(false),
+});
+
+/** Resource server: no client; registers an audience and the scopes its tokens may carry. */
+export const ApiApplicationBody = z.strictObject({
+  kind: z.literal('api'),
+  displayName: z.string().min(1).max(128).optional(),
+  identifier: z.string().min(1).max(256),
+  scopes: z.array(ScopeToken).default([]),
+  managedBy: ManagedBy,
+});
+
+/** The redirect-URI rule on every URI a client body registers. */
+export function checkClientUris(body: { readonly redirectUris?: readonly string[]; readonly postLogoutRedirectUris?: readonly string[] }): Problem[] {
+  return [
+    ...(body.redirectUris ?? []).flatMap((u, i) => checkRedirectUrl(u, ['redirectUris', i])),
+    ...(body.postLogoutRedirectUris ?? []).flatMap((u, i) => checkRedirectUrl(u, ['postLogoutRedirectUris', i])),
+  ];
+}
+
+/** PUT /admin/v1/tenants/{tenant}/applications/{application} */
+export const ApplicationBody = z
+  .discriminatedUnion('kind', [ConfidentialApplicationBody, PublicApplicationBody, ApiApplicationBody], {
+    error: (iss) => (iss.code === 'invalid_union' ? `kind must be one of ${APPLICATION_KINDS.join(', ')}` : undefined),
+  })
+  .superRefine((b, ctx) => report(ctx, b.kind === 'api' ? [] : checkClientUris(b)));
+export type ApplicationBody = z.infer<typeof ApplicationBody>;
+export type ClientApplicationBody = Exclude<ApplicationBody, { kind: 'api' }>;
+
+/** The body variant of each kind, for code that needs a kind's own fields (e.g. to read a GET back). */
+export const BODY_OF_KIND: Readonly<Record<ApplicationKind, z.ZodObject>> = {
+  web: ConfidentialApplicationBody,
+  proxy: ConfidentialApplicationBody,
+  spa: PublicApplicationBody,
+  api: ApiApplicationBody,
+};
+
+/** PUT /admin/v1/tenants/{tenant}/users/{userId} */
+export const UserBody = z.strictObject({
+  email: z.email(),
+  displayName: z.string().min(1).max(128).optional(),
+  /** Custom scopes this user may be granted (group scopes already folded in by idforge). */
+  scopes: z.array(ScopeToken).default([]),
+  /** Set only when the user has no password yet: an initial password, hashed by the server. */
+  initialPassword: z.string().min(8).max(1024).optional(),
+  disabled: z.boolean().default(false),
+  managedBy: ManagedBy,
+});
+export type UserBody = z.infer<typeof UserBody>;
+
+/** PUT /admin/v1/tenants/{tenant}/applications/{application}/assignments/{userId} */
+export const AssignmentBody = z.strictObject({ managedBy: ManagedBy });
+export type AssignmentBody = z.infer<typeof AssignmentBody>;
+
+export const SIGNING_ALGS = ['RS256', 'ES256'] as const;
+export type SigningAlg = (typeof SIGNING_ALGS)[number];
+
+/** POST /admin/v1/tenants/{tenant}/keys/rotate */
+export const RotateKeysBody = z.strictObject({ alg: z.enum(SIGNING_ALGS).optional() });
+export type RotateKeysBody = z.infer<typeof RotateKeysBody>;
+
+// ------------------------------------------------------------------------------------------------
+// What the server answers.
+
+const Timestamps = { createdAt: z.iso.datetime(), updatedAt: z.iso.datetime() };
+
+export const TenantView = z.object({ name: z.string(), ...TenantBody.shape, ...Timestamps });
+export type TenantView = z.infer<typeof TenantView>;
+
+export const ApplicationView = z.union([
+  z.object({ name: z.string(), ...ConfidentialApplicationBody.omit({ clientSecret: true }).shape, ...Timestamps }),
+  z.object({ name: z.string(), ...PublicApplicationBody.shape, ...Timestamps }),
+  z.object({ name: z.string(), ...ApiApplicationBody.shape, ...Timestamps }),
+]);
+export type ApplicationView = z.infer<typeof ApplicationView>;
+
+export const UserView = z.object({
+  id: z.string(),
+  ...UserBody.omit({ initialPassword: true }).shape,
+  hasPassword: z.boolean(),
+  ...Timestamps,
+});
+export type UserView = z.infer<typeof UserView>;
+
+export const AssignmentView = z.object({
+  application: z.string(),
+  userId: z.string(),
+  ...AssignmentBody.shape,
+  createdAt: z.iso.datetime(),
+});
+export type AssignmentView = z.infer<typeof AssignmentView>;
+
+export const KeyView = z.object({
+  kid: z.string(),
+  alg: z.enum(SIGNING_ALGS),
+  state: z.enum(['next', 'active', 'retired']).describe('next: published, not yet signing; active: signs; retired: published until its tokens expire'),
+  createdAt: z.iso.datetime(),
+  retiredAt: z.iso.datetime().optional(),
+});
+export type KeyView = z.infer<typeof KeyView>;
+export const KeyList = z.object({ items: z.array(KeyView) });
+
+export const OUTCOMES = ['created', 'updated', 'unchanged'] as const;
+export type Outcome = (typeof OUTCOMES)[number];
+
+/** The answer to every PUT: what happened, which top-level fields changed, and the object now. */
+export function PutResult<T extends z.ZodType>(resource: T) {
+  return z.object({
+    outcome: z.enum(OUTCOMES),
+    /** Top-level fields that differ from the stored state (all fields when created). */
+    changes: z.array(z.string()),
+    resource,
+    /** Only when the server made or replaced the secret and nobody else knows it yet. */
+    clientSecret: z.string().optional(),
+  });
+}
+export interface PutResult<R> {
+  readonly outcome: Outcome;
+  readonly changes: readonly string[];
+  readonly resource: R;
+  readonly clientSecret?: string;
+}
+
+/** One page of a collection; pass `nextCursor` back as `cursor` until it is null. */
+export function Page<T extends z.ZodType>(item: T) {
+  return z.object({ items: z.array(item), nextCursor: z.string().nullable() });
+}
+export interface Page<T> {
+  readonly items: readonly T[];
+  readonly nextCursor: string | null;
+}
+
+export const SecretRotation = z.object({ clientId: z.string(), clientSecret: z.string() });

@@ -1,0 +1,21 @@
+/**
+ * The contract between idforge's parts: the admin API (routes, bodies, errors, OpenAPI), the rules
+ * every door runs (names, redirect URIs, scopes, login policy), the application kinds, the server's
+ * public addresses, the provisioning plan's shape, and the one JSON normal form and path formatter.
+ * It depends on nothing else of idforge; everything else may depend on it.
+ */
+export * from './names.ts';
+export * from './hosts.ts';
+export * from './json.ts';
+export * from './problems.ts';
+export * from './redirect-uri.ts';
+export * from './scopes.ts';
+export * from './login-policy.ts';
+export * from './kinds.ts';
+export * from './bodies.ts';
+export * from './errors.ts';
+export * from './credentials.ts';
+export * from './plan.ts';
+export * from './routes.ts';
+export * from './urls.ts';
+export { openApiDocument } from './openapi.ts';

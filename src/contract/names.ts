@@ -1,0 +1,40 @@
+/**
+ * Names and reserved values of the admin API and the model: one definition each, used by every door
+ * (model loader, admin API, Pulumi providers, console, SCIM).
+ */
+
+/** Lowercase DNS label, 1..63 ASCII chars: a tenant is a subdomain. */
+export const DNS_LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+/** Names of applications, scopes, groups, providers: safe in URLs and file names. */
+export const NAME = /^[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?$/;
+/** Scope tokens (RFC 6749 §3.3 NQCHAR minus space), kept simple on purpose. */
+export const SCOPE = /^[A-Za-z0-9._:/-]{1,128}$/;
+/** Opaque user ids (and client ids): printable ASCII without spaces or slashes, so they fit in a URL path segment. */
+export const USER_ID = /^[A-Za-z0-9._@+~-]{1,128}$/;
+
+/** What each pattern means, in the words every door uses when a name does not match. */
+export const NAME_RULES = {
+  dnsLabel: 'must be a lowercase DNS label: a-z, 0-9 and inner hyphens, 1 to 63 characters',
+  name: 'must be 1 to 64 characters of a-z, 0-9, ".", "_" or "-", starting and ending with a letter or digit',
+  scope: 'must be a scope token: 1 to 128 characters of A-Z, a-z, 0-9, ".", "_", ":", "/" or "-"',
+  userId: 'must be 1 to 128 characters of A-Z, a-z, 0-9, ".", "_", "@", "+", "~" or "-"',
+} as const;
+
+/** Marks objects that idforge created; only these are ever deleted by `idforge apply`. */
+export const MANAGED_BY = 'idforge';
+
+/** The tenant that issues admin tokens. Reserved: no model may declare it and the admin API refuses to touch it. */
+export const SYSTEM_TENANT = 'system';
+/** Tenant names no model or admin call may use. */
+export const RESERVED_TENANTS: readonly string[] = [SYSTEM_TENANT];
+
+/** Audience (resource indicator) of admin API tokens. Port-independent on purpose. */
+export const ADMIN_AUDIENCE = 'urn:idforge:admin-api';
+/** The scope an admin token must carry; also the contract's administrator scope checked against `scp`. */
+export const ADMIN_SCOPE = 'admin';
+
+/**
+ * Scopes every tenant knows without defining them. `offline` asks for refresh tokens (the contract's
+ * name for the self-hosted server shown).
+ */
+export const BUILTIN_SCOPES: readonly string[] = ['openid', 'profile', 'email', 'offline'];

@@ -1,0 +1,126 @@
+/**
+ * The admin API, one row per operation: method, path, parameters, body and answer. The server
+ * registers its routes from this table, the admin client builds its requests from it, and the
+ * OpenAPI document is generated from it: one source, three uses.
+ */
+import { z } from 'zod';
+import {
+  ApplicationBody, ApplicationView, AssignmentBody, AssignmentView, KeyList, Page, PutResult, RotateKeysBody,
+  SecretRotation, TenantBody, TenantView, UserBody, UserView,
+} from './bodies.ts';
+import { DNS_LABEL, NAME, NAME_RULES, USER_ID } from './names.ts';
+
+/** Where the admin API lives on the server's base host. */
+export const ADMIN_BASE_PATH = '/admin/v1';
+
+/** Path parameters: what each one must look like, and how the API names it in messages. */
+export const PATH_PARAMS = {
+  tenant: { pattern: DNS_LABEL, what: 'tenant name', rule: NAME_RULES.dnsLabel },
+  application: { pattern: NAME, what: 'application name', rule: NAME_RULES.name },
+  userId: { pattern: USER_ID, what: 'user id', rule: NAME_RULES.userId },
+} as const;
+export type PathParam = keyof typeof PATH_PARAMS;
+
+/** Query parameters an operation takes: a page of a collection, or a dry run of a change. */
+export type QueryKind = 'page' | 'dryRun';
+export const PAGE_LIMIT = { default: 100, max: 500 } as const;
+
+export interface RouteSpec {
+  readonly method: 'GET' | 'PUT' | 'POST' | 'DELETE';
+  /** Below ADMIN_BASE_PATH, parameters in braces. */
+  readonly path: string;
+  readonly tag: 'tenant' | 'key' | 'application' | 'user' | 'assignment';
+  readonly summary: string;
+  readonly query?: QueryKind;
+  readonly body?: z.ZodType;
+  /** A body may be left out (it defaults to {}). */
+  readonly optionalBody?: boolean;
+  /** The JSON answer; absent: 204 No Content. */
+  readonly response?: z.ZodType;
+  /** Error statuses beyond the ones every operation may answer (400, 401, 403, 404). */
+  readonly conflicts?: string;
+}
+
+const route = <const R extends RouteSpec>(r: R): R => r;
+
+export const ADMIN_ROUTES = {
+  listTenants: route({ method: 'GET', path: '/tenants', tag: 'tenant', summary: 'List tenants', query: 'page', response: Page(TenantView) }),
+  getTenant: route({ method: 'GET', path: '/tenants/{tenant}', tag: 'tenant', summary: 'Get one tenant', response: TenantView }),
+  putTenant: route({
+    method: 'PUT', path: '/tenants/{tenant}', tag: 'tenant', summary: 'Create or replace a tenant (full desired state; idempotent)',
+    query: 'dryRun', body: TenantBody, response: PutResult(TenantView),
+  }),
+  deleteTenant: route({ method: 'DELETE', path: '/tenants/{tenant}', tag: 'tenant', summary: 'Delete a tenant and everything in it', query: 'dryRun' }),
+
+  listKeys: route({ method: 'GET', path: '/tenants/{tenant}/keys', tag: 'key', summary: 'List signing keys (public facts only)', response: KeyList }),
+  rotateKeys: route({
+    method: 'POST', path: '/tenants/{tenant}/keys/rotate', tag: 'key',
+    summary: 'Rotate: the next key starts signing, the active key retires (published until its tokens expire), a new next key is published',
+    body: RotateKeysBody, optionalBody: true, response: KeyList,
+  }),
+
+  listApplications: route({ method: 'GET', path: '/tenants/{tenant}/applications', tag: 'application', summary: 'List applications', query: 'page', response: Page(ApplicationView) }),
+  getApplication: route({ method: 'GET', path: '/tenants/{tenant}/applications/{application}', tag: 'application', summary: 'Get one application', response: ApplicationView }),
+  putApplication: route({
+    method: 'PUT', path: '/tenants/{tenant}/applications/{application}', tag: 'application',
+    summary: 'Create or replace an application (full desired state; idempotent)', query: 'dryRun', body: ApplicationBody,
+    response: PutResult(ApplicationView), conflicts: 'clientId or identifier taken by another application, or an api still named in client audiences',
+  }),
+  deleteApplication: route({
+    method: 'DELETE', path: '/tenants/{tenant}/applications/{application}', tag: 'application', summary: 'Delete an application', query: 'dryRun',
+    conflicts: 'an api still named in client audiences',
+  }),
+  rotateClientSecret: route({
+    method: 'POST', path: '/tenants/{tenant}/applications/{application}/secret/rotate', tag: 'application',
+    summary: 'Replace the client secret; the new one is returned once', response: SecretRotation,
+  }),
+
+  listUsers: route({ method: 'GET', path: '/tenants/{tenant}/users', tag: 'user', summary: 'List users', query: 'page', response: Page(UserView) }),
+  getUser: route({ method: 'GET', path: '/tenants/{tenant}/users/{userId}', tag: 'user', summary: 'Get one user', response: UserView }),
+  putUser: route({
+    method: 'PUT', path: '/tenants/{tenant}/users/{userId}', tag: 'user', summary: 'Create or replace a user (full desired state; idempotent)',
+    query: 'dryRun', body: UserBody, response: PutResult(UserView), conflicts: 'email taken by another user of the tenant',
+  }),
+  deleteUser: route({ method: 'DELETE', path: '/tenants/{tenant}/users/{userId}', tag: 'user', summary: 'Delete a user, its assignments and its grants', query: 'dryRun' }),
+
+  listAssignments: route({
+    method: 'GET', path: '/tenants/{tenant}/applications/{application}/assignments', tag: 'assignment', summary: 'List the users assigned to an application',
+    query: 'page', response: Page(AssignmentView),
+  }),
+  getAssignment: route({
+    method: 'GET', path: '/tenants/{tenant}/applications/{application}/assignments/{userId}', tag: 'assignment', summary: 'Get one assignment', response: AssignmentView,
+  }),
+  putAssignment: route({
+    method: 'PUT', path: '/tenants/{tenant}/applications/{application}/assignments/{userId}', tag: 'assignment',
+    summary: 'Assign a user to an application (idempotent)', query: 'dryRun', body: AssignmentBody, optionalBody: true, response: PutResult(AssignmentView),
+  }),
+  deleteAssignment: route({
+    method: 'DELETE', path: '/tenants/{tenant}/applications/{application}/assignments/{userId}', tag: 'assignment',
+    summary: "Remove an assignment; the user's grants and refresh tokens at the application end with it", query: 'dryRun',
+  }),
+} as const satisfies Record<string, RouteSpec>;
+
+export type AdminRoutes = typeof ADMIN_ROUTES;
+export type RouteName = keyof AdminRoutes;
+
+type ParamNames<P extends string> = P extends `${string}{${infer N}}${infer Rest}` ? N | ParamNames<Rest> : never;
+/** The path parameters of an operation, e.g. `{ tenant: string; userId: string }`. */
+export type RouteParams<R extends RouteName> = { readonly [K in ParamNames<AdminRoutes[R]['path']>]: string };
+/** The body an operation accepts (defaults may be left out). */
+export type RouteBody<R extends RouteName> = AdminRoutes[R] extends { body: infer B extends z.ZodType } ? z.input<B> : never;
+/** The body after validation (defaults filled in). */
+export type RouteParsedBody<R extends RouteName> = AdminRoutes[R] extends { body: infer B extends z.ZodType } ? z.output<B> : undefined;
+/** The JSON answer of an operation, or undefined for 204. */
+export type RouteResponse<R extends RouteName> = AdminRoutes[R] extends { response: infer S extends z.ZodType } ? z.output<S> : undefined;
+export type RouteQuery<R extends RouteName> = AdminRoutes[R] extends { query: 'page' }
+  ? { readonly cursor?: string | undefined; readonly limit?: number | undefined }
+  : AdminRoutes[R] extends { query: 'dryRun' } ? { readonly dryRun?: boolean | undefined } : Record<string, never>;
+
+/** `/admin/v1/tenants/acme/users/u%2Fx`: every parameter encoded as one path segment. */
+export function routePath<R extends RouteName>(name: R, params: RouteParams<R>): string {
+  return ADMIN_BASE_PATH + ADMIN_ROUTES[name].path.replace(/\{(\w+)\}/g, (_, p: string) => {
+    const v = (params as Record<string, string | undefined>)[p];
+    if (v === undefined) throw new Error(`admin route ${name}: parameter ${p} is missing`);
+    return encodeURIComponent(v);
+  });
+}
