@@ -3,7 +3,7 @@
  * comparison for diffs, and the admin connection's schema. Pure, so they are tested directly.
  */
 import { z } from 'zod';
-import { formatPath, jsonEqual as contractJsonEqual } from '../contract/index.ts';
+import { formatPath, jsonEqual as contractJsonEqual, normalize } from '../contract/index.ts';
 import type * as pulumi from '@pulumi/pulumi';
 
 /** What the engine sends for an input that is not known yet during a preview. */
@@ -96,13 +96,8 @@ export function changedKeys(keys: readonly string[], olds: Record<string, unknow
 }
 
 /**
- * Drops keys whose value is undefined, recursively: the engine's protobuf Struct cannot carry
- * `undefined` ("Unexpected struct type"), so every result handed back to it goes through this.
+ * Drops keys whose value is undefined, recursively (the contract's JSON normal form): the engine's
+ * protobuf Struct cannot carry `undefined` ("Unexpected struct type"), so every result handed back
+ * to it goes through this.
  */
-export function defined<T>(v: T): T {
-  if (Array.isArray(v)) return v.map(defined) as T;
-  if (v !== null && typeof v === 'object') {
-    return Object.fromEntries(Object.entries(v).filter(([, x]) => x !== undefined).map(([k, x]) => [k, defined(x)])) as T;
-  }
-  return v;
-}
+export const defined = <T>(v: T): T => normalize(v) as T;

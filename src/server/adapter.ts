@@ -4,6 +4,7 @@
  * the next request without restarting anything.
  */
 import type { Adapter, AdapterPayload, ClientMetadata } from 'oidc-provider';
+import { KINDS } from '../contract/index.ts';
 import type { ServerContext } from './_context.ts';
 import type { ApplicationRecord } from './storage/types.ts';
 
@@ -25,53 +26,36 @@ export function redirectUriVariants(uris: readonly string[]): string[] {
   return [...out];
 }
 
-/** Application → oidc-provider client metadata. The secret field holds the hash (see provider.ts). */
+/**
+ * Application → oidc-provider client metadata: the kind's registration facts from the contract's
+ * kinds table, plus the application's own fields. The secret field holds the hash (see provider.ts).
+ */
 export function clientMetadata(app: ApplicationRecord): ClientMetadata | undefined {
   const b = app.body;
-  switch (b.kind) {
-    case 'api':
-      return undefined;
-    case 'web':
-    case 'proxy':
-      if (app.secretHash === null) return undefined;
-      return {
-        client_id: b.clientId,
-        client_secret: app.secretHash,
-        ...(b.displayName === undefined ? {} : { client_name: b.displayName }),
-        redirect_uris: redirectUriVariants(b.redirectUris),
-        post_logout_redirect_uris: b.postLogoutRedirectUris,
-        grant_types: ['authorization_code', 'refresh_token'],
-        response_types: ['code'],
-        // client_secret_post is accepted too: oidc-provider accepts both secret methods for either.
-        token_endpoint_auth_method: 'client_secret_basic',
-        scope: b.scopes.join(' '),
-        application_type: 'web',
-      };
-    case 'spa':
-      return {
-        client_id: b.clientId,
-        ...(b.displayName === undefined ? {} : { client_name: b.displayName }),
-        redirect_uris: redirectUriVariants(b.redirectUris),
-        post_logout_redirect_uris: b.postLogoutRedirectUris,
-        grant_types: ['authorization_code', 'refresh_token'],
-        response_types: ['code'],
-        token_endpoint_auth_method: 'none',
-        // `offline: true` lets the SPA ask for refresh tokens even if its scope list omits it.
-        scope: [...new Set([...b.scopes, ...(b.offline ? ['offline'] : [])])].join(' '),
-        application_type: 'web',
-      };
-    case 'service':
-      if (app.secretHash === null) return undefined;
-      return {
-        client_id: b.clientId,
-        client_secret: app.secretHash,
-        redirect_uris: [],
-        grant_types: ['client_credentials'],
-        response_types: [],
-        token_endpoint_auth_method: 'client_secret_basic',
-        scope: b.scopes.join(' '),
-      };
+  if (b.kind === 'service') {
+    // The server's own bootstrap client: client_credentials only.
+    if (app.secretHash === null) return undefined;
+    return {
+      client_id: b.clientId, client_secret: app.secretHash, redirect_uris: [], grant_types: ['client_credentials'], response_types: [],
+      token_endpoint_auth_method: 'client_secret_basic', scope: b.scopes.join(' '),
+    };
   }
+  const facts = KINDS[b.kind];
+  if (facts.registration === undefined || b.kind === 'api') return undefined;
+  if (facts.confidential && app.secretHash === null) return undefined;
+  // An SPA's `offline: true` lets it ask for refresh tokens even if its scope list omits it.
+  const offline = 'offline' in b && b.offline ? ['offline'] : [];
+  return {
+    client_id: b.clientId,
+    ...(facts.confidential ? { client_secret: app.secretHash! } : {}),
+    ...(b.displayName === undefined ? {} : { client_name: b.displayName }),
+    redirect_uris: redirectUriVariants(b.redirectUris),
+    post_logout_redirect_uris: b.postLogoutRedirectUris,
+    ...facts.registration,
+    grant_types: [...facts.registration.grant_types],
+    response_types: [...facts.registration.response_types] as ClientMetadata['response_types'],
+    scope: [...new Set([...b.scopes, ...offline])].join(' '),
+  };
 }
 
 /**
