@@ -3,6 +3,9 @@
 // local idforge server, its tenants, applications, users and assignments, and every client
 // configuration), then says where to sign in and as whom. Running it again changes nothing.
 // Teardown: bin/demo-destroy.js.
+//
+// IDFORGE_DEMO_DIR=<dir> keeps all of the demo's state (.pulumi-state/, .idforge/) in <dir>
+// instead of the clone; the ports stay the model's.
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -25,11 +28,13 @@ sh('bash', [join(ROOT, 'scripts/ensure-tools.sh')]);
 
 const { register } = await import('tsx/esm/api');
 register();
-const { DEV_STACK, devPulumiEnv, runOrExit } = await import('../src/provider/_dev-stack.ts');
+const { DEV_STACK, configFileArgs, demoPaths, devPulumiEnv, runOrExit, writeDemoStackConfig } = await import('../src/provider/_dev-stack.ts');
 const { loadModel, formatProblems } = await import('../src/schema/index.ts');
 const { parse } = await import('yaml');
 
+const paths = demoPaths();
 const env = devPulumiEnv();
+await writeDemoStackConfig(paths);
 const stackConfig = parse(readFileSync(join(ROOT, 'stacks', `Pulumi.${DEV_STACK}.yaml`), 'utf8'));
 const modelPath = join(ROOT, stackConfig.config['idforge:model']);
 const loaded = await loadModel([modelPath]);
@@ -41,7 +46,7 @@ if (!loaded.ok) {
 // Initial passwords are never in Git: the model names environment variables. Any not set get a
 // random dev password, made once and kept in a git-ignored file (0600), so a second run sends the
 // same values and the hints printed below stay true.
-const stateDir = join(ROOT, '.idforge', DEV_STACK);
+const { stateDir } = paths;
 mkdirSync(stateDir, { recursive: true, mode: 0o700 });
 const passwordFile = join(stateDir, 'dev-passwords.json');
 const devPasswords = existsSync(passwordFile) ? JSON.parse(readFileSync(passwordFile, 'utf8')) : {};
@@ -58,7 +63,7 @@ writeFileSync(passwordFile, `${JSON.stringify(devPasswords, null, 2)}\n`, { mode
 mkdirSync(env.PULUMI_HOME, { recursive: true });
 const selected = runOrExit('pulumi', ['stack', 'select', DEV_STACK], env, { capture: true, allowFailure: true });
 if (selected.status !== 0) runOrExit('pulumi', ['stack', 'init', DEV_STACK, '--secrets-provider', 'passphrase'], env);
-runOrExit('pulumi', ['up', '--yes', '--skip-preview', '--stack', DEV_STACK], env);
+runOrExit('pulumi', ['up', '--yes', '--skip-preview', '--stack', DEV_STACK, ...configFileArgs(paths)], env);
 
 const out = JSON.parse(runOrExit('pulumi', ['stack', 'output', '--json', '--stack', DEV_STACK], env, { capture: true }).stdout);
 console.log('\nidforge is running.\n');
