@@ -1,25 +1,41 @@
 #!/usr/bin/env node
-// Tears down what `npm run demo` made: `pulumi destroy` deletes the tenants and stops the server,
-// then the dev stack's state and the demo's local files (server data, client configs, dev
-// passwords) are removed. Safe to run when nothing is deployed.
+// Tears down what `npm run demo` made: stops the sample apps (only processes it can prove are
+// theirs, src/demo/app-processes.ts), `pulumi destroy` deletes the tenants and stops the server,
+// then the dev stack's state and the demo's local files (server data, client configs, apps, dev
+// passwords) are removed. Safe to run when nothing is deployed or running. IDFORGE_DEMO_DIR: as
+// for bin/demo.js.
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT, ensureSupportedNode } from './_node.js';
 
 ensureSupportedNode();
-if (!existsSync(join(ROOT, 'node_modules/tsx')) || !existsSync(join(ROOT, '.pulumi-state/.pulumi'))) {
+// Without tsx nothing of the demo ever ran here.
+if (!existsSync(join(ROOT, 'node_modules/tsx'))) {
   console.log('Nothing to tear down: the demo was never installed here.');
   process.exit(0);
 }
 const { register } = await import('tsx/esm/api');
 register();
-const { DEV_STACK, devPulumiEnv, runOrExit } = await import('../src/provider/_dev-stack.ts');
-const env = devPulumiEnv();
-
-const selected = runOrExit('pulumi', ['stack', 'select', DEV_STACK], env, { capture: true, allowFailure: true });
-if (selected.status === 0) {
-  runOrExit('pulumi', ['destroy', '--yes', '--skip-preview', '--stack', DEV_STACK], env);
-  runOrExit('pulumi', ['stack', 'rm', '--yes', '--preserve-config', DEV_STACK], env);
+const { DEV_STACK, configFileArgs, demoPaths, devPulumiEnv, runOrExit, writeDemoStackConfig } = await import('../src/provider/_dev-stack.ts');
+const { stopApps } = await import('../src/demo/app-processes.ts');
+const paths = demoPaths();
+const deployed = existsSync(join(paths.pulumiState, '.pulumi'));
+if (!deployed && !existsSync(paths.stateDir)) {
+  console.log('Nothing to tear down: the demo was never run here.');
+  process.exit(0);
 }
-rmSync(join(ROOT, '.idforge', DEV_STACK), { recursive: true, force: true });
-console.log('The demo is torn down: server stopped, tenants deleted, local files removed.');
+
+// The apps first: they are clients of the server that goes next.
+for (const line of await stopApps(paths.appsDir)) console.log(`demo: ${line}`);
+
+if (deployed) {
+  const env = devPulumiEnv();
+  const selected = runOrExit('pulumi', ['stack', 'select', DEV_STACK], env, { capture: true, allowFailure: true });
+  if (selected.status === 0) {
+    await writeDemoStackConfig(paths);
+    runOrExit('pulumi', ['destroy', '--yes', '--skip-preview', '--stack', DEV_STACK, ...configFileArgs(paths)], env);
+    runOrExit('pulumi', ['stack', 'rm', '--yes', '--preserve-config', DEV_STACK], env);
+  }
+}
+rmSync(paths.stateDir, { recursive: true, force: true });
+console.log('The demo is torn down: sample apps and server stopped, tenants deleted, local files removed.');

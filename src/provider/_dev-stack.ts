@@ -4,11 +4,53 @@
  * the clone, and the documented dev-only passphrase.
  */
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
-import { delimiter, join } from 'node:path';
+import { delimiter, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const DEV_STACK = 'dev';
+
+/** Where the dev stack keeps its local state. */
+export interface DemoPaths {
+  /** The folder holding .pulumi-state/ and .idforge/: the clone, or $IDFORGE_DEMO_DIR. */
+  readonly root: string;
+  /** The file backend (PULUMI_BACKEND_URL) and PULUMI_HOME. */
+  readonly pulumiState: string;
+  readonly pulumiHome: string;
+  /** .idforge/dev: dev passwords, the server's data dir, client configs, sample apps. */
+  readonly stateDir: string;
+  readonly serverDir: string;
+  readonly clientsDir: string;
+  readonly appsDir: string;
+  /**
+   * With IDFORGE_DEMO_DIR: a stack config file written into the demo dir (the dev stack's own,
+   * with the server's data dir and the client configs moved there), passed to pulumi as
+   * --config-file, so stacks/Pulumi.dev.yaml stays untouched. Without it: undefined.
+   */
+  readonly configFile: string | undefined;
+}
+
+/**
+ * The dev stack's paths. IDFORGE_DEMO_DIR moves all of the demo's state out of the clone (the
+ * browser test runs the real `npm run demo` this way without touching a developer's own demo);
+ * the ports stay the model's, so two demos still cannot run at once.
+ */
+export function demoPaths(env: NodeJS.ProcessEnv = process.env): DemoPaths {
+  const override = env.IDFORGE_DEMO_DIR;
+  const root = override ? resolve(override) : ROOT;
+  const stateDir = join(root, '.idforge', DEV_STACK);
+  return {
+    root,
+    pulumiState: join(root, '.pulumi-state'),
+    pulumiHome: join(root, '.pulumi-state', 'home'),
+    stateDir,
+    // As in stacks/Pulumi.dev.yaml (idforge:dataDir, idforge:clientConfigDir).
+    serverDir: join(stateDir, 'server'),
+    clientsDir: join(stateDir, 'clients'),
+    appsDir: join(stateDir, 'apps'),
+    configFile: override ? join(stateDir, `Pulumi.${DEV_STACK}.yaml`) : undefined,
+  };
+}
 
 /**
  * DEV ONLY, public, protects nothing: encrypts the dev stack's secrets in .pulumi-state/, which
@@ -18,7 +60,10 @@ export const DEV_STACK = 'dev';
  */
 export const DEV_PASSPHRASE = 'idforge-dev-only-passphrase';
 
-/** Environment for the pulumi CLI: no update check, no plugin downloads, state in the clone. */
+/**
+ * Environment for the pulumi CLI: no update check, no plugin downloads, state in the clone (or in
+ * $IDFORGE_DEMO_DIR).
+ */
 export function devPulumiEnv(base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...base };
   // The same tools dir as scripts/tools-env.sh: tools/bin, or $IDFORGE_TOOLS_DIR/bin.
@@ -31,12 +76,40 @@ export function devPulumiEnv(base: NodeJS.ProcessEnv = process.env): NodeJS.Proc
   ].join(delimiter);
   env.PULUMI_SKIP_UPDATE_CHECK = 'true';
   env.PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION = 'true';
-  env.PULUMI_BACKEND_URL ??= `file://${join(ROOT, '.pulumi-state')}`;
-  env.PULUMI_HOME ??= join(ROOT, '.pulumi-state/home');
+  const paths = demoPaths(base);
+  if (base.IDFORGE_DEMO_DIR) {
+    // The demo dir holds all of the demo's state: it wins over a backend exported in the shell.
+    env.PULUMI_BACKEND_URL = `file://${paths.pulumiState}`;
+    env.PULUMI_HOME = paths.pulumiHome;
+  }
+  env.PULUMI_BACKEND_URL ??= `file://${paths.pulumiState}`;
+  env.PULUMI_HOME ??= paths.pulumiHome;
   if (env.PULUMI_CONFIG_PASSPHRASE === undefined && env.PULUMI_CONFIG_PASSPHRASE_FILE === undefined) {
     env.PULUMI_CONFIG_PASSPHRASE = DEV_PASSPHRASE;
   }
   return env;
+}
+
+/** `--config-file <demo dir's stack config>` for `pulumi up` and `destroy`, when there is one. */
+export function configFileArgs(paths: DemoPaths): string[] {
+  return paths.configFile === undefined ? [] : ['--config-file', paths.configFile];
+}
+
+/**
+ * With IDFORGE_DEMO_DIR: writes the demo dir's stack config, stacks/Pulumi.dev.yaml with the
+ * server's data dir and the client configs in the demo dir (absolute, so the program's
+ * project-relative paths never reach the clone's .idforge/). Everything else, the encryption salt
+ * included, is the dev stack's own.
+ */
+export async function writeDemoStackConfig(paths: DemoPaths): Promise<void> {
+  if (paths.configFile === undefined) return;
+  const { mkdir, readFile, writeFile } = await import('node:fs/promises');
+  const { parseDocument } = await import('yaml');
+  const doc = parseDocument(await readFile(join(ROOT, 'stacks', `Pulumi.${DEV_STACK}.yaml`), 'utf8'));
+  doc.setIn(['config', 'idforge:dataDir'], paths.serverDir);
+  doc.setIn(['config', 'idforge:clientConfigDir'], paths.clientsDir);
+  await mkdir(paths.stateDir, { recursive: true, mode: 0o700 });
+  await writeFile(paths.configFile, doc.toString(), { mode: 0o600 });
 }
 
 /** Runs a command in the clone with output to the terminal (or captured); exits on failure. */
