@@ -19,11 +19,13 @@ export function checkRedirectUrl(value: string, path: Path, opts: { readonly ori
   const shown = JSON.stringify(value.length > 200 ? `${value.slice(0, 200)}...` : value);
   if (value.length > MAX_URL_LENGTH) return [problem('invalid-url', path, `${shown} is longer than ${MAX_URL_LENGTH} characters`)];
   if (value.includes('*')) return [problem('wildcard-url', path, `redirect URIs are matched exactly: wildcards are not allowed in ${shown}`)];
-  const u = URL.parse(value);
-  if (u === null) {
-    const hint = /^[a-z0-9.-]+(:\d+)?(\/|$)/i.test(value) ? ': the scheme is missing (write https://... or http://... for localhost)' : '';
-    return [problem('invalid-url', path, `${shown} is not an absolute URL${hint}`)];
+  // `portal.localhost:3000` parses as a URL of scheme "portal.localhost:", so look before parsing.
+  if (/^[a-z0-9][a-z0-9.-]*(?::\d+)?(?:[/?]|$)/i.test(value)) {
+    const scheme = isLocalHost(value.split(/[:/?]/)[0]!) ? 'http' : 'https';
+    return [problem('missing-scheme', path, `${shown} has no scheme: write ${scheme}://${value}`)];
   }
+  const u = URL.parse(value);
+  if (u === null) return [problem('invalid-url', path, `${shown} is not an absolute URL`)];
   if (u.protocol !== 'http:' && u.protocol !== 'https:') {
     return [problem('invalid-url', path, `${shown} must use https (or http on localhost), not ${u.protocol.slice(0, -1)}`)];
   }

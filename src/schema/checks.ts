@@ -160,7 +160,7 @@ export function checkModel(model: Model): Problem[] {
   }
   out.push(...checkUnique(model.tenants, (t) => t.name, ['tenants'], 'name', 'tenant'));
   model.tenants.forEach((t, i) => {
-    if (RESERVED_TENANTS.includes(t.name)) out.push(problem('reserved-name', ['tenants', i, 'name'], `tenant name '${t.name}' is reserved: the server's own tenant, which issues admin tokens, has it`));
+    if (RESERVED_TENANTS.includes(t.name)) out.push(problem('reserved-name', ['tenants', i, 'name'], `tenant name '${t.name}' is reserved for the server's own tenant, which issues admin tokens: choose another name`));
   });
   model.tenants.forEach((t, i) => out.push(...checkTenant(t, ['tenants', i])));
   return out;

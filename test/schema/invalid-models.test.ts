@@ -222,6 +222,18 @@ describe('semantic problems', () => {
   it('rejects credentials in a redirect URI', () => {
     expect(check(tenant('', '      - name: shop\n        kind: web\n        origin: https://shop.acme.example\n        redirectUris: ["https://user:pw@shop.acme.example/cb"]\n'))).toMatchInlineSnapshot(`"model.yaml:20:24  "https://user:pw@shop.acme.example/cb" must not contain credentials  (at tenants[0].applications[1].redirectUris[0])"`);
   });
+  it('says that the scheme is missing from an origin written without one', () => {
+    expect(check(tenant('', '      - name: portal\n        kind: web\n        origin: portal.localhost:3000\n'))).toMatchInlineSnapshot(`"model.yaml:19:17  "portal.localhost:3000" has no scheme: write http://portal.localhost:3000  (at tenants[0].applications[1].origin)"`);
+  });
+  it('rejects a redirect URI with dot segments, which browsers would resolve elsewhere', () => {
+    expect(check(tenant('', '      - name: shop\n        kind: web\n        origin: https://shop.acme.example\n        redirectUris: ["https://shop.acme.example/../cb"]\n'))).toMatchInlineSnapshot(`"model.yaml:20:24  "https://shop.acme.example/../cb" must not contain "." or ".." path segments: redirect URIs are compared as written  (at tenants[0].applications[1].redirectUris[0])"`);
+  });
+  it('refuses the reserved tenant name of the server itself', () => {
+    expect(check('tenants:\n  - name: system\n    displayName: Mine now\n')).toMatchInlineSnapshot(`"model.yaml:2:11  tenant name 'system' is reserved for the server's own tenant, which issues admin tokens: choose another name  (at tenants[0].name)"`);
+  });
+  it('refuses two apis with one audience in a tenant', () => {
+    expect(check(tenant('', '      - name: orders-v2\n        kind: api\n        audience: https://orders.acme.example\n'))).toMatchInlineSnapshot(`"model.yaml:19:19  audience "https://orders.acme.example" is already the audience of api 'orders-api': each api needs an audience of its own at model.yaml:13:19  (at tenants[0].applications[1].audience)"`);
+  });
   it('rejects a proxy upstream that is not a URL', () => {
     expect(check(tenant('', '      - name: wiki\n        kind: proxy\n        origin: https://wiki.acme.example\n        upstream: wiki-backend\n'))).toMatchInlineSnapshot(`"model.yaml:20:19  "wiki-backend" is not an absolute http(s) URL  (at tenants[0].applications[1].upstream)"`);
   });
