@@ -28,9 +28,9 @@ export function grantableScopes(user: UserRecord, requested: Iterable<string>): 
 export async function isAssigned(
   ctx: ServerContext, tenant: string, clientId: string, userId: string, apps?: { byClientId(id: string): Promise<ApplicationRecord | undefined> },
 ): Promise<boolean> {
-  const app = await (apps ? apps.byClientId(clientId) : ctx.storage.getApplicationByClientId(tenant, clientId));
+  const app = await (apps ? apps.byClientId(clientId) : ctx.storage.applications.getByClientId(tenant, clientId));
   if (app === undefined) return false;
-  return (await ctx.storage.getAssignment(tenant, app.name, userId)) !== undefined;
+  return (await ctx.storage.users.getAssignment(tenant, app.name, userId)) !== undefined;
 }
 
 export function accountFor(user: UserRecord): Account {
@@ -54,7 +54,7 @@ export function accountFor(user: UserRecord): Account {
  */
 export function findAccount(ctx: ServerContext, tenant: string, apps?: Parameters<typeof isAssigned>[4]) {
   return async (_oidc: KoaContextWithOIDC, sub: string, token?: { clientId?: string; kind?: string }): Promise<Account | undefined> => {
-    const user = await ctx.storage.getUser(tenant, sub);
+    const user = await ctx.storage.users.get(tenant, sub);
     if (user === undefined || user.body.disabled) return undefined;
     if (token?.clientId !== undefined && token.kind !== 'ClientCredentials') {
       if (!(await isAssigned(ctx, tenant, token.clientId, sub, apps))) return undefined;

@@ -68,11 +68,11 @@ export class TenantApps {
   constructor(private readonly storage: ServerContext['storage'], private readonly tenant: string) {}
 
   byClientId(clientId: string): Promise<ApplicationRecord | undefined> {
-    return TenantApps.#memo(this.#byClientId, clientId, () => this.storage.getApplicationByClientId(this.tenant, clientId));
+    return TenantApps.#memo(this.#byClientId, clientId, () => this.storage.applications.getByClientId(this.tenant, clientId));
   }
 
   byIdentifier(identifier: string): Promise<ApplicationRecord | undefined> {
-    return TenantApps.#memo(this.#byIdentifier, identifier, () => this.storage.getApplicationByIdentifier(this.tenant, identifier));
+    return TenantApps.#memo(this.#byIdentifier, identifier, () => this.storage.applications.getByIdentifier(this.tenant, identifier));
   }
 
   static #memo<T>(memo: Map<string, Promise<T>>, key: string, load: () => Promise<T>): Promise<T> {
@@ -88,34 +88,34 @@ export class TenantApps {
 }
 
 export function adapterClass(ctx: ServerContext, tenant: string, apps: TenantApps): new (name: string) => Adapter {
-  const { storage } = ctx;
+  const { grants } = ctx.storage;
   return class TenantAdapter implements Adapter {
     constructor(readonly name: string) {}
 
     async upsert(id: string, payload: AdapterPayload, expiresIn: number): Promise<void> {
-      await storage.upsertArtifact(tenant, this.name, id, payload as Record<string, unknown>, expiresIn > 0 ? expiresIn : undefined);
+      await grants.upsert(tenant, this.name, id, payload as Record<string, unknown>, expiresIn > 0 ? expiresIn : undefined);
     }
     async find(id: string): Promise<AdapterPayload | undefined> {
       if (this.name === 'Client') {
         const app = await apps.byClientId(id);
         return app === undefined ? undefined : (clientMetadata(app) as AdapterPayload | undefined);
       }
-      return (await storage.findArtifact(tenant, this.name, id)) as AdapterPayload | undefined;
+      return (await grants.find(tenant, this.name, id)) as AdapterPayload | undefined;
     }
     async findByUserCode(userCode: string): Promise<AdapterPayload | undefined> {
-      return (await storage.findArtifactByUserCode(tenant, this.name, userCode)) as AdapterPayload | undefined;
+      return (await grants.findByUserCode(tenant, this.name, userCode)) as AdapterPayload | undefined;
     }
     async findByUid(uid: string): Promise<AdapterPayload | undefined> {
-      return (await storage.findArtifactByUid(tenant, this.name, uid)) as AdapterPayload | undefined;
+      return (await grants.findByUid(tenant, this.name, uid)) as AdapterPayload | undefined;
     }
     async consume(id: string): Promise<void> {
-      await storage.consumeArtifact(tenant, this.name, id);
+      await grants.consume(tenant, this.name, id);
     }
     async destroy(id: string): Promise<void> {
-      await storage.destroyArtifact(tenant, this.name, id);
+      await grants.destroy(tenant, this.name, id);
     }
     async revokeByGrantId(grantId: string): Promise<void> {
-      await storage.revokeArtifactsByGrantId(tenant, grantId);
+      await grants.revokeByGrantId(tenant, grantId);
     }
   };
 }

@@ -27,8 +27,8 @@ const KEY_CHECK_META = 'master-key-check';
  * would fail at its first token because no signing key unseals any more.
  */
 export async function openMasterKey(dataDir: string, env: Readonly<Record<string, string | undefined>>, storage: Storage): Promise<MasterKey> {
-  const check = await storage.getMeta(KEY_CHECK_META);
-  const hasData = check !== undefined || (await storage.countTenants()) > 0;
+  const check = await storage.meta.get(KEY_CHECK_META);
+  const hasData = check !== undefined || (await storage.tenants.count()) > 0;
   const master = MasterKey.load(dataDir, env, !hasData);
   const keep = `Start it with the master key this data dir was created with: restore ${join(dataDir, MASTER_KEY_FILE)} from a backup, or set ${MASTER_KEY_ENV} to that key. (To start afresh instead, use an empty data dir.)`;
   if (master === undefined) {
@@ -39,9 +39,9 @@ export async function openMasterKey(dataDir: string, env: Readonly<Record<string
     if (check !== master.checkValue()) throw wrong();
     return master;
   }
-  if (hasData && !unsealsSystemKey(master, await storage.listKeys(SYSTEM_TENANT))) throw wrong();
+  if (hasData && !unsealsSystemKey(master, await storage.tenants.listKeys(SYSTEM_TENANT))) throw wrong();
   // First start, or data from before check values: from now on the key is checked before use.
-  await storage.setMeta(KEY_CHECK_META, master.checkValue());
+  await storage.meta.set(KEY_CHECK_META, master.checkValue());
   return master;
 }
 
@@ -59,19 +59,19 @@ function unsealsSystemKey(master: MasterKey, keys: readonly { tenant: string; ki
 /** Creates the system tenant, its admin API resource and the bootstrap client if missing. */
 export async function ensureSystemTenant(ctx: ServerContext): Promise<void> {
   const s = ctx.storage;
-  if ((await s.getTenant(SYSTEM_TENANT)) === undefined) {
+  if ((await s.tenants.get(SYSTEM_TENANT)) === undefined) {
     const keys = await newTenantKeys(ctx.master, SYSTEM_TENANT, ctx.keyAlg);
-    await s.putTenant(SYSTEM_TENANT, { displayName: 'idforge system', scopes: [{ name: ADMIN_SCOPE, description: 'administer every tenant' }] }, keys);
+    await s.tenants.put(SYSTEM_TENANT, { displayName: 'idforge system', scopes: [{ name: ADMIN_SCOPE, description: 'administer every tenant' }] }, keys);
   }
-  if ((await s.getApplication(SYSTEM_TENANT, 'admin-api')) === undefined) {
-    await s.putApplication(SYSTEM_TENANT, 'admin-api', { kind: 'api', identifier: ADMIN_AUDIENCE, scopes: [ADMIN_SCOPE], displayName: 'idforge admin API' }, null);
+  if ((await s.applications.get(SYSTEM_TENANT, 'admin-api')) === undefined) {
+    await s.applications.put(SYSTEM_TENANT, 'admin-api', { kind: 'api', identifier: ADMIN_AUDIENCE, scopes: [ADMIN_SCOPE], displayName: 'idforge admin API' }, null);
   }
 }
 
 /** Writes the credentials file for the current address, keeping a secret that still matches. */
 export async function writeAdminCredentials(ctx: ServerContext, dataDir: string): Promise<AdminCredentials> {
   const file = join(dataDir, BOOTSTRAP_CREDENTIALS_FILE);
-  const app = await ctx.storage.getApplication(SYSTEM_TENANT, BOOTSTRAP_CLIENT_ID);
+  const app = await ctx.storage.applications.get(SYSTEM_TENANT, BOOTSTRAP_CLIENT_ID);
   let secret: string | undefined;
   try {
     const existing = JSON.parse(readFileSync(file, 'utf8')) as Partial<AdminCredentials>;
@@ -83,7 +83,7 @@ export async function writeAdminCredentials(ctx: ServerContext, dataDir: string)
   }
   if (secret === undefined) {
     secret = newClientSecret();
-    await ctx.storage.putApplication(SYSTEM_TENANT, BOOTSTRAP_CLIENT_ID, {
+    await ctx.storage.applications.put(SYSTEM_TENANT, BOOTSTRAP_CLIENT_ID, {
       kind: 'service', clientId: BOOTSTRAP_CLIENT_ID, scopes: [ADMIN_SCOPE], audience: [ADMIN_AUDIENCE],
     }, ctx.master.hashClientSecret(secret));
   }

@@ -17,8 +17,7 @@ import type { AdminCredentials } from '../contract/index.ts';
 import { DEFAULTS, type ServerOptions } from './config.ts';
 import { StartupError } from './errors.ts';
 import { loginSettings } from './login/options.ts';
-import { SqliteStorage } from './storage/sqlite.ts';
-import type { Storage } from './storage/types.ts';
+import { openStorage, purgeExpired, type Storage } from './storage/index.ts';
 import { ProviderCache } from './tenancy.ts';
 
 export type { ServerOptions } from './config.ts';
@@ -26,7 +25,7 @@ export { LIFETIMES, SYSTEM_TENANT, ADMIN_AUDIENCE, ADMIN_SCOPE, BOOTSTRAP_CREDEN
 export type { AdminCredentials } from '../contract/index.ts';
 export { PASSWORD_HASH_PARAMS, MASTER_KEY_ENV } from './_crypto.ts';
 export { ServerError, StartupError } from './errors.ts';
-export type { Storage } from './storage/types.ts';
+export type { Storage } from './storage/index.ts';
 export type { LoginFactor, LoginPolicy } from './login/factors.ts';
 export type { LoginOptions } from './login/options.ts';
 export { LOGIN_DEFAULTS } from './login/options.ts';
@@ -55,7 +54,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const host = options.host ?? DEFAULTS.host;
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
-  const storage: Storage = new SqliteStorage(options.dataDir);
+  const storage: Storage = await openStorage({ dataDir: options.dataDir });
   let master;
   try {
     master = await openMasterKey(options.dataDir, options.env ?? process.env, storage);
@@ -115,7 +114,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     address = { scheme, baseDomain, port: options.publicPort ?? port };
     adminCredentials ??= await writeAdminCredentials(ctx, options.dataDir);
     timer = setInterval(() => {
-      storage.purgeExpired().catch((err: unknown) => log(`purge failed: ${(err as Error).message}`));
+      purgeExpired(storage).catch((err: unknown) => log(`purge failed: ${(err as Error).message}`));
     }, PURGE_INTERVAL_MS);
     timer.unref();
 

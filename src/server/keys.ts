@@ -59,9 +59,9 @@ export async function rotateTenantKeys(storage: Storage, master: MasterKey, tena
   // The fresh key is made first (RSA takes a while, off the transaction); the read-modify-write
   // runs in one transaction, so overlapping rotations never write back a stale set and drop a key
   // that another rotation had already published or made active.
-  const seen = await storage.listKeys(tenant);
+  const seen = await storage.tenants.listKeys(tenant);
   const fresh = await newKey(tenant, alg ?? seen.find((k) => k.state === 'next')?.alg ?? activeKey(seen)?.alg ?? 'RS256', 'next', master);
-  return storage.updateKeys(tenant, (keys) => {
+  return storage.tenants.updateKeys(tenant, (keys) => {
     const t = Math.floor(Date.now() / 1000);
     const active = keys.find((k) => k.state === 'active');
     const next = keys.find((k) => k.state === 'next');

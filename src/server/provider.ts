@@ -34,9 +34,9 @@ export interface TenantRuntime {
 
 export async function buildProvider(ctx: ServerContext, tenant: string): Promise<TenantRuntime | undefined> {
   const { storage, master } = ctx;
-  const record = await storage.getTenant(tenant);
+  const record = await storage.tenants.get(tenant);
   if (record === undefined) return undefined;
-  const keys = await storage.listKeys(tenant);
+  const keys = await storage.tenants.listKeys(tenant);
   const signing = activeKey(keys);
   if (signing === undefined) throw new Error(`tenant ${tenant} has no active signing key`);
   const alg = signing.alg;
@@ -44,7 +44,7 @@ export async function buildProvider(ctx: ServerContext, tenant: string): Promise
   // The provider's scope vocabulary: standard, the tenant's custom scopes, and every api's scopes.
   const apiScopes: string[] = [];
   for (let cursor: string | undefined, more = true; more; ) {
-    const page = await storage.listApplications(tenant, { cursor, limit: 500 });
+    const page = await storage.applications.list(tenant, { cursor, limit: 500 });
     for (const a of page.items) if (a.body.kind === 'api') apiScopes.push(...a.body.scopes);
     cursor = page.nextCursor ?? undefined;
     more = page.nextCursor !== null;
@@ -160,7 +160,7 @@ export async function buildProvider(ctx: ServerContext, tenant: string): Promise
       const client = oidc.oidc.client;
       if (accountId === undefined || client === undefined) return undefined;
       if (!(await isAssigned(ctx, tenant, client.clientId, accountId, apps))) return undefined;
-      const user = await storage.getUser(tenant, accountId);
+      const user = await storage.users.get(tenant, accountId);
       if (user === undefined || user.body.disabled) return undefined;
       const { Grant } = oidc.oidc.provider;
       const existingId = oidc.oidc.session?.grantIdFor(client.clientId);

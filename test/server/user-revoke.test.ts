@@ -11,7 +11,8 @@ import Database from 'better-sqlite3';
 import * as oidc from 'openid-client';
 import { afterAll, describe, expect, it } from 'vitest';
 import { routePath } from '../../src/contract/index.ts';
-import { DATABASE_FILE, SqliteStorage } from '../../src/server/storage/sqlite.ts';
+import { openStorage } from '../../src/server/storage/index.ts';
+import { DATABASE_FILE } from '../../src/server/storage/sqlite.ts';
 import { Browser, PASSWORD, adminClient, authorize, fixtureTenant, relyingParty, tempDir, testServer } from './_support.ts';
 
 const FAIL_REVOKE = `CREATE TRIGGER fail_revoke BEFORE DELETE ON artifacts BEGIN SELECT RAISE(ABORT, 'injected failure'); END`;
@@ -21,23 +22,23 @@ describe('storage', () => {
   afterAll(() => dir.remove());
 
   it('putUser with revokeArtifacts stores the user and deletes their artifacts together, or neither', async () => {
-    const storage = new SqliteStorage(dir.path);
+    const storage = await openStorage({ dataDir: dir.path });
     const body = { email: 'alice@acme.test', scopes: ['admin'], disabled: false };
     try {
-      await storage.putUser('acme', 'u-alice', body, null);
-      await storage.upsertArtifact('acme', 'RefreshToken', 'rt-1', { accountId: 'u-alice', clientId: 'spa' }, 3600);
+      await storage.users.put('acme', 'u-alice', body, null);
+      await storage.grants.upsert('acme', 'RefreshToken', 'rt-1', { accountId: 'u-alice', clientId: 'spa' }, 3600);
 
       const db = new Database(join(dir.path, DATABASE_FILE));
       db.exec(FAIL_REVOKE);
-      await expect(storage.putUser('acme', 'u-alice', { ...body, scopes: [] }, null, { revokeArtifacts: true })).rejects.toThrow('injected failure');
-      expect((await storage.getUser('acme', 'u-alice'))?.body.scopes).toEqual(['admin']);
-      expect(await storage.findArtifact('acme', 'RefreshToken', 'rt-1')).toBeDefined();
+      await expect(storage.users.put('acme', 'u-alice', { ...body, scopes: [] }, null, { revokeArtifacts: true })).rejects.toThrow('injected failure');
+      expect((await storage.users.get('acme', 'u-alice'))?.body.scopes).toEqual(['admin']);
+      expect(await storage.grants.find('acme', 'RefreshToken', 'rt-1')).toBeDefined();
 
       db.exec('DROP TRIGGER fail_revoke');
       db.close();
-      await storage.putUser('acme', 'u-alice', { ...body, scopes: [] }, null, { revokeArtifacts: true });
-      expect((await storage.getUser('acme', 'u-alice'))?.body.scopes).toEqual([]);
-      expect(await storage.findArtifact('acme', 'RefreshToken', 'rt-1')).toBeUndefined();
+      await storage.users.put('acme', 'u-alice', { ...body, scopes: [] }, null, { revokeArtifacts: true });
+      expect((await storage.users.get('acme', 'u-alice'))?.body.scopes).toEqual([]);
+      expect(await storage.grants.find('acme', 'RefreshToken', 'rt-1')).toBeUndefined();
     } finally {
       await storage.close();
     }

@@ -18,7 +18,7 @@ export function requireAdmin(ctx: ServerContext) {
   let cached: { at: number; jwks: JWTVerifyGetKey } | undefined;
   const keys = async () => {
     if (cached === undefined || Date.now() - cached.at > KEY_CACHE_MS) {
-      const records = await ctx.storage.listKeys(SYSTEM_TENANT);
+      const records = await ctx.storage.tenants.listKeys(SYSTEM_TENANT);
       cached = { at: Date.now(), jwks: createLocalJWKSet({ keys: publicJwks(records, ctx.master) }) };
     }
     return cached.jwks;

@@ -54,7 +54,7 @@ export class AdminService {
 
   async #tenant(name: string): Promise<TenantRecord> {
     if (RESERVED_TENANTS.includes(name)) throw reserved(name);
-    const t = await this.#s.getTenant(name);
+    const t = await this.#s.tenants.get(name);
     if (t === undefined) throw errors.notFound(`tenant '${name}' does not exist`);
     return t;
   }
@@ -63,7 +63,7 @@ export class AdminService {
   async putTenant(name: string, body: TenantBody, dryRun: boolean): Promise<PutResult<ReturnType<typeof tenantView>>> {
     // Scope definitions and the login policy were checked with the body (the contract's TenantBody).
     if (RESERVED_TENANTS.includes(name)) throw reserved(name);
-    const before = await this.#s.getTenant(name);
+    const before = await this.#s.tenants.get(name);
     const changes = diff(before?.body, body);
     const outcome: Outcome = before === undefined ? 'created' : changes.length === 0 ? 'unchanged' : 'updated';
     if (dryRun || outcome === 'unchanged') {
@@ -71,7 +71,7 @@ export class AdminService {
       return { outcome, changes, resource: tenantView(before ?? { name, body, createdAt: now, updatedAt: now }) };
     }
     const keys = before === undefined ? await newTenantKeys(this.ctx.master, name, this.ctx.keyAlg) : undefined;
-    const rec = await this.#s.putTenant(name, body, keys);
+    const rec = await this.#s.tenants.put(name, body, keys);
     this.ctx.evictTenant(name);
     return { outcome, changes, resource: tenantView(rec) };
   }
@@ -81,21 +81,21 @@ export class AdminService {
   }
 
   async listTenants(page: PageRequest): Promise<Page<ReturnType<typeof tenantView>>> {
-    const p = await this.#s.listTenants(page);
+    const p = await this.#s.tenants.list(page);
     return { items: p.items.filter((t) => !RESERVED_TENANTS.includes(t.name)).map(tenantView), nextCursor: p.nextCursor };
   }
 
   async deleteTenant(name: string, dryRun: boolean): Promise<boolean> {
     await this.#tenant(name);
     if (dryRun) return true;
-    const gone = await this.#s.deleteTenant(name);
+    const gone = await this.#s.tenants.delete(name);
     this.ctx.evictTenant(name);
     return gone;
   }
 
   async listKeys(tenant: string) {
     await this.#tenant(tenant);
-    return (await this.#s.listKeys(tenant)).map(keyView);
+    return (await this.#s.tenants.listKeys(tenant)).map(keyView);
   }
 
   async rotateKeys(tenant: string, alg: SigningAlg | undefined) {
@@ -109,19 +109,19 @@ export class AdminService {
   async #checkApplication(tenant: TenantRecord, name: string, body: ApplicationBody): Promise<void> {
     const s = this.#s;
     if (body.kind === 'api') {
-      const other = await s.getApplicationByIdentifier(tenant.name, body.identifier);
+      const other = await s.applications.getByIdentifier(tenant.name, body.identifier);
       if (other !== undefined && other.name !== name) {
         throw errors.conflict(`identifier '${body.identifier}' is already used by application '${other.name}'`, 'identifier');
       }
       return;
     }
-    const other = await s.getApplicationByClientId(tenant.name, body.clientId);
+    const other = await s.applications.getByClientId(tenant.name, body.clientId);
     if (other !== undefined && other.name !== name) {
       throw errors.conflict(`clientId '${body.clientId}' is already used by application '${other.name}'`, 'clientId');
     }
     const known = new Set([...BUILTIN_SCOPES, ...tenant.body.scopes.map((s) => s.name)]);
     for (const [i, aud] of body.audience.entries()) {
-      const api = await s.getApplicationByIdentifier(tenant.name, aud);
+      const api = await s.applications.getByIdentifier(tenant.name, aud);
       if (api === undefined || api.body.kind !== 'api') {
         throw errors.invalidRequest(`audience '${aud}' is not the identifier of an api application in tenant '${tenant.name}'`, formatPath(['audience', i]));
       }
@@ -137,7 +137,7 @@ export class AdminService {
   async #clientsWithAudience(tenant: string, identifier: string): Promise<string[]> {
     const names: string[] = [];
     for (let cursor: string | undefined, more = true; more; ) {
-      const page = await this.#s.listApplications(tenant, { cursor, limit: 500 });
+      const page = await this.#s.applications.list(tenant, { cursor, limit: 500 });
       for (const a of page.items) if (a.body.kind !== 'api' && a.body.audience.includes(identifier)) names.push(a.name);
       cursor = page.nextCursor ?? undefined;
       more = page.nextCursor !== null;
@@ -165,7 +165,7 @@ export class AdminService {
   async putApplication(tenantName: string, name: string, body: ApplicationBody, dryRun: boolean): Promise<PutResult<ReturnType<typeof applicationView>>> {
     const tenant = await this.#tenant(tenantName);
     await this.#checkApplication(tenant, name, body);
-    const before = await this.#s.getApplication(tenantName, name);
+    const before = await this.#s.applications.get(tenantName, name);
     if (before?.body.kind === 'api' && (body.kind !== 'api' || body.identifier !== before.body.identifier)) {
       await this.#refuseIfAudience(tenantName, before, 'change the identifier of');
     }
@@ -198,41 +198,41 @@ export class AdminService {
       return { outcome, changes, resource: applicationView(before ?? { tenant: tenantName, name, body: stored, secretHash, createdAt: now, updatedAt: now }) };
     }
     // A changed client id orphans the old id's grants and tokens: no client answers to it any more.
-    const rec = await this.#s.putApplication(tenantName, name, stored, secretHash);
+    const rec = await this.#s.applications.put(tenantName, name, stored, secretHash);
     this.ctx.evictTenant(tenantName);
     return { outcome, changes, resource: applicationView(rec), ...(clientSecret === undefined ? {} : { clientSecret }) };
   }
 
   async getApplication(tenant: string, name: string) {
     await this.#tenant(tenant);
-    const a = await this.#s.getApplication(tenant, name);
+    const a = await this.#s.applications.get(tenant, name);
     if (a === undefined || a.body.kind === 'service') throw errors.notFound(`application '${name}' does not exist in tenant '${tenant}'`);
     return applicationView(a);
   }
 
   async listApplications(tenant: string, page: PageRequest) {
     await this.#tenant(tenant);
-    const p = await this.#s.listApplications(tenant, page);
+    const p = await this.#s.applications.list(tenant, page);
     return { items: p.items.map(applicationView), nextCursor: p.nextCursor };
   }
 
   async deleteApplication(tenant: string, name: string, dryRun: boolean): Promise<void> {
     await this.getApplication(tenant, name);
-    await this.#refuseIfAudience(tenant, (await this.#s.getApplication(tenant, name))!, 'delete');
+    await this.#refuseIfAudience(tenant, (await this.#s.applications.get(tenant, name))!, 'delete');
     if (dryRun) return;
-    await this.#s.deleteApplication(tenant, name);
+    await this.#s.applications.delete(tenant, name);
     this.ctx.evictTenant(tenant);
   }
 
   async rotateClientSecret(tenant: string, name: string): Promise<{ clientId: string; clientSecret: string }> {
     await this.#tenant(tenant);
-    const a = await this.#s.getApplication(tenant, name);
+    const a = await this.#s.applications.get(tenant, name);
     if (a === undefined || a.body.kind === 'service') throw errors.notFound(`application '${name}' does not exist in tenant '${tenant}'`);
     if (!isConfidentialKind(a.body.kind) || !('clientId' in a.body)) {
       throw errors.invalidRequest(`application '${name}' is of kind '${a.body.kind}', which has no client secret`);
     }
     const clientSecret = newClientSecret();
-    await this.#s.putApplication(tenant, name, a.body, this.ctx.master.hashClientSecret(clientSecret));
+    await this.#s.applications.put(tenant, name, a.body, this.ctx.master.hashClientSecret(clientSecret));
     this.ctx.evictTenant(tenant);
     return { clientId: a.body.clientId, clientSecret };
   }
@@ -241,9 +241,9 @@ export class AdminService {
   async putUser(tenantName: string, id: string, body: UserBody, dryRun: boolean): Promise<PutResult<ReturnType<typeof userView>>> {
     await this.#tenant(tenantName);
     const { initialPassword, ...stored } = body;
-    const other = await this.#s.getUserByEmail(tenantName, stored.email);
+    const other = await this.#s.users.getByEmail(tenantName, stored.email);
     if (other !== undefined && other.id !== id) throw errors.conflict(`email '${stored.email}' belongs to another user of this tenant`, 'email');
-    const before = await this.#s.getUser(tenantName, id);
+    const before = await this.#s.users.get(tenantName, id);
     const changes = diff(before?.body, stored);
     // The initial password only counts when there is no password yet, so re-applying is a no-op.
     const setsPassword = initialPassword !== undefined && (before?.passwordHash ?? null) === null;
@@ -258,31 +258,31 @@ export class AdminService {
     // are written in one transaction, so a failure leaves the user as before and a retry revokes.
     const lostScope = before !== undefined && before.body.scopes.some((s) => !stored.scopes.includes(s));
     const revokeArtifacts = lostScope || (stored.disabled && before?.body.disabled !== true);
-    const rec = await this.#s.putUser(tenantName, id, stored, hash, { revokeArtifacts });
+    const rec = await this.#s.users.put(tenantName, id, stored, hash, { revokeArtifacts });
     return { outcome, changes, resource: userView(rec) };
   }
 
   async getUser(tenant: string, id: string) {
     await this.#tenant(tenant);
-    const u = await this.#s.getUser(tenant, id);
+    const u = await this.#s.users.get(tenant, id);
     if (u === undefined) throw errors.notFound(`user '${id}' does not exist in tenant '${tenant}'`);
     return userView(u);
   }
 
   async listUsers(tenant: string, page: PageRequest) {
     await this.#tenant(tenant);
-    const p = await this.#s.listUsers(tenant, page);
+    const p = await this.#s.users.list(tenant, page);
     return { items: p.items.map(userView), nextCursor: p.nextCursor };
   }
 
   async deleteUser(tenant: string, id: string, dryRun: boolean): Promise<void> {
     await this.getUser(tenant, id);
-    if (!dryRun) await this.#s.deleteUser(tenant, id);
+    if (!dryRun) await this.#s.users.delete(tenant, id);
   }
 
   // Assignments
   async #clientApp(tenant: string, application: string): Promise<ApplicationRecord & { body: { clientId: string } }> {
-    const a = await this.#s.getApplication(tenant, application);
+    const a = await this.#s.applications.get(tenant, application);
     if (a === undefined || a.body.kind === 'service') throw errors.notFound(`application '${application}' does not exist in tenant '${tenant}'`);
     if (a.body.kind === 'api') throw errors.invalidRequest(`application '${application}' is an api; users are assigned to client applications`);
     return a as ApplicationRecord & { body: { clientId: string } };
@@ -291,20 +291,20 @@ export class AdminService {
   async putAssignment(tenant: string, application: string, userId: string, body: AssignmentBody, dryRun: boolean): Promise<PutResult<ReturnType<typeof assignmentView>>> {
     await this.#tenant(tenant);
     await this.#clientApp(tenant, application);
-    if ((await this.#s.getUser(tenant, userId)) === undefined) throw errors.notFound(`user '${userId}' does not exist in tenant '${tenant}'`);
-    const before = await this.#s.getAssignment(tenant, application, userId);
+    if ((await this.#s.users.get(tenant, userId)) === undefined) throw errors.notFound(`user '${userId}' does not exist in tenant '${tenant}'`);
+    const before = await this.#s.users.getAssignment(tenant, application, userId);
     const changes = diff(before?.body, body);
     const outcome: Outcome = before === undefined ? 'created' : changes.length === 0 ? 'unchanged' : 'updated';
     if (dryRun || outcome === 'unchanged') {
       return { outcome, changes, resource: assignmentView(before ?? { tenant, application, userId, body, createdAt: Math.floor(Date.now() / 1000) }) };
     }
-    return { outcome, changes, resource: assignmentView(await this.#s.putAssignment(tenant, application, userId, body)) };
+    return { outcome, changes, resource: assignmentView(await this.#s.users.putAssignment(tenant, application, userId, body)) };
   }
 
   async getAssignment(tenant: string, application: string, userId: string) {
     await this.#tenant(tenant);
     await this.#clientApp(tenant, application);
-    const a = await this.#s.getAssignment(tenant, application, userId);
+    const a = await this.#s.users.getAssignment(tenant, application, userId);
     if (a === undefined) throw errors.notFound(`user '${userId}' is not assigned to application '${application}'`);
     return assignmentView(a);
   }
@@ -312,7 +312,7 @@ export class AdminService {
   async listAssignments(tenant: string, application: string, page: PageRequest) {
     await this.#tenant(tenant);
     await this.#clientApp(tenant, application);
-    const p = await this.#s.listAssignments(tenant, application, page);
+    const p = await this.#s.users.listAssignments(tenant, application, page);
     return { items: p.items.map(assignmentView), nextCursor: p.nextCursor };
   }
 
@@ -320,8 +320,8 @@ export class AdminService {
     const app = await this.#clientApp(tenant, application);
     await this.getAssignment(tenant, application, userId);
     if (dryRun) return;
-    await this.#s.deleteAssignment(tenant, application, userId);
+    await this.#s.users.deleteAssignment(tenant, application, userId);
     // The user's grants and refresh tokens at this application end with the assignment.
-    await this.#s.revokeUserClientArtifacts(tenant, userId, app.body.clientId);
+    await this.#s.grants.revokeUserClient(tenant, userId, app.body.clientId);
   }
 }

@@ -25,12 +25,12 @@ function minutes(seconds: number): string {
 export const OTP_RESEND_INTERVAL_MS = 30_000;
 
 async function send(ctx: FactorContext, user: UserRecord): Promise<void> {
-  const outstanding = await ctx.storage.getOtp(ctx.tenant, user.id);
+  const outstanding = await ctx.storage.users.getOtp(ctx.tenant, user.id);
   const issuedAt = outstanding === undefined ? 0 : outstanding.expiresAtMs - ctx.settings.otpLifetimeSeconds * 1000;
   // Too soon: the code already sent stays valid; the page says the same as after a send.
   if (Date.now() - issuedAt < OTP_RESEND_INTERVAL_MS) return;
   const code = randomInt(0, 1_000_000).toString().padStart(6, '0');
-  await ctx.storage.putOtp(ctx.tenant, user.id, hash(ctx, user.id, code), Date.now() + ctx.settings.otpLifetimeSeconds * 1000);
+  await ctx.storage.users.putOtp(ctx.tenant, user.id, hash(ctx, user.id, code), Date.now() + ctx.settings.otpLifetimeSeconds * 1000);
   ctx.settings.mailer
     .send({
       to: user.body.email,
@@ -71,7 +71,7 @@ ${codeField}
   },
   async verify(ctx, form) {
     const email = ctx.user?.body.email ?? (form.email ?? '').trim();
-    const user = ctx.user ?? (email === '' ? undefined : await ctx.storage.getUserByEmail(ctx.tenant, email));
+    const user = ctx.user ?? (email === '' ? undefined : await ctx.storage.users.getByEmail(ctx.tenant, email));
     const usable = user !== undefined && !user.body.disabled;
     if (form.action === 'send') {
       if (email === '') return { ok: false, message: 'Enter your email address.', reason: 'no email' };
@@ -87,21 +87,21 @@ ${codeField}
     const code = (form.code ?? '').replace(/\s+/g, '');
     const fail = { ok: false as const, message: OTP_INVALID };
     if (!usable) return { ...fail, reason: 'unknown account' };
-    const rec = await ctx.storage.getOtp(ctx.tenant, user.id);
+    const rec = await ctx.storage.users.getOtp(ctx.tenant, user.id);
     if (rec === undefined) return { ...fail, reason: 'no code outstanding (used or never sent)' };
     if (rec.expiresAtMs <= Date.now()) {
-      await ctx.storage.deleteOtp(ctx.tenant, user.id, rec.codeHash);
+      await ctx.storage.users.deleteOtp(ctx.tenant, user.id, rec.codeHash);
       return { ...fail, reason: 'expired code' };
     }
     const given = Buffer.from(hash(ctx, user.id, code));
     const stored = Buffer.from(rec.codeHash);
     if (!/^\d{6}$/.test(code) || given.length !== stored.length || !timingSafeEqual(given, stored)) {
-      const attempts = await ctx.storage.countOtpAttempt(ctx.tenant, user.id);
-      if (attempts >= ctx.settings.otpMaxAttempts) await ctx.storage.deleteOtp(ctx.tenant, user.id, rec.codeHash);
+      const attempts = await ctx.storage.users.countOtpAttempt(ctx.tenant, user.id);
+      if (attempts >= ctx.settings.otpMaxAttempts) await ctx.storage.users.deleteOtp(ctx.tenant, user.id, rec.codeHash);
       return { ...fail, reason: attempts >= ctx.settings.otpMaxAttempts ? 'wrong code (code voided)' : 'wrong code' };
     }
     // Whoever deletes the row wins: two concurrent submissions of one code cannot both sign in.
-    if (!(await ctx.storage.deleteOtp(ctx.tenant, user.id, rec.codeHash))) return { ...fail, reason: 'code used concurrently' };
+    if (!(await ctx.storage.users.deleteOtp(ctx.tenant, user.id, rec.codeHash))) return { ...fail, reason: 'code used concurrently' };
     return { ok: true, user };
   },
 };

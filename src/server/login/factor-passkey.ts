@@ -38,13 +38,13 @@ export const PASSKEY_SCRIPTS = `<script src="/static/login/simplewebauthn-browse
 <script src="/static/login/passkey.js" defer></script>`;
 
 async function remember(ctx: FactorContext, purpose: 'auth' | 'register', challenge: string): Promise<void> {
-  await ctx.storage.upsertArtifact(ctx.tenant, CHALLENGE_MODEL, `${ctx.uid}:${purpose}`, { challenge }, TIMEOUT_SECONDS);
+  await ctx.storage.grants.upsert(ctx.tenant, CHALLENGE_MODEL, `${ctx.uid}:${purpose}`, { challenge }, TIMEOUT_SECONDS);
 }
 
 /** The stored challenge, consumed: each challenge verifies at most one response. */
 async function take(ctx: FactorContext, purpose: 'auth' | 'register'): Promise<string | undefined> {
-  const p = await ctx.storage.findArtifact(ctx.tenant, CHALLENGE_MODEL, `${ctx.uid}:${purpose}`);
-  await ctx.storage.destroyArtifact(ctx.tenant, CHALLENGE_MODEL, `${ctx.uid}:${purpose}`);
+  const p = await ctx.storage.grants.find(ctx.tenant, CHALLENGE_MODEL, `${ctx.uid}:${purpose}`);
+  await ctx.storage.grants.destroy(ctx.tenant, CHALLENGE_MODEL, `${ctx.uid}:${purpose}`);
   return typeof p?.challenge === 'string' ? p.challenge : undefined;
 }
 
@@ -70,7 +70,7 @@ export const passkeyFactor: LoginFactor = {
   multiFactor: true,
   accountOf: () => undefined,
   async renderFields(ctx) {
-    const allow = ctx.user === undefined ? [] : (await ctx.storage.listPasskeys(ctx.tenant, ctx.user.id)).map((p) => ({ id: p.credentialId, transports: [...p.transports] }));
+    const allow = ctx.user === undefined ? [] : (await ctx.storage.users.listPasskeys(ctx.tenant, ctx.user.id)).map((p) => ({ id: p.credentialId, transports: [...p.transports] }));
     const options = await generateAuthenticationOptions({ rpID: ctx.rpId, allowCredentials: allow, userVerification: 'required', timeout: TIMEOUT_SECONDS * 1000 });
     await remember(ctx, 'auth', options.challenge);
     return `<p>Use the passkey saved on this device or your phone (fingerprint, face or PIN).</p>
@@ -84,7 +84,7 @@ ${PASSKEY_SCRIPTS}`;
     if (response === undefined) return fail('no credential in the form');
     const challenge = await take(ctx, 'auth');
     if (challenge === undefined) return fail('no challenge outstanding');
-    const stored = await ctx.storage.getPasskey(ctx.tenant, response.id);
+    const stored = await ctx.storage.users.getPasskey(ctx.tenant, response.id);
     if (stored === undefined) return fail('unknown credential');
     let result;
     try {
@@ -98,8 +98,8 @@ ${PASSKEY_SCRIPTS}`;
     if (!result.verified) return fail('signature not verified');
     const handle = response.response.userHandle;
     if (handle !== undefined && handle !== b64url(stored.userId)) return fail('user handle does not match the credential');
-    await ctx.storage.updatePasskeyCounter(ctx.tenant, stored.credentialId, result.authenticationInfo.newCounter);
-    const user = await ctx.storage.getUser(ctx.tenant, stored.userId);
+    await ctx.storage.users.updatePasskeyCounter(ctx.tenant, stored.credentialId, result.authenticationInfo.newCounter);
+    const user = await ctx.storage.users.get(ctx.tenant, stored.userId);
     if (user === undefined || user.body.disabled) return fail('user gone or disabled');
     return { ok: true, user };
   },
@@ -107,7 +107,7 @@ ${PASSKEY_SCRIPTS}`;
 
 /** The registration form shown after sign-in. */
 export async function renderPasskeyRegistration(ctx: FactorContext, user: UserRecord): Promise<string> {
-  const existing = await ctx.storage.listPasskeys(ctx.tenant, user.id);
+  const existing = await ctx.storage.users.listPasskeys(ctx.tenant, user.id);
   const options = await generateRegistrationOptions({
     rpName: ctx.tenantDisplayName,
     rpID: ctx.rpId,
@@ -134,7 +134,7 @@ export async function verifyPasskeyRegistration(ctx: FactorContext, user: UserRe
     const r = await verifyRegistrationResponse({ response, expectedChallenge: challenge, expectedOrigin: ctx.origin, expectedRPID: ctx.rpId, requireUserVerification: true });
     if (!r.verified) return 'The passkey was not saved: it could not be verified. Try again.';
     const c = r.registrationInfo.credential;
-    await ctx.storage.putPasskey(ctx.tenant, {
+    await ctx.storage.users.putPasskey(ctx.tenant, {
       credentialId: c.id, userId: user.id, publicKey: Buffer.from(c.publicKey).toString('base64url'), counter: c.counter,
       transports: c.transports ?? [], createdAt: Math.floor(Date.now() / 1000),
     });

@@ -18,7 +18,7 @@ export const passwordFactor: LoginFactor = {
   async verify(ctx, form) {
     const email = (form.email ?? '').trim();
     const password = form.password ?? '';
-    const user = email === '' ? undefined : await ctx.storage.getUserByEmail(ctx.tenant, email);
+    const user = email === '' ? undefined : await ctx.storage.users.getByEmail(ctx.tenant, email);
     // Unknown users, disabled users and wrong passwords cost the same argon2 verification and get
     // the same answer, so neither timing nor wording tells which accounts exist.
     const ok = await verifyPassword(user?.passwordHash ?? undefined, password);

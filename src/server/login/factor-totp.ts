@@ -18,11 +18,11 @@ const pendingFor = (ctx: FactorContext, userId: string) => `totp-pending:${ctx.t
 
 /** The secret being set up in this interaction, made on first display. */
 async function pendingSecret(ctx: FactorContext, userId: string, create: boolean): Promise<string | undefined> {
-  const p = await ctx.storage.findArtifact(ctx.tenant, ENROLMENT_MODEL, ctx.uid);
+  const p = await ctx.storage.grants.find(ctx.tenant, ENROLMENT_MODEL, ctx.uid);
   if (p !== undefined && p.userId === userId && typeof p.sealed === 'string') return ctx.master.unseal(p.sealed, pendingFor(ctx, userId));
   if (!create) return undefined;
   const secret = generateSecret();
-  await ctx.storage.upsertArtifact(ctx.tenant, ENROLMENT_MODEL, ctx.uid, { userId, sealed: ctx.master.seal(secret, pendingFor(ctx, userId)) }, 3600);
+  await ctx.storage.grants.upsert(ctx.tenant, ENROLMENT_MODEL, ctx.uid, { userId, sealed: ctx.master.seal(secret, pendingFor(ctx, userId)) }, 3600);
   return secret;
 }
 
@@ -46,7 +46,7 @@ export const totpFactor: LoginFactor = {
   async renderFields(ctx) {
     const user = ctx.user;
     if (user === undefined) return '<p>An authenticator app code confirms your identity after you sign in.</p>';
-    if (await ctx.storage.getTotp(ctx.tenant, user.id)) {
+    if (await ctx.storage.users.getTotp(ctx.tenant, user.id)) {
       return `${codeField('Code from your authenticator app (6 digits)')}
 <button type="submit">Verify code</button>`;
     }
@@ -64,19 +64,19 @@ ${codeField('Code the app now shows (6 digits), to finish setup')}
     const user = ctx.user;
     if (user === undefined) return { ok: false, message: 'Sign in first.', reason: 'no user' };
     const code = (form.code ?? '').replace(/\s+/g, '');
-    const enrolled = await ctx.storage.getTotp(ctx.tenant, user.id);
+    const enrolled = await ctx.storage.users.getTotp(ctx.tenant, user.id);
     if (enrolled === undefined) {
       const secret = await pendingSecret(ctx, user.id, false);
       if (secret === undefined) return { ok: false, message: 'The setup expired. Scan the new QR code and enter its code.', reason: 'no enrolment' };
       const step = await check(secret, code);
       if (step === undefined) return { ok: false, message: 'That code is not right. Check that the app shows the key above and that its clock is correct, then try again.', reason: 'wrong totp (enrolment)' };
-      await ctx.storage.putTotp(ctx.tenant, user.id, ctx.master.seal(secret, sealedFor(ctx, user.id)), step);
-      await ctx.storage.destroyArtifact(ctx.tenant, ENROLMENT_MODEL, ctx.uid);
+      await ctx.storage.users.putTotp(ctx.tenant, user.id, ctx.master.seal(secret, sealedFor(ctx, user.id)), step);
+      await ctx.storage.grants.destroy(ctx.tenant, ENROLMENT_MODEL, ctx.uid);
       return { ok: true, user };
     }
     const step = await check(ctx.master.unseal(enrolled.sealedSecret, sealedFor(ctx, user.id)), code);
     if (step === undefined) return { ok: false, message: 'That code is not right. Enter the code your authenticator app shows now.', reason: 'wrong totp' };
-    if (!(await ctx.storage.claimTotpStep(ctx.tenant, user.id, step))) {
+    if (!(await ctx.storage.users.claimTotpStep(ctx.tenant, user.id, step))) {
       return { ok: false, message: 'That code was already used. Wait for the app to show a new code, then enter it.', reason: 'replayed totp' };
     }
     return { ok: true, user };

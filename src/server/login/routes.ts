@@ -51,7 +51,7 @@ const listOr = (words: readonly string[]) =>
 export function interactionRouter(ctx: ServerContext): Router {
   const router = express.Router();
   const form = express.urlencoded({ extended: false, limit: '64kb' });
-  const defence = new GuessingDefence(ctx.storage, ctx.login);
+  const defence = new GuessingDefence(ctx.storage.throttle, ctx.login);
   mountLoginStatic(router, ctx.log);
 
   const csrf = (tenant: string, uid: string) =>
@@ -201,14 +201,14 @@ ${hidden(l, uid)}
       return undefined;
     }
     const clientId = String(details.params.client_id ?? '');
-    const progress = (await ctx.storage.findArtifact(l.tenant.name, PROGRESS_MODEL, details.uid)) as Progress | undefined;
-    const user = progress === undefined ? undefined : await ctx.storage.getUser(l.tenant.name, progress.userId);
+    const progress = (await ctx.storage.grants.find(l.tenant.name, PROGRESS_MODEL, details.uid)) as Progress | undefined;
+    const user = progress === undefined ? undefined : await ctx.storage.users.get(l.tenant.name, progress.userId);
     return { l, uid: details.uid, body, clientId, appName: await clientLabel(l.provider, clientId), progress, user };
   };
 
   /** All steps passed: the assignment decides before a session exists; an unassigned person is told why. */
   const finish = async (req: Request, res: Response, l: Locals, uid: string, clientId: string, user: UserRecord, appName: string) => {
-    await ctx.storage.destroyArtifact(l.tenant.name, PROGRESS_MODEL, uid);
+    await ctx.storage.grants.destroy(l.tenant.name, PROGRESS_MODEL, uid);
     if (!(await isAssigned(ctx, l.tenant.name, clientId, user.id))) return deniedPage(res, l, uid, user, appName);
     ctx.login.audit({ audit: 'login.success', tenant: l.tenant.name, user: user.id, client: clientId });
     await l.provider.interactionFinished(req, res, { login: { accountId: user.id } }, { mergeWithLastSubmission: false });
@@ -228,12 +228,12 @@ ${hidden(l, uid)}
     if (details.prompt.name === 'consent') {
       // Only reached when loadExistingGrant refused: the signed-in user is not assigned.
       const accountId = details.session?.accountId;
-      const user = accountId === undefined ? undefined : await ctx.storage.getUser(l.tenant.name, accountId);
+      const user = accountId === undefined ? undefined : await ctx.storage.users.get(l.tenant.name, accountId);
       if (user !== undefined && !(await isAssigned(ctx, l.tenant.name, clientId, user.id))) return deniedPage(res, l, uid, user, appName);
       return l.provider.interactionFinished(req, res, { error: 'access_denied', error_description: 'consent could not be established' }, { mergeWithLastSubmission: false });
     }
-    const progress = (await ctx.storage.findArtifact(l.tenant.name, PROGRESS_MODEL, uid)) as Progress | undefined;
-    const user = progress === undefined ? undefined : await ctx.storage.getUser(l.tenant.name, progress.userId);
+    const progress = (await ctx.storage.grants.find(l.tenant.name, PROGRESS_MODEL, uid)) as Progress | undefined;
+    const user = progress === undefined ? undefined : await ctx.storage.users.get(l.tenant.name, progress.userId);
     if (progress?.done === true && user !== undefined) return passkeyOfferPage(res, 200, l, uid, user, appName);
     const policy = policyFor(l.tenant.body);
     await loginPage(res, 200, l, uid, offered(policy, user === undefined ? undefined : progress), factorContext(l, uid, user), appName);
@@ -281,13 +281,13 @@ ${hidden(l, uid)}
     const used = [...(progress?.used ?? []), factor.id];
     const stepIndex = progress?.step ?? 0;
     if (!factor.multiFactor && stepIndex + 1 < policy.steps.length) {
-      await ctx.storage.upsertArtifact(l.tenant.name, PROGRESS_MODEL, uid, { userId: user.id, step: stepIndex + 1, used } satisfies Progress, 3600);
+      await ctx.storage.grants.upsert(l.tenant.name, PROGRESS_MODEL, uid, { userId: user.id, step: stepIndex + 1, used } satisfies Progress, 3600);
       return res.redirect(303, `/interaction/${encodeURIComponent(uid)}`);
     }
     // Signed in. Offer a passkey where the policy allows them and the person has none yet, but
     // never to someone who could not use the application anyway.
-    if (policy.offerPasskey && (await isAssigned(ctx, l.tenant.name, clientId, user.id)) && (await ctx.storage.listPasskeys(l.tenant.name, user.id)).length === 0) {
-      await ctx.storage.upsertArtifact(l.tenant.name, PROGRESS_MODEL, uid, { userId: user.id, step: stepIndex, used, done: true } satisfies Progress, 3600);
+    if (policy.offerPasskey && (await isAssigned(ctx, l.tenant.name, clientId, user.id)) && (await ctx.storage.users.listPasskeys(l.tenant.name, user.id)).length === 0) {
+      await ctx.storage.grants.upsert(l.tenant.name, PROGRESS_MODEL, uid, { userId: user.id, step: stepIndex, used, done: true } satisfies Progress, 3600);
       return res.redirect(303, `/interaction/${encodeURIComponent(uid)}`);
     }
     await finish(req, res, l, uid, clientId, user, appName);
@@ -312,7 +312,7 @@ ${hidden(l, uid)}
   router.post('/interaction/:uid/deny', form, safely(async (req: Request, res: Response) => {
     const p = await posted(req, res);
     if (p === undefined) return;
-    await ctx.storage.destroyArtifact(p.l.tenant.name, PROGRESS_MODEL, p.uid);
+    await ctx.storage.grants.destroy(p.l.tenant.name, PROGRESS_MODEL, p.uid);
     const description = p.body.reason === 'unassigned'
       ? 'the user is not assigned to this application'
       : 'the user cancelled the sign-in';

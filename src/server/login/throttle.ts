@@ -5,7 +5,7 @@
  * key locks for `lockoutSeconds`. A locked key refuses even the right credentials, with the same
  * words for every account. Each failure, refusal and lockout is one JSON audit line.
  */
-import type { Storage } from '../storage/types.ts';
+import type { ThrottleStore } from '../storage/types.ts';
 import { LOGIN_DEFAULTS, type LoginSettings } from './options.ts';
 
 export interface ThrottleKeys {
@@ -30,43 +30,19 @@ interface KeyRule {
 }
 
 export class GuessingDefence {
-  /** Per (tenant, throttle key): the tail of the queue of attempts holding that key. */
-  readonly #queues = new Map<string, Promise<void>>();
-
   constructor(
-    private readonly storage: Storage,
+    private readonly storage: ThrottleStore,
     private readonly s: LoginSettings,
   ) {}
 
   /**
    * Runs one attempt (check, verify, record) while holding every throttle key it counts against.
    * Without this, parallel requests all pass `check` before the first slow verification (argon2 on
-   * the threadpool) records a failure, so a burst gets far more guesses than the threshold. One
-   * process serves the database, so an in-process queue per key is enough. Keys are taken in sorted
-   * order so two attempts sharing both keys can never wait on each other.
+   * the threadpool) records a failure, so a burst gets far more guesses than the threshold. The
+   * store holds the keys against every process on the same database (ThrottleStore.serialize).
    */
-  async serialize<T>(tenant: string, k: ThrottleKeys, attempt: () => Promise<T>): Promise<T> {
-    const names = this.#rules(k).map((r) => `${tenant}\u0000${r.key}`).sort();
-    const releases: (() => void)[] = [];
-    try {
-      for (const name of names) releases.push(await this.#acquire(name));
-      return await attempt();
-    } finally {
-      for (const release of releases.reverse()) release();
-    }
-  }
-
-  #acquire(name: string): Promise<() => void> {
-    const before = this.#queues.get(name) ?? Promise.resolve();
-    let release!: () => void;
-    const mine = new Promise<void>((r) => { release = r; });
-    const tail = before.then(() => mine);
-    this.#queues.set(name, tail);
-    return before.then(() => () => {
-      release();
-      // Forget idle keys, so a spray of made-up accounts does not grow the map.
-      if (this.#queues.get(name) === tail) this.#queues.delete(name);
-    });
+  serialize<T>(tenant: string, k: ThrottleKeys, attempt: () => Promise<T>): Promise<T> {
+    return this.storage.serialize(tenant, this.#rules(k).map((r) => r.key), attempt);
   }
 
   #rules(k: ThrottleKeys): KeyRule[] {
@@ -79,7 +55,7 @@ export class GuessingDefence {
   async check(tenant: string, k: ThrottleKeys, factor: string): Promise<string | undefined> {
     const now = Date.now();
     for (const rule of this.#rules(k)) {
-      const t = await this.storage.getThrottle(tenant, rule.key);
+      const t = await this.storage.get(tenant, rule.key);
       if (t === undefined) continue;
       if (t.lockedUntilMs > now) {
         this.s.audit({ audit: 'login.refused', reason: 'locked', tenant, factor, key: rule.key, address: k.address, lockedUntil: new Date(t.lockedUntilMs).toISOString() });
@@ -117,6 +93,6 @@ export class GuessingDefence {
 
   /** A success clears the account's count (not the address's: one good login must not reset a spray). */
   async success(tenant: string, k: ThrottleKeys): Promise<void> {
-    if (k.account !== undefined) await this.storage.clearThrottle(tenant, `account:${k.account}`);
+    if (k.account !== undefined) await this.storage.clear(tenant, `account:${k.account}`);
   }
 }

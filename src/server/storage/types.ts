@@ -1,8 +1,13 @@
 /**
- * The storage interface. SQLite implements it today (storage/sqlite.ts); PostgreSQL can follow by
- * implementing the same methods. Every method is async for that reason, even though better-sqlite3
- * is synchronous. Records hold the admin API's bodies as given (minus secrets), so a GET returns
- * exactly what was PUT.
+ * Storage by concern: one small store per kind of state, composed into `Storage`, with one
+ * backend behind all of them (chosen at start by `openStorage`, storage/index.ts). Every method is
+ * async so a networked backend fits, even though better-sqlite3 is synchronous. Records hold the
+ * admin API's bodies as given (minus secrets), so a GET returns exactly what was PUT. What every
+ * backend must do, including the transactional guarantees written here, is proven by one contract
+ * suite (test/server/storage/contract.ts) that runs against each backend.
+ *
+ * Times: `createdAt`, `updatedAt`, `retiredAt` and artifact expiry are epoch seconds; fields named
+ * `...Ms` are epoch milliseconds. Both come from the server's clock, never the database's.
  */
 import type { ApplicationBody, AssignmentBody, TenantBody, UserBody } from '../../contract/index.ts';
 
@@ -118,95 +123,151 @@ export interface ThrottleRecord {
   readonly lockedUntilMs: number;
 }
 
-export interface Storage {
-  getTenant(name: string): Promise<TenantRecord | undefined>;
-  listTenants(page: PageRequest): Promise<Page<TenantRecord>>;
-  countTenants(): Promise<number>;
-  /** Creates or replaces. */
-  /** Upsert; `initialKeys` (for a tenant that does not exist yet) are stored in the same transaction. */
-  putTenant(name: string, body: TenantBody, initialKeys?: readonly KeyRecord[]): Promise<TenantRecord>;
-  /** Deletes the tenant and everything in it (keys, applications, users, assignments, artifacts). */
-  deleteTenant(name: string): Promise<boolean>;
+/** Tenants and their signing keys. */
+export interface TenantStore {
+  get(name: string): Promise<TenantRecord | undefined>;
+  /** Ordered by name (bytewise). */
+  list(page: PageRequest): Promise<Page<TenantRecord>>;
+  count(): Promise<number>;
+  /**
+   * Upsert (createdAt kept on update). `initialKeys` are stored in the same transaction, and only
+   * when this call created the tenant: a tenant is never visible without its signing keys, and two
+   * concurrent creations never leave two key sets.
+   */
+  put(name: string, body: TenantBody, initialKeys?: readonly KeyRecord[]): Promise<TenantRecord>;
+  /** Deletes the tenant and everything in it (keys, applications, users, assignments, artifacts, factors, throttle counters), all or nothing. */
+  delete(name: string): Promise<boolean>;
 
+  /** Ordered by createdAt, then kid. */
   listKeys(tenant: string): Promise<readonly KeyRecord[]>;
   /**
    * Read-modify-write of the tenant's whole key set in one transaction: `update` gets the stored
-   * keys and returns the new set, which replaces them. Overlapping rotations therefore each build on
-   * the previous one's result and never write back a stale set. `update` must be synchronous.
+   * keys and returns the new set, which replaces them. Overlapping rotations (in this process or
+   * another one on the same database) therefore each build on the previous one's result and never
+   * write back a stale set. `update` must be synchronous.
    */
   updateKeys(tenant: string, update: (current: readonly KeyRecord[]) => readonly KeyRecord[]): Promise<readonly KeyRecord[]>;
+}
 
-  getApplication(tenant: string, name: string): Promise<ApplicationRecord | undefined>;
-  getApplicationByClientId(tenant: string, clientId: string): Promise<ApplicationRecord | undefined>;
+/** Applications: OAuth clients (web, proxy, spa, the internal service client) and apis. */
+export interface ApplicationStore {
+  get(tenant: string, name: string): Promise<ApplicationRecord | undefined>;
+  getByClientId(tenant: string, clientId: string): Promise<ApplicationRecord | undefined>;
   /** api applications by their resource identifier (the token audience). */
-  getApplicationByIdentifier(tenant: string, identifier: string): Promise<ApplicationRecord | undefined>;
-  listApplications(tenant: string, page: PageRequest): Promise<Page<ApplicationRecord>>;
-  putApplication(tenant: string, name: string, body: StoredApplicationBody, secretHash: string | null): Promise<ApplicationRecord>;
-  /** Also removes its assignments and the grants, tokens and codes issued to it. */
-  deleteApplication(tenant: string, name: string): Promise<boolean>;
+  getByIdentifier(tenant: string, identifier: string): Promise<ApplicationRecord | undefined>;
+  /** Ordered by name (bytewise); never lists the internal `service` kind. */
+  list(tenant: string, page: PageRequest): Promise<Page<ApplicationRecord>>;
+  /** Upsert (createdAt kept on update). Client ids and api identifiers are unique per tenant. */
+  put(tenant: string, name: string, body: StoredApplicationBody, secretHash: string | null): Promise<ApplicationRecord>;
+  /** Also removes its assignments and the grants, tokens and codes issued to it, all or nothing. */
+  delete(tenant: string, name: string): Promise<boolean>;
+}
 
-  getUser(tenant: string, id: string): Promise<UserRecord | undefined>;
-  getUserByEmail(tenant: string, email: string): Promise<UserRecord | undefined>;
-  listUsers(tenant: string, page: PageRequest): Promise<Page<UserRecord>>;
+/** Users, their assignments to applications, and their login factors (TOTP, emailed codes, passkeys). */
+export interface UserStore {
+  get(tenant: string, id: string): Promise<UserRecord | undefined>;
+  /** Case-insensitive; the lowest id when several users share the address. */
+  getByEmail(tenant: string, email: string): Promise<UserRecord | undefined>;
+  /** Ordered by id (bytewise). */
+  list(tenant: string, page: PageRequest): Promise<Page<UserRecord>>;
   /**
-   * Upsert. With `revokeArtifacts` the user's grants, sessions and tokens are deleted in the same
-   * transaction: a scope removed or an account disabled must never be stored without its revocation
-   * (a retry would see the user unchanged and never revoke).
+   * Upsert (createdAt kept on update). With `revokeArtifacts` the user's grants, sessions and
+   * tokens are deleted in the same transaction: a scope removed or an account disabled must never
+   * be stored without its revocation (a retry would see the user unchanged and never revoke).
    */
-  putUser(tenant: string, id: string, body: Omit<UserBody, 'initialPassword'>, passwordHash: string | null, options?: { readonly revokeArtifacts?: boolean }): Promise<UserRecord>;
-  /** Also removes the user's assignments, grants, sessions and tokens. */
-  deleteUser(tenant: string, id: string): Promise<boolean>;
+  put(tenant: string, id: string, body: Omit<UserBody, 'initialPassword'>, passwordHash: string | null, options?: { readonly revokeArtifacts?: boolean }): Promise<UserRecord>;
+  /** Also removes the user's assignments, grants, sessions, tokens and login factors, all or nothing. */
+  delete(tenant: string, id: string): Promise<boolean>;
 
   getAssignment(tenant: string, application: string, userId: string): Promise<AssignmentRecord | undefined>;
+  /** One application's assignments, ordered by user id (bytewise). */
   listAssignments(tenant: string, application: string, page: PageRequest): Promise<Page<AssignmentRecord>>;
+  /** Upsert (createdAt kept on update). */
   putAssignment(tenant: string, application: string, userId: string, body: AssignmentBody): Promise<AssignmentRecord>;
   deleteAssignment(tenant: string, application: string, userId: string): Promise<boolean>;
 
-  /** Grants, refresh tokens, access tokens and codes of one user at one client: revoked together. */
-  revokeUserClientArtifacts(tenant: string, accountId: string, clientId: string): Promise<void>;
-  revokeUserArtifacts(tenant: string, accountId: string): Promise<void>;
-
-  // oidc-provider adapter operations; `expiresIn` seconds, undefined = no expiry.
-  upsertArtifact(tenant: string, model: string, id: string, payload: ArtifactPayload, expiresIn: number | undefined): Promise<void>;
-  findArtifact(tenant: string, model: string, id: string): Promise<ArtifactPayload | undefined>;
-  findArtifactByUid(tenant: string, model: string, uid: string): Promise<ArtifactPayload | undefined>;
-  findArtifactByUserCode(tenant: string, model: string, userCode: string): Promise<ArtifactPayload | undefined>;
-  consumeArtifact(tenant: string, model: string, id: string): Promise<void>;
-  destroyArtifact(tenant: string, model: string, id: string): Promise<void>;
-  revokeArtifactsByGrantId(tenant: string, grantId: string): Promise<void>;
-  /** Deletes expired artifacts; returns how many. */
-  purgeExpired(): Promise<number>;
-
-  // Login factors (src/server/login). Deleting a user or tenant deletes these too.
   getTotp(tenant: string, userId: string): Promise<TotpRecord | undefined>;
   /** Creates or replaces the user's enrolment; `lastStep` is the step of the confirming code. */
   putTotp(tenant: string, userId: string, sealedSecret: string, lastStep: number): Promise<void>;
-  /** Atomically accepts time step `step` if it is later than the last accepted one; false = replay. */
+  /** Atomically accepts time step `step` if it is later than the last accepted one; false = replay (or no enrolment). */
   claimTotpStep(tenant: string, userId: string, step: number): Promise<boolean>;
 
+  /** Replaces the user's outstanding code (attempts restart at 0). */
   putOtp(tenant: string, userId: string, codeHash: string, expiresAtMs: number): Promise<void>;
   getOtp(tenant: string, userId: string): Promise<OtpRecord | undefined>;
-  /** Counts one wrong attempt; returns the new count. */
+  /** Counts one wrong attempt atomically; returns the new count (Number.MAX_SAFE_INTEGER when no code is outstanding). */
   countOtpAttempt(tenant: string, userId: string): Promise<number>;
-  /** Deletes the code; true only for the caller that actually deleted it (single use under races). */
+  /** Deletes the code (only if it is still `codeHash`, when given); true only for the caller that actually deleted it (single use under races). */
   deleteOtp(tenant: string, userId: string, codeHash?: string): Promise<boolean>;
+  /** Deletes codes whose expiry has passed. */
+  purgeExpiredOtps(): Promise<void>;
 
+  /** Ordered by createdAt, then credential id. */
   listPasskeys(tenant: string, userId: string): Promise<readonly PasskeyRecord[]>;
   getPasskey(tenant: string, credentialId: string): Promise<PasskeyRecord | undefined>;
+  /** Inserts; a credential id already stored in the tenant is an error. */
   putPasskey(tenant: string, passkey: PasskeyRecord): Promise<void>;
   updatePasskeyCounter(tenant: string, credentialId: string, counter: number): Promise<void>;
+}
 
-  getThrottle(tenant: string, key: string): Promise<ThrottleRecord | undefined>;
+/**
+ * oidc-provider's artifacts (sessions, grants, codes, tokens, interactions) and our own short-lived
+ * ones (login progress, challenges), and their revocation. `expiresIn` is in seconds, undefined =
+ * no expiry; an expired artifact is never found, even before the purge removes it.
+ */
+export interface GrantStore {
+  /** Stores the payload as given: found again with the same keys, in the same order, same values. */
+  upsert(tenant: string, model: string, id: string, payload: ArtifactPayload, expiresIn: number | undefined): Promise<void>;
+  find(tenant: string, model: string, id: string): Promise<ArtifactPayload | undefined>;
+  findByUid(tenant: string, model: string, uid: string): Promise<ArtifactPayload | undefined>;
+  findByUserCode(tenant: string, model: string, userCode: string): Promise<ArtifactPayload | undefined>;
+  /** Sets `consumed` (epoch seconds) in the payload, keeping the rest as it was. */
+  consume(tenant: string, model: string, id: string): Promise<void>;
+  destroy(tenant: string, model: string, id: string): Promise<void>;
+  revokeByGrantId(tenant: string, grantId: string): Promise<void>;
+  /** Grants, refresh tokens, access tokens and codes of one user at one client, revoked together; sessions stay. */
+  revokeUserClient(tenant: string, accountId: string, clientId: string): Promise<void>;
+  /** Everything carrying the account: sessions, grants, tokens, codes. */
+  revokeUser(tenant: string, accountId: string): Promise<void>;
+  /** Deletes expired artifacts; returns how many. */
+  purgeExpired(): Promise<number>;
+}
+
+/** Failed sign-in attempts and lockouts, per tenant and key (`account:<email>`, `address:<ip>`). */
+export interface ThrottleStore {
+  get(tenant: string, key: string): Promise<ThrottleRecord | undefined>;
   /**
    * Counts a failure under `key`: the count restarts when the previous failure is older than
    * `resetAfterMs`; when it reaches `lockAt` the key is locked until `nowMs + lockMs` and the count
    * restarts. Atomic, so concurrent guesses cannot slip past the limit.
    */
   recordFailure(tenant: string, key: string, nowMs: number, resetAfterMs: number, lockAt: number, lockMs: number): Promise<ThrottleRecord & { readonly locked: boolean }>;
-  clearThrottle(tenant: string, key: string): Promise<void>;
+  clear(tenant: string, key: string): Promise<void>;
+  /**
+   * Runs `attempt` while holding every one of `keys`, against every process that uses the same
+   * database: the guessing defence checks, verifies (slowly) and records one attempt per key at a
+   * time, so a burst gets no more guesses than the threshold. Keys are taken in one global order,
+   * so two attempts sharing keys never wait on each other.
+   */
+  serialize<T>(tenant: string, keys: readonly string[], attempt: () => Promise<T>): Promise<T>;
+  /** Deletes counters idle for a day whose lockout (if any) is over. */
+  purgeIdle(): Promise<void>;
+}
 
-  getMeta(key: string): Promise<string | undefined>;
-  setMeta(key: string, value: string): Promise<void>;
+/** Server-wide settings (the master key's check value). */
+export interface MetaStore {
+  get(key: string): Promise<string | undefined>;
+  set(key: string, value: string): Promise<void>;
+}
 
+export interface Storage {
+  readonly tenants: TenantStore;
+  readonly applications: ApplicationStore;
+  readonly users: UserStore;
+  readonly grants: GrantStore;
+  readonly throttle: ThrottleStore;
+  readonly meta: MetaStore;
+  /** Which backend and where, for log lines: `sqlite <file>`, `postgres <host>:<port>/<db>` (never a password). */
+  readonly description: string;
   close(): Promise<void>;
 }

@@ -1,0 +1,742 @@
+/**
+ * The storage contract: what every backend must do, run against each of them (sqlite.test.ts,
+ * postgres.test.ts). Every store method, every guarantee written in storage/types.ts: cascades,
+ * all-or-nothing changes (with a real injected failure), bytewise order and cursors, expiry and
+ * purges, exact round trips of times and JSON, and the operations that must hold under
+ * concurrency, raced from two instances on one database as two replicas would.
+ *
+ * Time is the server's clock (Date), faked here so expiry is tested without waiting.
+ */
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { AssignmentBody, TenantBody, UserBody } from '../../../src/contract/index.ts';
+import type {
+  ArtifactPayload, KeyRecord, PasskeyRecord, Storage, StoredApplicationBody,
+} from '../../../src/server/storage/index.ts';
+
+/** One fresh, empty database of one backend. */
+export interface Backend {
+  /** Opens an instance on this database; every call is another connection (another replica). */
+  open(): Promise<Storage>;
+  /** Makes every delete of an artifact row fail (as a database error) until the returned function runs. */
+  failArtifactDeletes(): Promise<() => Promise<void>>;
+  /** Removes the database. Instances are closed before. */
+  dispose(): Promise<void>;
+}
+
+const T0 = Date.UTC(2030, 0, 2, 3, 4, 5, 678);
+const T0S = Math.floor(T0 / 1000);
+
+const tenantBody = (displayName: string): TenantBody => ({ displayName, scopes: [{ name: 'admin', description: 'administer' }] });
+const webApp = (clientId: string): StoredApplicationBody => ({
+  kind: 'web', clientId, displayName: 'Portal', redirectUris: ['https://app.example/cb'], postLogoutRedirectUris: [], scopes: ['openid', 'admin'], audience: ['https://api.example'],
+});
+const apiApp = (identifier: string): StoredApplicationBody => ({ kind: 'api', identifier, scopes: ['admin'] });
+const userBody = (email: string, scopes: string[] = []): Omit<UserBody, 'initialPassword'> => ({ email, scopes, disabled: false });
+const key = (tenant: string, kid: string, createdAt: number, state: KeyRecord['state'] = 'next'): KeyRecord => ({
+  tenant, kid, alg: 'ES256', state, sealedJwk: `sealed:${kid}`, createdAt, retiredAt: state === 'retired' ? createdAt + 60 : null,
+});
+const passkey = (credentialId: string, userId: string, createdAt: number): PasskeyRecord => ({
+  credentialId, userId, publicKey: `pk-${credentialId}`, counter: 0, transports: ['internal', 'hybrid'], createdAt,
+});
+/** Names whose bytewise order differs from a locale's (case, punctuation, non-ASCII). */
+const AWKWARD_NAMES = ['b', 'B', 'a-b', 'a_b', 'ab', 'a', '0', 'Z', 'é', 'a.b', 'A'];
+const bytewise = (names: readonly string[]) => [...names].sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y)));
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Every page of a paged list, with the page size `limit`. */
+async function allPages<T>(list: (cursor: string | undefined) => Promise<{ items: readonly T[]; nextCursor: string | null }>) {
+  const pages: T[][] = [];
+  let cursor: string | undefined;
+  for (;;) {
+    const p = await list(cursor);
+    pages.push([...p.items]);
+    if (p.nextCursor === null) return pages;
+    cursor = p.nextCursor;
+  }
+}
+
+export function storageContract(name: string, fresh: () => Promise<Backend>): void {
+  describe(`storage contract: ${name}`, () => {
+    let backend: Backend;
+    let opened: Storage[];
+    let s: Storage;
+    /** A second instance on the same database (another replica). */
+    let other: () => Promise<Storage>;
+
+    beforeEach(async () => {
+      vi.useFakeTimers({ toFake: ['Date'] });
+      vi.setSystemTime(T0);
+      backend = await fresh();
+      opened = [];
+      other = async () => {
+        const o = await backend.open();
+        opened.push(o);
+        return o;
+      };
+      s = await other();
+    });
+    afterEach(async () => {
+      vi.useRealTimers();
+      for (const o of opened) await o.close();
+      await backend.dispose();
+    });
+
+    describe('tenants and keys', () => {
+      it('put creates, get reads back exactly, a second put updates the body and keeps createdAt', async () => {
+        expect(await s.tenants.get('acme')).toBeUndefined();
+        expect(await s.tenants.count()).toBe(0);
+        const body: TenantBody = { displayName: 'Acme ✓ “quoted” \\ \u0000 \u{1F511}', scopes: [{ name: 'admin' }], login: { methods: ['password', 'totp'], requireSecondFactor: true } };
+        const created = await s.tenants.put('acme', body);
+        expect(created).toEqual({ name: 'acme', body, createdAt: T0S, updatedAt: T0S });
+        const read = await s.tenants.get('acme');
+        expect(JSON.stringify(read)).toBe(JSON.stringify(created));
+
+        vi.setSystemTime(T0 + 5_000);
+        const updated = await s.tenants.put('acme', tenantBody('Acme 2'));
+        expect(updated).toEqual({ name: 'acme', body: tenantBody('Acme 2'), createdAt: T0S, updatedAt: T0S + 5 });
+        expect(await s.tenants.count()).toBe(1);
+      });
+
+      it('initial keys are stored with a new tenant, ignored for an existing one; keys come back exactly, ordered by createdAt then kid', async () => {
+        const keys = [key('acme', 'k-b', 200, 'active'), key('acme', 'k-a', 200, 'next'), key('acme', 'k-0', 100, 'retired')];
+        await s.tenants.put('acme', tenantBody('Acme'), keys);
+        expect(await s.tenants.listKeys('acme')).toEqual([keys[2], keys[1], keys[0]]);
+        await s.tenants.put('acme', tenantBody('Acme'), [key('acme', 'k-ignored', 300)]);
+        expect((await s.tenants.listKeys('acme')).map((k) => k.kid)).toEqual(['k-0', 'k-a', 'k-b']);
+        expect(await s.tenants.listKeys('nobody')).toEqual([]);
+      });
+
+      it('concurrent creations of one tenant (two instances) store exactly one key set', async () => {
+        const s2 = await other();
+        const results = await Promise.all(Array.from({ length: 8 }, (_, i) =>
+          (i % 2 === 0 ? s : s2).tenants.put('race', tenantBody(`Race ${i}`), [key('race', `active-${i}`, 1, 'active'), key('race', `next-${i}`, 2)])));
+        expect(results.every((r) => r.name === 'race')).toBe(true);
+        const kids = (await s.tenants.listKeys('race')).map((k) => k.kid);
+        expect(kids).toHaveLength(2);
+        const winner = kids[0]!.slice('active-'.length);
+        expect(kids).toEqual([`active-${winner}`, `next-${winner}`]);
+      });
+
+      it('list pages in bytewise name order with opaque cursors; a bad cursor is a RangeError', async () => {
+        for (const n of AWKWARD_NAMES) await s.tenants.put(n, tenantBody(n));
+        for (const limit of [1, 2, 3, AWKWARD_NAMES.length, 100]) {
+          const pages = await allPages((cursor) => s.tenants.list({ cursor, limit }));
+          expect(pages.flat().map((t) => t.name)).toEqual(bytewise(AWKWARD_NAMES));
+          expect(pages.every((p) => p.length <= limit)).toBe(true);
+          // No empty trailing page when the count is a multiple of the limit.
+          expect(pages.length).toBe(Math.max(1, Math.ceil(AWKWARD_NAMES.length / limit)));
+        }
+        expect(await s.tenants.list({ limit: 100, cursor: '' })).toMatchObject({ nextCursor: null });
+        await expect(s.tenants.list({ limit: 2, cursor: 'not-a-cursor' })).rejects.toThrow(new RangeError('invalid cursor'));
+        await expect(s.tenants.list({ limit: 2, cursor: Buffer.from('["a","b"]').toString('base64url') })).rejects.toThrow('invalid cursor');
+        expect(await s.tenants.count()).toBe(AWKWARD_NAMES.length);
+      });
+
+      it('delete removes the tenant and everything in it, and nothing of another tenant', async () => {
+        for (const t of ['gone', 'kept']) await populateTenant(s, t);
+        expect(await s.tenants.delete('gone')).toBe(true);
+        expect(await s.tenants.delete('gone')).toBe(false);
+        expect(await tenantContents(s, 'gone')).toEqual(EMPTY_TENANT);
+        expect(await tenantContents(s, 'kept')).toEqual(FULL_TENANT);
+      });
+
+      it('delete is all or nothing: a failure half-way leaves the tenant whole', async () => {
+        await populateTenant(s, 'acme');
+        const restore = await backend.failArtifactDeletes();
+        await expect(s.tenants.delete('acme')).rejects.toThrow(/injected failure/);
+        await restore();
+        expect(await tenantContents(s, 'acme')).toEqual(FULL_TENANT);
+        expect(await s.tenants.delete('acme')).toBe(true);
+      });
+
+      it('updateKeys replaces the key set with what `update` returns, given the stored set', async () => {
+        const first = [key('acme', 'k1', 10, 'active'), key('acme', 'k2', 20)];
+        await s.tenants.put('acme', tenantBody('Acme'), first);
+        const seen: (readonly KeyRecord[])[] = [];
+        const next = [{ ...first[1]!, state: 'active' as const }, { ...first[0]!, state: 'retired' as const, retiredAt: 30 }, key('acme', 'k3', 30)];
+        const result = await s.tenants.updateKeys('acme', (current) => {
+          seen.push(current);
+          return next;
+        });
+        expect(seen).toEqual([first]);
+        expect(result).toEqual(next);
+        expect(await s.tenants.listKeys('acme')).toEqual([next[1], next[0], next[2]]);
+      });
+
+      it('updateKeys whose update throws changes nothing', async () => {
+        const first = [key('acme', 'k1', 10, 'active')];
+        await s.tenants.put('acme', tenantBody('Acme'), first);
+        await expect(s.tenants.updateKeys('acme', () => {
+          throw new Error('no');
+        })).rejects.toThrow('no');
+        expect(await s.tenants.listKeys('acme')).toEqual(first);
+      });
+
+      it('overlapping updateKeys (two instances) each build on the previous result: no key is lost', async () => {
+        await s.tenants.put('acme', tenantBody('Acme'), [key('acme', 'k-start', 1, 'active')]);
+        const s2 = await other();
+        const n = 12;
+        await Promise.all(Array.from({ length: n }, (_, i) =>
+          (i % 2 === 0 ? s : s2).tenants.updateKeys('acme', (current) => [...current, key('acme', `k-${String(i).padStart(2, '0')}`, 100 + i)])));
+        const kids = (await s.tenants.listKeys('acme')).map((k) => k.kid);
+        expect(kids).toEqual(['k-start', ...Array.from({ length: n }, (_, i) => `k-${String(i).padStart(2, '0')}`)]);
+      });
+    });
+
+    describe('applications', () => {
+      it('put, get, by client id and by identifier; update keeps createdAt; secret hashes round-trip', async () => {
+        const created = await s.applications.put('acme', 'portal', webApp('portal-id'), 'hash-1');
+        expect(created).toEqual({ tenant: 'acme', name: 'portal', body: webApp('portal-id'), secretHash: 'hash-1', createdAt: T0S, updatedAt: T0S });
+        await s.applications.put('acme', 'orders', apiApp('https://orders.example'), null);
+        expect(await s.applications.get('acme', 'portal')).toEqual(created);
+        expect((await s.applications.getByClientId('acme', 'portal-id'))?.name).toBe('portal');
+        expect((await s.applications.getByIdentifier('acme', 'https://orders.example'))?.name).toBe('orders');
+        expect(await s.applications.getByClientId('other', 'portal-id')).toBeUndefined();
+        expect(await s.applications.getByIdentifier('acme', 'portal-id')).toBeUndefined();
+        expect(await s.applications.get('acme', 'nope')).toBeUndefined();
+
+        vi.setSystemTime(T0 + 7_000);
+        const renamed = await s.applications.put('acme', 'portal', webApp('portal-id-2'), null);
+        expect(renamed).toMatchObject({ secretHash: null, createdAt: T0S, updatedAt: T0S + 7 });
+        expect(await s.applications.getByClientId('acme', 'portal-id')).toBeUndefined();
+        expect((await s.applications.getByClientId('acme', 'portal-id-2'))?.name).toBe('portal');
+        // A kind change moves the application from client ids to identifiers.
+        await s.applications.put('acme', 'portal', apiApp('https://portal.example'), null);
+        expect(await s.applications.getByClientId('acme', 'portal-id-2')).toBeUndefined();
+        expect((await s.applications.getByIdentifier('acme', 'https://portal.example'))?.name).toBe('portal');
+      });
+
+      it('client ids and identifiers are unique within a tenant, not across tenants', async () => {
+        await s.applications.put('acme', 'a', webApp('shared'), null);
+        await expect(s.applications.put('acme', 'b', webApp('shared'), null)).rejects.toThrow();
+        await s.applications.put('globex', 'b', webApp('shared'), null);
+        await s.applications.put('acme', 'api-1', apiApp('https://api'), null);
+        await expect(s.applications.put('acme', 'api-2', apiApp('https://api'), null)).rejects.toThrow();
+        expect(await s.applications.get('acme', 'b')).toBeUndefined();
+        expect((await s.applications.getByClientId('globex', 'shared'))?.tenant).toBe('globex');
+      });
+
+      it('list pages in bytewise name order within the tenant and never lists the internal service client', async () => {
+        for (const n of AWKWARD_NAMES) await s.applications.put('acme', n, apiApp(`urn:${n}`), null);
+        await s.applications.put('acme', 'idforge-admin', { kind: 'service', clientId: 'idforge-admin', scopes: ['admin'], audience: [] }, 'h');
+        await s.applications.put('globex', 'elsewhere', apiApp('urn:x'), null);
+        const pages = await allPages((cursor) => s.applications.list('acme', { cursor, limit: 4 }));
+        expect(pages.flat().map((a) => a.name)).toEqual(bytewise(AWKWARD_NAMES));
+        expect((await s.applications.get('acme', 'idforge-admin'))?.body.kind).toBe('service');
+        await expect(s.applications.list('acme', { limit: 2, cursor: '!!' })).rejects.toThrow('invalid cursor');
+      });
+
+      it('delete removes its assignments and every artifact issued to its client id, nothing else', async () => {
+        await s.applications.put('acme', 'portal', webApp('portal-id'), null);
+        await s.applications.put('acme', 'other', webApp('other-id'), null);
+        await s.users.put('acme', 'u1', userBody('u1@acme.test'), null);
+        await s.users.putAssignment('acme', 'portal', 'u1', {});
+        await s.users.putAssignment('acme', 'other', 'u1', {});
+        for (const model of ['Grant', 'AccessToken', 'RefreshToken', 'AuthorizationCode']) {
+          await s.grants.upsert('acme', model, `p-${model}`, { accountId: 'u1', clientId: 'portal-id' }, 600);
+          await s.grants.upsert('acme', model, `o-${model}`, { accountId: 'u1', clientId: 'other-id' }, 600);
+          await s.grants.upsert('globex', model, `p-${model}`, { accountId: 'u1', clientId: 'portal-id' }, 600);
+        }
+        expect(await s.applications.delete('acme', 'portal')).toBe(true);
+        expect(await s.applications.delete('acme', 'portal')).toBe(false);
+        expect(await s.applications.get('acme', 'portal')).toBeUndefined();
+        expect(await s.users.getAssignment('acme', 'portal', 'u1')).toBeUndefined();
+        expect(await s.users.getAssignment('acme', 'other', 'u1')).toBeDefined();
+        for (const model of ['Grant', 'AccessToken', 'RefreshToken', 'AuthorizationCode']) {
+          expect(await s.grants.find('acme', model, `p-${model}`)).toBeUndefined();
+          expect(await s.grants.find('acme', model, `o-${model}`)).toBeDefined();
+          expect(await s.grants.find('globex', model, `p-${model}`)).toBeDefined();
+        }
+        expect(await s.users.get('acme', 'u1')).toBeDefined();
+      });
+
+      it('delete is all or nothing', async () => {
+        await s.applications.put('acme', 'portal', webApp('portal-id'), null);
+        await s.users.putAssignment('acme', 'portal', 'u1', {});
+        await s.grants.upsert('acme', 'Grant', 'g1', { accountId: 'u1', clientId: 'portal-id' }, 600);
+        const restore = await backend.failArtifactDeletes();
+        await expect(s.applications.delete('acme', 'portal')).rejects.toThrow(/injected failure/);
+        await restore();
+        expect(await s.applications.get('acme', 'portal')).toBeDefined();
+        expect(await s.users.getAssignment('acme', 'portal', 'u1')).toBeDefined();
+        expect(await s.grants.find('acme', 'Grant', 'g1')).toBeDefined();
+      });
+    });
+
+    describe('users and assignments', () => {
+      it('put, get, update keeps createdAt; email lookups are case-insensitive and pick the lowest id', async () => {
+        const body: Omit<UserBody, 'initialPassword'> = { email: 'Alice@Acme.TEST', displayName: 'Älice ✓', scopes: ['admin'], disabled: false, managedBy: 'idforge' };
+        const created = await s.users.put('acme', 'u-b', body, '$argon2id$hash');
+        expect(created).toEqual({ tenant: 'acme', id: 'u-b', body, passwordHash: '$argon2id$hash', createdAt: T0S, updatedAt: T0S });
+        expect(JSON.stringify(await s.users.get('acme', 'u-b'))).toBe(JSON.stringify(created));
+        expect((await s.users.getByEmail('acme', 'alice@acme.test'))?.id).toBe('u-b');
+        expect((await s.users.getByEmail('acme', 'ALICE@ACME.TEST'))?.id).toBe('u-b');
+        expect(await s.users.getByEmail('globex', 'alice@acme.test')).toBeUndefined();
+        await s.users.put('acme', 'u-a', userBody('alice@acme.test'), null);
+        expect((await s.users.getByEmail('acme', 'alice@acme.test'))?.id).toBe('u-a');
+
+        vi.setSystemTime(T0 + 3_000);
+        const updated = await s.users.put('acme', 'u-b', userBody('bob@acme.test'), null);
+        expect(updated).toMatchObject({ passwordHash: null, createdAt: T0S, updatedAt: T0S + 3 });
+        expect((await s.users.getByEmail('acme', 'bob@acme.test'))?.id).toBe('u-b');
+        expect((await s.users.getByEmail('acme', 'alice@acme.test'))?.id).toBe('u-a');
+      });
+
+      it('list pages in bytewise id order within the tenant', async () => {
+        for (const id of AWKWARD_NAMES) await s.users.put('acme', id, userBody(`${id}@acme.test`), null);
+        await s.users.put('globex', 'zz', userBody('zz@globex.test'), null);
+        const pages = await allPages((cursor) => s.users.list('acme', { cursor, limit: 3 }));
+        expect(pages.flat().map((u) => u.id)).toEqual(bytewise(AWKWARD_NAMES));
+        await expect(s.users.list('acme', { limit: 3, cursor: 'x' })).rejects.toThrow('invalid cursor');
+      });
+
+      it('put with revokeArtifacts deletes the user\'s sessions, grants and tokens in that tenant; without it they stay', async () => {
+        await s.users.put('acme', 'u1', userBody('u1@acme.test', ['admin']), null);
+        const artifacts = [['Session', 's1'], ['Grant', 'g1'], ['RefreshToken', 'r1'], ['AccessToken', 'a1']] as const;
+        for (const [model, id] of artifacts) {
+          await s.grants.upsert('acme', model, id, { accountId: 'u1', ...(model === 'Session' ? {} : { clientId: 'c' }) }, 600);
+          await s.grants.upsert('acme', model, `${id}-u2`, { accountId: 'u2', clientId: 'c' }, 600);
+          await s.grants.upsert('globex', model, id, { accountId: 'u1', clientId: 'c' }, 600);
+        }
+        await s.users.put('acme', 'u1', userBody('u1@acme.test', []), null);
+        for (const [model, id] of artifacts) expect(await s.grants.find('acme', model, id)).toBeDefined();
+        await s.users.put('acme', 'u1', userBody('u1@acme.test', []), null, { revokeArtifacts: true });
+        for (const [model, id] of artifacts) {
+          expect(await s.grants.find('acme', model, id)).toBeUndefined();
+          expect(await s.grants.find('acme', model, `${id}-u2`)).toBeDefined();
+          expect(await s.grants.find('globex', model, id)).toBeDefined();
+        }
+      });
+
+      it('put with revokeArtifacts is all or nothing: a failed revocation leaves the user as before', async () => {
+        await s.users.put('acme', 'u1', userBody('u1@acme.test', ['admin']), null);
+        await s.grants.upsert('acme', 'RefreshToken', 'rt-1', { accountId: 'u1', clientId: 'spa' }, 3600);
+        const restore = await backend.failArtifactDeletes();
+        await expect(s.users.put('acme', 'u1', userBody('u1@acme.test', []), null, { revokeArtifacts: true })).rejects.toThrow(/injected failure/);
+        await restore();
+        expect((await s.users.get('acme', 'u1'))?.body.scopes).toEqual(['admin']);
+        expect(await s.grants.find('acme', 'RefreshToken', 'rt-1')).toBeDefined();
+        await s.users.put('acme', 'u1', userBody('u1@acme.test', []), null, { revokeArtifacts: true });
+        expect((await s.users.get('acme', 'u1'))?.body.scopes).toEqual([]);
+        expect(await s.grants.find('acme', 'RefreshToken', 'rt-1')).toBeUndefined();
+      });
+
+      it('delete removes the user\'s assignments, artifacts and login factors, nobody else\'s', async () => {
+        for (const u of ['gone', 'kept']) await populateUser(s, 'acme', u);
+        await populateUser(s, 'globex', 'gone');
+        expect(await s.users.delete('acme', 'gone')).toBe(true);
+        expect(await s.users.delete('acme', 'gone')).toBe(false);
+        expect(await userContents(s, 'acme', 'gone')).toEqual(EMPTY_USER);
+        expect(await userContents(s, 'acme', 'kept')).toEqual(FULL_USER);
+        expect(await userContents(s, 'globex', 'gone')).toEqual(FULL_USER);
+      });
+
+      it('delete is all or nothing', async () => {
+        await populateUser(s, 'acme', 'u1');
+        const restore = await backend.failArtifactDeletes();
+        await expect(s.users.delete('acme', 'u1')).rejects.toThrow(/injected failure/);
+        await restore();
+        expect(await userContents(s, 'acme', 'u1')).toEqual(FULL_USER);
+      });
+
+      it('assignments: put, get, update keeps createdAt, list pages by user id, delete', async () => {
+        const body: AssignmentBody = { managedBy: 'idforge' };
+        expect(await s.users.putAssignment('acme', 'portal', 'u1', body)).toEqual({ tenant: 'acme', application: 'portal', userId: 'u1', body, createdAt: T0S });
+        vi.setSystemTime(T0 + 9_000);
+        expect(await s.users.putAssignment('acme', 'portal', 'u1', {})).toEqual({ tenant: 'acme', application: 'portal', userId: 'u1', body: {}, createdAt: T0S });
+        for (const id of AWKWARD_NAMES) await s.users.putAssignment('acme', 'wiki', id, {});
+        await s.users.putAssignment('acme', 'other', 'zz', {});
+        await s.users.putAssignment('globex', 'wiki', 'zz', {});
+        const pages = await allPages((cursor) => s.users.listAssignments('acme', 'wiki', { cursor, limit: 5 }));
+        expect(pages.flat().map((a) => a.userId)).toEqual(bytewise(AWKWARD_NAMES));
+        expect(pages.flat().every((a) => a.application === 'wiki' && a.tenant === 'acme')).toBe(true);
+        expect(await s.users.deleteAssignment('acme', 'portal', 'u1')).toBe(true);
+        expect(await s.users.deleteAssignment('acme', 'portal', 'u1')).toBe(false);
+        expect(await s.users.getAssignment('acme', 'portal', 'u1')).toBeUndefined();
+        await expect(s.users.listAssignments('acme', 'wiki', { limit: 5, cursor: '%' })).rejects.toThrow('invalid cursor');
+      });
+    });
+
+    describe('login factors', () => {
+      it('TOTP: enrol, claim only later steps, re-enrol resets; no enrolment claims nothing', async () => {
+        expect(await s.users.getTotp('acme', 'u1')).toBeUndefined();
+        expect(await s.users.claimTotpStep('acme', 'u1', 5)).toBe(false);
+        const step = 63_000_000;
+        await s.users.putTotp('acme', 'u1', 'sealed-secret', step);
+        expect(await s.users.getTotp('acme', 'u1')).toEqual({ sealedSecret: 'sealed-secret', lastStep: step, createdAt: T0S });
+        expect(await s.users.claimTotpStep('acme', 'u1', step)).toBe(false);
+        expect(await s.users.claimTotpStep('acme', 'u1', step - 1)).toBe(false);
+        expect(await s.users.claimTotpStep('acme', 'u1', step + 1)).toBe(true);
+        expect(await s.users.claimTotpStep('acme', 'u1', step + 1)).toBe(false);
+        expect((await s.users.getTotp('acme', 'u1'))?.lastStep).toBe(step + 1);
+        expect(await s.users.claimTotpStep('globex', 'u1', step + 2)).toBe(false);
+        vi.setSystemTime(T0 + 1_000);
+        await s.users.putTotp('acme', 'u1', 'sealed-2', 10);
+        expect(await s.users.getTotp('acme', 'u1')).toEqual({ sealedSecret: 'sealed-2', lastStep: 10, createdAt: T0S + 1 });
+      });
+
+      it('TOTP: of many concurrent claims of one step (two instances), exactly one wins', async () => {
+        await s.users.putTotp('acme', 'u1', 'sealed', 100);
+        const s2 = await other();
+        const wins = await Promise.all(Array.from({ length: 16 }, (_, i) => (i % 2 === 0 ? s : s2).users.claimTotpStep('acme', 'u1', 101)));
+        expect(wins.filter(Boolean)).toHaveLength(1);
+      });
+
+      it('emailed codes: one per user, attempts counted, replaced with attempts reset, deleted once', async () => {
+        const expires = T0 + 600_123;
+        expect(await s.users.getOtp('acme', 'u1')).toBeUndefined();
+        expect(await s.users.countOtpAttempt('acme', 'u1')).toBe(Number.MAX_SAFE_INTEGER);
+        await s.users.putOtp('acme', 'u1', 'hash-1', expires);
+        expect(await s.users.getOtp('acme', 'u1')).toEqual({ codeHash: 'hash-1', expiresAtMs: expires, attempts: 0 });
+        expect(await s.users.countOtpAttempt('acme', 'u1')).toBe(1);
+        expect(await s.users.countOtpAttempt('acme', 'u1')).toBe(2);
+        await s.users.putOtp('acme', 'u1', 'hash-2', expires + 1);
+        expect(await s.users.getOtp('acme', 'u1')).toEqual({ codeHash: 'hash-2', expiresAtMs: expires + 1, attempts: 0 });
+        expect(await s.users.deleteOtp('acme', 'u1', 'hash-1')).toBe(false);
+        expect(await s.users.getOtp('acme', 'u1')).toBeDefined();
+        expect(await s.users.deleteOtp('acme', 'u1', 'hash-2')).toBe(true);
+        expect(await s.users.deleteOtp('acme', 'u1', 'hash-2')).toBe(false);
+        await s.users.putOtp('acme', 'u1', 'hash-3', expires);
+        expect(await s.users.deleteOtp('acme', 'u1')).toBe(true);
+        expect(await s.users.deleteOtp('acme', 'u1')).toBe(false);
+        expect(await s.users.getOtp('acme', 'u1')).toBeUndefined();
+      });
+
+      it('emailed codes under races (two instances): attempts count exactly, and only one deleter wins', async () => {
+        await s.users.putOtp('acme', 'u1', 'hash', T0 + 60_000);
+        const s2 = await other();
+        const counts = await Promise.all(Array.from({ length: 16 }, (_, i) => (i % 2 === 0 ? s : s2).users.countOtpAttempt('acme', 'u1')));
+        expect([...counts].sort((a, b) => a - b)).toEqual(Array.from({ length: 16 }, (_, i) => i + 1));
+        const deleted = await Promise.all(Array.from({ length: 16 }, (_, i) => (i % 2 === 0 ? s : s2).users.deleteOtp('acme', 'u1', 'hash')));
+        expect(deleted.filter(Boolean)).toHaveLength(1);
+      });
+
+      it('emailed codes: the purge removes expired codes only', async () => {
+        await s.users.putOtp('acme', 'old', 'h', T0 - 1);
+        await s.users.putOtp('acme', 'now', 'h', T0);
+        await s.users.putOtp('acme', 'new', 'h', T0 + 1);
+        await s.users.purgeExpiredOtps();
+        expect(await s.users.getOtp('acme', 'old')).toBeUndefined();
+        expect(await s.users.getOtp('acme', 'now')).toBeUndefined();
+        expect(await s.users.getOtp('acme', 'new')).toBeDefined();
+      });
+
+      it('passkeys: stored exactly, listed per user by createdAt then id, found by credential id per tenant, counters updated', async () => {
+        const p1 = passkey('cred-b', 'u1', 200);
+        const p2 = { ...passkey('cred-a', 'u1', 200), counter: 4_294_967_295, transports: [] };
+        const p3 = passkey('cred-c', 'u1', 100);
+        for (const p of [p1, p2, p3, passkey('cred-z', 'u2', 1)]) await s.users.putPasskey('acme', p);
+        expect(await s.users.listPasskeys('acme', 'u1')).toEqual([p3, p2, p1]);
+        expect(await s.users.getPasskey('acme', 'cred-a')).toEqual(p2);
+        expect(await s.users.getPasskey('globex', 'cred-a')).toBeUndefined();
+        expect(await s.users.listPasskeys('acme', 'nobody')).toEqual([]);
+        await s.users.updatePasskeyCounter('acme', 'cred-b', 17);
+        expect((await s.users.getPasskey('acme', 'cred-b'))?.counter).toBe(17);
+        await expect(s.users.putPasskey('acme', passkey('cred-b', 'u2', 5))).rejects.toThrow();
+        expect((await s.users.getPasskey('acme', 'cred-b'))?.userId).toBe('u1');
+        await s.users.putPasskey('globex', passkey('cred-b', 'u9', 5));
+      });
+    });
+
+    describe('grants (artifacts)', () => {
+      const payload: ArtifactPayload = {
+        kind: 'RefreshToken', jti: 'r1', accountId: 'u1', clientId: 'spa', grantId: 'g1', uid: 'uid-1',
+        scope: 'openid offline', iat: 1_900_000_000, exp: 1_901_209_600, rotations: 0, rate: 1.5, big: 9_007_199_254_740_991,
+        nested: { z: [1, 'two', null, true, { y: {} }], a: '' }, unicode: 'ü ✓ \u{1F511} \u2028 "q" \\ \u0000', nothing: null, empty: [],
+      };
+
+      it('upsert then find returns the payload as stored: same keys, order and values', async () => {
+        await s.grants.upsert('acme', 'RefreshToken', 'r1', payload, 3600);
+        const found = await s.grants.find('acme', 'RefreshToken', 'r1');
+        expect(JSON.stringify(found)).toBe(JSON.stringify(payload));
+        expect(await s.grants.find('acme', 'AccessToken', 'r1')).toBeUndefined();
+        expect(await s.grants.find('globex', 'RefreshToken', 'r1')).toBeUndefined();
+        expect(await s.grants.find('acme', 'RefreshToken', 'r2')).toBeUndefined();
+      });
+
+      it('upsert replaces the payload and the columns it is found by', async () => {
+        await s.grants.upsert('acme', 'Interaction', 'i1', { uid: 'old', userCode: 'OLD-CODE' }, 60);
+        expect(await s.grants.findByUid('acme', 'Interaction', 'old')).toEqual({ uid: 'old', userCode: 'OLD-CODE' });
+        expect(await s.grants.findByUserCode('acme', 'Interaction', 'OLD-CODE')).toEqual({ uid: 'old', userCode: 'OLD-CODE' });
+        await s.grants.upsert('acme', 'Interaction', 'i1', { uid: 'new', userCode: 'NEW-CODE', n: 2 }, 60);
+        expect(await s.grants.findByUid('acme', 'Interaction', 'old')).toBeUndefined();
+        expect(await s.grants.findByUserCode('acme', 'Interaction', 'OLD-CODE')).toBeUndefined();
+        expect(await s.grants.findByUid('acme', 'Interaction', 'new')).toEqual({ uid: 'new', userCode: 'NEW-CODE', n: 2 });
+        expect(await s.grants.findByUserCode('acme', 'Interaction', 'NEW-CODE')).toEqual({ uid: 'new', userCode: 'NEW-CODE', n: 2 });
+        expect(await s.grants.findByUid('acme', 'Session', 'new')).toBeUndefined();
+        expect(await s.grants.findByUid('globex', 'Interaction', 'new')).toBeUndefined();
+      });
+
+      it('an artifact is not found from its expiry on, even before the purge; without expiresIn it never expires', async () => {
+        await s.grants.upsert('acme', 'AuthorizationCode', 'c1', { uid: 'u-c1', userCode: 'UC1' }, 60);
+        await s.grants.upsert('acme', 'Session', 's1', { uid: 'u-s1' }, undefined);
+        // Expiry is in whole seconds: the last millisecond of the 59th second still finds it.
+        vi.setSystemTime((T0S + 59) * 1000 + 999);
+        expect(await s.grants.find('acme', 'AuthorizationCode', 'c1')).toBeDefined();
+        vi.setSystemTime((T0S + 60) * 1000);
+        expect(await s.grants.find('acme', 'AuthorizationCode', 'c1')).toBeUndefined();
+        expect(await s.grants.findByUid('acme', 'AuthorizationCode', 'u-c1')).toBeUndefined();
+        expect(await s.grants.findByUserCode('acme', 'AuthorizationCode', 'UC1')).toBeUndefined();
+        vi.setSystemTime(T0 + 100 * 365 * 86_400_000);
+        expect(await s.grants.find('acme', 'Session', 's1')).toEqual({ uid: 'u-s1' });
+      });
+
+      it('purgeExpired deletes expired artifacts only and says how many', async () => {
+        await s.grants.upsert('acme', 'AccessToken', 'a1', {}, 10);
+        await s.grants.upsert('globex', 'AccessToken', 'a1', {}, 10);
+        await s.grants.upsert('acme', 'AccessToken', 'a2', {}, 20);
+        await s.grants.upsert('acme', 'Session', 's1', {}, undefined);
+        expect(await s.grants.purgeExpired()).toBe(0);
+        vi.setSystemTime(T0 + 10_000);
+        expect(await s.grants.purgeExpired()).toBe(2);
+        expect(await s.grants.purgeExpired()).toBe(0);
+        // Gone for real: a clock turned back does not bring it back.
+        vi.setSystemTime(T0);
+        expect(await s.grants.find('acme', 'AccessToken', 'a1')).toBeUndefined();
+        expect(await s.grants.find('acme', 'AccessToken', 'a2')).toBeDefined();
+        expect(await s.grants.find('acme', 'Session', 's1')).toBeDefined();
+      });
+
+      it('consume marks the payload consumed (epoch seconds) and keeps everything else as it was', async () => {
+        await s.grants.upsert('acme', 'AuthorizationCode', 'c1', payload, 60);
+        vi.setSystemTime((T0S + 2) * 1000 + 500);
+        await s.grants.consume('acme', 'AuthorizationCode', 'c1');
+        expect(JSON.stringify(await s.grants.find('acme', 'AuthorizationCode', 'c1'))).toBe(JSON.stringify({ ...payload, consumed: T0S + 2 }));
+        vi.setSystemTime(T0 + 4_000);
+        await s.grants.consume('acme', 'AuthorizationCode', 'c1');
+        expect(JSON.stringify(await s.grants.find('acme', 'AuthorizationCode', 'c1'))).toBe(JSON.stringify({ ...payload, consumed: T0S + 4 }));
+        await s.grants.consume('acme', 'AuthorizationCode', 'missing');
+        expect(await s.grants.find('acme', 'AuthorizationCode', 'missing')).toBeUndefined();
+      });
+
+      it('destroy and revokeByGrantId delete what they name, in that tenant', async () => {
+        await s.grants.upsert('acme', 'Session', 's1', {}, 60);
+        await s.grants.upsert('acme', 'Grant', 's1', {}, 60);
+        await s.grants.destroy('acme', 'Session', 's1');
+        expect(await s.grants.find('acme', 'Session', 's1')).toBeUndefined();
+        expect(await s.grants.find('acme', 'Grant', 's1')).toBeDefined();
+
+        for (const model of ['AccessToken', 'RefreshToken', 'AuthorizationCode']) {
+          await s.grants.upsert('acme', model, 'x', { grantId: 'g1' }, 60);
+          await s.grants.upsert('acme', model, 'y', { grantId: 'g2' }, 60);
+          await s.grants.upsert('globex', model, 'x', { grantId: 'g1' }, 60);
+        }
+        await s.grants.revokeByGrantId('acme', 'g1');
+        for (const model of ['AccessToken', 'RefreshToken', 'AuthorizationCode']) {
+          expect(await s.grants.find('acme', model, 'x')).toBeUndefined();
+          expect(await s.grants.find('acme', model, 'y')).toBeDefined();
+          expect(await s.grants.find('globex', model, 'x')).toBeDefined();
+        }
+      });
+
+      it('revokeUserClient revokes one user\'s grants and everything issued under them at one client; sessions stay', async () => {
+        const put = (tenant: string, model: string, id: string, p: ArtifactPayload) => s.grants.upsert(tenant, model, id, p, 600);
+        await put('acme', 'Session', 'sess', { accountId: 'u1' });
+        await put('acme', 'Grant', 'g1', { accountId: 'u1', clientId: 'web' });
+        // Issued under the grant without naming the account (as a device code might).
+        await put('acme', 'AccessToken', 'under-grant', { grantId: 'g1' });
+        await put('acme', 'RefreshToken', 'rt', { accountId: 'u1', clientId: 'web', grantId: 'g1' });
+        await put('acme', 'AuthorizationCode', 'code', { accountId: 'u1', clientId: 'web', grantId: 'g1' });
+        await put('acme', 'Grant', 'g-spa', { accountId: 'u1', clientId: 'spa' });
+        await put('acme', 'RefreshToken', 'rt-spa', { accountId: 'u1', clientId: 'spa', grantId: 'g-spa' });
+        await put('acme', 'Grant', 'g-u2', { accountId: 'u2', clientId: 'web' });
+        await put('globex', 'Grant', 'g1', { accountId: 'u1', clientId: 'web' });
+        await s.grants.revokeUserClient('acme', 'u1', 'web');
+        for (const [model, id] of [['Grant', 'g1'], ['AccessToken', 'under-grant'], ['RefreshToken', 'rt'], ['AuthorizationCode', 'code']] as const) {
+          expect(await s.grants.find('acme', model, id), `${model} ${id}`).toBeUndefined();
+        }
+        for (const [model, id] of [['Session', 'sess'], ['Grant', 'g-spa'], ['RefreshToken', 'rt-spa'], ['Grant', 'g-u2']] as const) {
+          expect(await s.grants.find('acme', model, id), `${model} ${id}`).toBeDefined();
+        }
+        expect(await s.grants.find('globex', 'Grant', 'g1')).toBeDefined();
+      });
+
+      it('revokeUser revokes everything carrying the account, sessions included', async () => {
+        await s.grants.upsert('acme', 'Session', 's1', { accountId: 'u1' }, 600);
+        await s.grants.upsert('acme', 'Grant', 'g1', { accountId: 'u1', clientId: 'web' }, 600);
+        await s.grants.upsert('acme', 'Grant', 'g2', { accountId: 'u2', clientId: 'web' }, 600);
+        await s.grants.upsert('globex', 'Session', 's1', { accountId: 'u1' }, 600);
+        await s.grants.revokeUser('acme', 'u1');
+        expect(await s.grants.find('acme', 'Session', 's1')).toBeUndefined();
+        expect(await s.grants.find('acme', 'Grant', 'g1')).toBeUndefined();
+        expect(await s.grants.find('acme', 'Grant', 'g2')).toBeDefined();
+        expect(await s.grants.find('globex', 'Session', 's1')).toBeDefined();
+      });
+    });
+
+    describe('throttle', () => {
+      const W = 900_000;
+      const LOCK = 60_000;
+
+      it('counts failures, restarts after a quiet window, locks at the threshold and restarts the count', async () => {
+        expect(await s.throttle.get('acme', 'account:a')).toBeUndefined();
+        expect(await s.throttle.recordFailure('acme', 'account:a', T0, W, 3, LOCK)).toEqual({ failures: 1, lastFailureMs: T0, lockedUntilMs: 0, locked: false });
+        expect(await s.throttle.recordFailure('acme', 'account:a', T0 + 1, W, 3, LOCK)).toEqual({ failures: 2, lastFailureMs: T0 + 1, lockedUntilMs: 0, locked: false });
+        expect(await s.throttle.recordFailure('acme', 'account:a', T0 + 2, W, 3, LOCK)).toEqual({ failures: 0, lastFailureMs: T0 + 2, lockedUntilMs: T0 + 2 + LOCK, locked: true });
+        expect(await s.throttle.get('acme', 'account:a')).toEqual({ failures: 0, lastFailureMs: T0 + 2, lockedUntilMs: T0 + 2 + LOCK });
+        // The lock's end is kept through later failures until the next lock replaces it.
+        expect(await s.throttle.recordFailure('acme', 'account:a', T0 + 3, W, 3, LOCK)).toEqual({ failures: 1, lastFailureMs: T0 + 3, lockedUntilMs: T0 + 2 + LOCK, locked: false });
+        // After a quiet spell longer than the window the count starts afresh.
+        expect(await s.throttle.recordFailure('acme', 'account:a', T0 + 3 + W + 1, W, 3, LOCK)).toMatchObject({ failures: 1, locked: false });
+        expect(await s.throttle.recordFailure('acme', 'account:a', T0 + 3 + W + 2, W, 3, LOCK)).toMatchObject({ failures: 2, locked: false });
+        expect(await s.throttle.get('globex', 'account:a')).toBeUndefined();
+        await s.throttle.clear('acme', 'account:a');
+        expect(await s.throttle.get('acme', 'account:a')).toBeUndefined();
+      });
+
+      it('concurrent failures (two instances) are each counted: exactly every lockAt-th one locks', async () => {
+        const s2 = await other();
+        const n = 20;
+        const lockAt = 5;
+        const results = await Promise.all(Array.from({ length: n }, (_, i) =>
+          (i % 2 === 0 ? s : s2).throttle.recordFailure('acme', 'address:10.0.0.1', T0, W, lockAt, LOCK)));
+        expect(results.filter((r) => r.locked)).toHaveLength(n / lockAt);
+        expect(results.map((r) => r.failures).sort()).toEqual(Array.from({ length: n }, (_, i) => (i + 1) % lockAt).sort());
+        expect(await s.throttle.get('acme', 'address:10.0.0.1')).toEqual({ failures: 0, lastFailureMs: T0, lockedUntilMs: T0 + LOCK });
+      });
+
+      it('serialize runs one attempt per key at a time across instances, in parallel for other keys', async () => {
+        const s2 = await other();
+        let inside = 0;
+        let most = 0;
+        let counter = 0;
+        const attempt = async () => {
+          inside += 1;
+          most = Math.max(most, inside);
+          const seen = counter;
+          await sleep(5);
+          counter = seen + 1;
+          inside -= 1;
+          return seen;
+        };
+        const order = await Promise.all(Array.from({ length: 10 }, (_, i) =>
+          (i % 2 === 0 ? s : s2).throttle.serialize('acme', i % 3 === 0 ? ['account:a', 'address:x'] : ['address:x', 'account:a'], attempt)));
+        expect(most).toBe(1);
+        expect(counter).toBe(10);
+        expect([...order].sort((a, b) => a - b)).toEqual(Array.from({ length: 10 }, (_, i) => i));
+
+        // Another key is not held up by a held one; the same key in another tenant neither.
+        let release!: () => void;
+        let entered!: () => void;
+        const holding = new Promise<void>((r) => { entered = r; });
+        const held = s.throttle.serialize('acme', ['account:b'], () => {
+          entered();
+          return new Promise<string>((r) => { release = () => r('held'); });
+        });
+        await holding;
+        expect(await s2.throttle.serialize('acme', ['account:c'], async () => 'free')).toBe('free');
+        expect(await s2.throttle.serialize('globex', ['account:b'], async () => 'other tenant')).toBe('other tenant');
+        let waited = false;
+        const queued = s2.throttle.serialize('acme', ['account:b'], async () => {
+          waited = true;
+          return 'after';
+        });
+        await sleep(50);
+        expect(waited).toBe(false);
+        release();
+        expect(await Promise.all([held, queued])).toEqual(['held', 'after']);
+      });
+
+      it('serialize releases the keys when an attempt fails, and passes the failure on', async () => {
+        await expect(s.throttle.serialize('acme', ['account:a'], async () => {
+          throw new Error('attempt failed');
+        })).rejects.toThrow('attempt failed');
+        const s2 = await other();
+        expect(await Promise.race([s2.throttle.serialize('acme', ['account:a'], async () => 'next'), sleep(5_000).then(() => 'stuck')])).toBe('next');
+      });
+
+      it('the purge removes counters idle for a day, but not running lockouts', async () => {
+        const day = 86_400_000;
+        await s.throttle.recordFailure('acme', 'idle', T0 - day - 1, W, 100, LOCK);
+        await s.throttle.recordFailure('acme', 'recent', T0 - day + 1, W, 100, LOCK);
+        await s.throttle.recordFailure('acme', 'locked-long', T0 - day - 1, W, 1, 2 * day);
+        await s.throttle.purgeIdle();
+        expect(await s.throttle.get('acme', 'idle')).toBeUndefined();
+        expect(await s.throttle.get('acme', 'recent')).toBeDefined();
+        expect(await s.throttle.get('acme', 'locked-long')).toBeDefined();
+      });
+    });
+
+    describe('meta', () => {
+      it('get, set, overwrite', async () => {
+        expect(await s.meta.get('master-key-check')).toBeUndefined();
+        await s.meta.set('master-key-check', 'v1');
+        await s.meta.set('other', 'x');
+        await s.meta.set('master-key-check', 'v2');
+        expect(await s.meta.get('master-key-check')).toBe('v2');
+        expect(await (await other()).meta.get('other')).toBe('x');
+      });
+    });
+
+    describe('hostile values', () => {
+      it('lookups by values no store holds (NUL, control and non-ASCII characters, long strings) find nothing and fail nothing', async () => {
+        await populateTenant(s, 'acme');
+        for (const v of ['\u0000', 'a\u0000b', '\u0001\u001f', '\uFFFF', 'x'.repeat(10_000), "' OR 1=1 --"]) {
+          expect(await s.tenants.get(v)).toBeUndefined();
+          expect(await s.applications.getByClientId('acme', v)).toBeUndefined();
+          expect(await s.applications.getByIdentifier('acme', v)).toBeUndefined();
+          expect(await s.users.getByEmail('acme', v)).toBeUndefined();
+          expect(await s.users.get('acme', v)).toBeUndefined();
+          expect(await s.grants.find('acme', 'Interaction', v)).toBeUndefined();
+          expect(await s.grants.findByUid('acme', 'Session', v)).toBeUndefined();
+          expect(await s.users.getPasskey('acme', v)).toBeUndefined();
+          await s.grants.destroy('acme', 'Interaction', v);
+          expect(await s.users.deleteOtp('acme', 'u1', v)).toBe(false);
+        }
+        expect(await tenantContents(s, 'acme')).toEqual(FULL_TENANT);
+      });
+
+      it('throttle keys are whatever was typed: NUL and all are counted, found and cleared', async () => {
+        const k = 'account:a\u0000b@acme.test';
+        expect(await s.throttle.recordFailure('acme', k, T0, 1000, 5, 1000)).toMatchObject({ failures: 1 });
+        expect(await s.throttle.get('acme', 'account:a')).toBeUndefined();
+        expect(await s.throttle.get('acme', k)).toMatchObject({ failures: 1 });
+        expect(await s.throttle.serialize('acme', [k], async () => 'ok')).toBe('ok');
+        await s.throttle.clear('acme', k);
+        expect(await s.throttle.get('acme', k)).toBeUndefined();
+      });
+    });
+  });
+}
+
+/** A tenant with one of everything: a key, an application, a user with an assignment, artifacts, factors, a throttle counter. */
+async function populateTenant(s: Storage, t: string): Promise<void> {
+  await s.tenants.put(t, tenantBody(t), [key(t, `${t}-k1`, 1, 'active')]);
+  await s.applications.put(t, 'portal', webApp('portal-id'), 'h');
+  await populateUser(s, t, 'u1');
+}
+const FULL_TENANT = { tenant: true, keys: 1, application: true, user: true, assignment: true, session: true, grant: true, totp: true, otp: true, passkeys: 1, throttle: true };
+const EMPTY_TENANT = { tenant: false, keys: 0, application: false, user: false, assignment: false, session: false, grant: false, totp: false, otp: false, passkeys: 0, throttle: false };
+async function tenantContents(s: Storage, t: string) {
+  return {
+    tenant: (await s.tenants.get(t)) !== undefined,
+    keys: (await s.tenants.listKeys(t)).length,
+    application: (await s.applications.getByClientId(t, 'portal-id')) !== undefined,
+    ...(await userContents(s, t, 'u1')),
+    throttle: (await s.throttle.get(t, 'account:u1@example.test')) !== undefined,
+  };
+}
+
+async function populateUser(s: Storage, t: string, id: string): Promise<void> {
+  await s.users.put(t, id, userBody(`${id}@example.test`), 'h');
+  await s.users.putAssignment(t, 'portal', id, {});
+  await s.grants.upsert(t, 'Session', `sess-${id}`, { accountId: id }, 600);
+  await s.grants.upsert(t, 'Grant', `grant-${id}`, { accountId: id, clientId: 'portal-id' }, 600);
+  await s.users.putTotp(t, id, 'sealed', 1);
+  await s.users.putOtp(t, id, 'hash', T0 + 60_000);
+  await s.users.putPasskey(t, passkey(`cred-${id}`, id, 1));
+  await s.throttle.recordFailure(t, `account:${id}@example.test`, T0, 1000, 5, 1000);
+}
+const FULL_USER = { user: true, assignment: true, session: true, grant: true, totp: true, otp: true, passkeys: 1 };
+const EMPTY_USER = { user: false, assignment: false, session: false, grant: false, totp: false, otp: false, passkeys: 0 };
+async function userContents(s: Storage, t: string, id: string) {
+  return {
+    user: (await s.users.get(t, id)) !== undefined,
+    assignment: (await s.users.getAssignment(t, 'portal', id)) !== undefined,
+    session: (await s.grants.find(t, 'Session', `sess-${id}`)) !== undefined,
+    grant: (await s.grants.find(t, 'Grant', `grant-${id}`)) !== undefined,
+    totp: (await s.users.getTotp(t, id)) !== undefined,
+    otp: (await s.users.getOtp(t, id)) !== undefined,
+    passkeys: (await s.users.listPasskeys(t, id)).length,
+  };
+}
