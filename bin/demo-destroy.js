@@ -14,10 +14,9 @@ if (!existsSync(join(ROOT, 'node_modules/tsx'))) {
   console.log('Nothing to tear down: the demo was never installed here.');
   process.exit(0);
 }
-const { register } = await import('tsx/esm/api');
-register();
-const { DEV_STACK, configFileArgs, demoPaths, devPulumiEnv, runOrExit, writeDemoStackConfig } = await import('../src/provider/_dev-stack.ts');
-const { stopApps } = await import('../src/demo/app-processes.ts');
+const { load } = await import('./_load.js');
+const { DEV_STACK, configFileArgs, demoPaths, devPulumiEnv, runOrExit, writeDemoStackConfig } = await load('provider/_dev-stack');
+const { stopApps } = await load('demo/app-processes');
 const paths = demoPaths();
 const deployed = existsSync(join(paths.pulumiState, '.pulumi'));
 if (!deployed && !existsSync(paths.stateDir)) {

@@ -27,12 +27,11 @@ if (!existsSync(join(ROOT, 'node_modules/@pulumi/pulumi/package.json'))) {
 }
 sh('bash', [join(ROOT, 'scripts/ensure-tools.sh')]);
 
-const { register } = await import('tsx/esm/api');
-register();
-const { DEV_STACK, configFileArgs, demoPaths, devPulumiEnv, runOrExit, writeDemoStackConfig } = await import('../src/provider/_dev-stack.ts');
-const { loadModel, formatProblems } = await import('../src/schema/index.ts');
-const { formatAppLines, sampleAppsOf } = await import('../src/demo/sample-apps.ts');
-const { runApps } = await import('../src/demo/app-processes.ts');
+const { load } = await import('./_load.js');
+const { DEV_STACK, configFileArgs, demoPaths, devPulumiEnv, runOrExit, writeDemoStackConfig } = await load('provider/_dev-stack');
+const { loadModel, formatProblems } = await load('schema/index');
+const { formatAppLines, sampleAppsOf } = await load('demo/sample-apps');
+const { runApps } = await load('demo/app-processes');
 const { parse } = await import('yaml');
 
 const paths = demoPaths();

@@ -1,13 +1,13 @@
 #!/usr/bin/env node
 // The idforge command. The CLI (src/cli) and the server's own `serve` command meet only here: the CLI
-// never imports the server. Runs the TypeScript sources through tsx's loader; on a node older than
-// 22 it runs itself again under tools/node (bin/_node.js).
+// never imports the server. Runs the compiled JavaScript (dist/, built by `npm ci`), or the TypeScript
+// sources through tsx while a source is newer than the build (bin/_load.js). On a node older than 22 it
+// runs itself again under tools/node (bin/_node.js).
+import { load } from './_load.js';
 import { ensureSupportedNode } from './_node.js';
 
 ensureSupportedNode();
-const { register } = await import('tsx/esm/api');
-register();
-const { main, SERVE_SUMMARY } = await import('../src/cli/main.ts');
+const { main, SERVE_SUMMARY } = await load('cli/main');
 process.exitCode = await main(process.argv.slice(2), undefined, {
-  serve: { summary: SERVE_SUMMARY, load: () => import('../src/server/serve-command.ts') },
+  serve: { summary: SERVE_SUMMARY, load: () => load('server/serve-command') },
 });

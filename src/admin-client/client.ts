@@ -114,7 +114,10 @@ export async function fetchAdminToken(endpoint: AdminEndpoint, timeoutMs = 30_00
 function reason(err: unknown): string {
   const e = err as { cause?: { code?: string }; code?: string; name?: string; message?: string };
   if (e.name === 'TimeoutError') return 'timed out';
-  return e.cause?.code ?? e.code ?? e.message ?? String(err);
+  const code = e.cause?.code ?? e.code;
+  if (code === 'ECONNREFUSED') return 'connection refused (is the server running on that port?)';
+  if (code === 'ENOTFOUND') return 'no such host';
+  return code ?? e.message ?? String(err);
 }
 
 export interface CallOptions<R extends RouteName> {
@@ -271,31 +274,30 @@ export class AdminClient {
 
   /** The live object a reference names, or undefined. */
   async findRef(ref: ResourceRef): Promise<Record<string, unknown> | undefined> {
-    switch (ref.kind) {
-      case 'tenant':
-        return this.find('getTenant', { tenant: ref.tenant });
-      case 'application':
-        return this.find('getApplication', { tenant: ref.tenant, application: ref.application });
-      case 'user':
-        return this.find('getUser', { tenant: ref.tenant, userId: ref.user });
-      case 'assignment':
-        return this.find('getAssignment', { tenant: ref.tenant, application: ref.application, userId: ref.user });
-    }
+    return (await this.find(REF_ROUTES[ref.kind].get, paramsOf(ref) as never)) as Record<string, unknown> | undefined;
   }
 
   /** Deletes the object a reference names; already gone is fine. */
   async removeRef(ref: ResourceRef): Promise<void> {
-    switch (ref.kind) {
-      case 'tenant':
-        return this.remove('deleteTenant', { tenant: ref.tenant });
-      case 'application':
-        return this.remove('deleteApplication', { tenant: ref.tenant, application: ref.application });
-      case 'user':
-        return this.remove('deleteUser', { tenant: ref.tenant, userId: ref.user });
-      case 'assignment':
-        return this.remove('deleteAssignment', { tenant: ref.tenant, application: ref.application, userId: ref.user });
-    }
+    await this.remove(REF_ROUTES[ref.kind].delete, paramsOf(ref) as never);
   }
+}
+
+/** The operations that read and delete each kind of object. */
+const REF_ROUTES = {
+  tenant: { get: 'getTenant', delete: 'deleteTenant' },
+  application: { get: 'getApplication', delete: 'deleteApplication' },
+  user: { get: 'getUser', delete: 'deleteUser' },
+  assignment: { get: 'getAssignment', delete: 'deleteAssignment' },
+} as const satisfies Record<ResourceRef['kind'], { get: RouteName; delete: RouteName }>;
+
+/** A reference's identity fields as route parameters. */
+function paramsOf(ref: ResourceRef): Record<string, string> {
+  return {
+    tenant: ref.tenant,
+    ...('application' in ref ? { application: ref.application } : {}),
+    ...('user' in ref ? { userId: ref.user } : {}),
+  };
 }
 
 /** `acme/portal` from route parameters, for messages. */

@@ -6,31 +6,36 @@
  * the next refresh or destroy. Freezing the implementation would keep today's bugs in every
  * resource; capturing credentials would leak them; and every byte is copied into every resource's
  * state, which the engine rewrites after every step (a large stack's `up` is quadratic in it). So
- * the shell is ~700 bytes of fixed text holding three strings (the provider module's URL, the name
- * of the provider it exports, tsx's loader) and imports the implementation from the installed
- * package each time it runs. It is written here rather than produced by Pulumi's closure serializer,
+ * the shell is ~900 bytes of fixed text holding four strings (the provider module's URL and its path
+ * in the project, the name of the provider it exports, tsx's loader) and imports the implementation
+ * from the installed package each time it runs. It is written here rather than produced by Pulumi's closure serializer,
  * which makes a 4 KB shell and inspects the program's heap at start.
  */
 import * as pulumi from '@pulumi/pulumi';
 
-/** tsx's loader API, so the provider process (plain node) can import our TypeScript sources. */
+/** tsx's loader API, so the provider process (plain node) can import TypeScript sources in a development checkout. */
 const TSX_API: string = import.meta.resolve('tsx/esm/api');
+const ROOT_URL = new URL('../../', import.meta.url).href;
 
 /**
- * The CommonJS module the dynamic provider plugin loads with require-from-string. If the clone moved
- * since the state was written, it falls back to the same files under the current project (the
- * engine runs the plugin in the project directory).
+ * The CommonJS module the dynamic provider plugin loads with require-from-string. It imports the
+ * provider module (compiled JavaScript in dist/, or a TypeScript source through tsx when the program
+ * ran from the sources). If the clone moved since the state was written, it falls back to the same
+ * file under the current project (the engine runs the plugin in the project directory).
  */
 export function shellSource(moduleUrl: string, providerName: string): string {
+  const rel = moduleUrl.startsWith(ROOT_URL) ? decodeURIComponent(moduleUrl.slice(ROOT_URL.length)) : moduleUrl.slice(moduleUrl.lastIndexOf('/') + 1);
   return `exports.handler = () => {
-  const M = ${JSON.stringify(moduleUrl)}, P = ${JSON.stringify(providerName)}, T = ${JSON.stringify(TSX_API)};
+  const M = ${JSON.stringify(moduleUrl)}, R = ${JSON.stringify(rel)}, P = ${JSON.stringify(providerName)}, T = ${JSON.stringify(TSX_API)};
   const { existsSync } = require('node:fs');
   const { fileURLToPath, pathToFileURL } = require('node:url');
   const at = (u, rel) => (existsSync(fileURLToPath(u)) ? u : pathToFileURL(process.cwd() + '/' + rel).href);
   const load = async () => {
-    globalThis.__idforgeTsx ??= import(at(T, 'node_modules/tsx/dist/esm/api/index.mjs')).then((api) => void api.register());
-    await globalThis.__idforgeTsx;
-    return (await import(at(M, 'src/provider/' + M.slice(M.lastIndexOf('/') + 1))))[P];
+    if (M.endsWith('.ts')) {
+      globalThis.__idforgeTsx ??= import(at(T, 'node_modules/tsx/dist/esm/api/index.mjs')).then((api) => void api.register());
+      await globalThis.__idforgeTsx;
+    }
+    return (await import(at(M, R)))[P];
   };
   const shell = {};
   for (const m of ['check', 'diff', 'create', 'read', 'update', 'delete']) shell[m] = async (...a) => (await load())[m](...a);

@@ -1,8 +1,7 @@
-// Pulumi.yaml's `main`: registers tsx so the program and the providers run from their TypeScript
-// sources (no build step to forget), then loads the program. Plain JS: it runs before any loader.
-// The program's exports become the stack outputs through this module's default export.
-import { register } from 'tsx/esm/api';
+// Pulumi.yaml's `main`: loads the program, compiled (dist/, built by `npm ci`) or, while a source is
+// newer than the build, from its TypeScript source through tsx (bin/_load.js). Plain JS: it runs
+// before any loader. The program's exports become the stack outputs through this default export.
+import { load } from '../../bin/_load.js';
 
-register();
-const program = await import('./program.ts');
+const program = await load('provider/program');
 export default { ...program };
