@@ -40,7 +40,7 @@ export interface AdminClient {
   put(path: string, body: unknown): Promise<any>;
 }
 
-export async function adminClient(server: RunningServer): Promise<AdminClient> {
+export async function adminClient(server: Pick<RunningServer, 'url' | 'adminCredentials'>): Promise<AdminClient> {
   const token = await getAdminToken(server.adminCredentials);
   const call = async (method: string, path: string, body?: unknown, tok: string | undefined = token) => {
     const headers: Record<string, string> = {};
