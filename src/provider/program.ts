@@ -9,6 +9,9 @@
  *   adopt            true: take over tenants, applications, users and assignments that already
  *                    exist on the server (made by hand or by `idforge apply`) instead of refusing
  *                    to create them. Default: false. Set it for one `up`, then remove it.
+ *   allowDelete      true: let this run delete a tenant that has users, or most of a tenant's
+ *                    applications, users or assignments (refused otherwise, in preview already).
+ *                    Default: false. Set it for one `up`, then remove it.
  *
  * Users' initial passwords come from the references in the model: `{env: NAME}` reads the
  * environment of `pulumi up`, `{config: key}` reads a secret stack config value
@@ -62,6 +65,7 @@ const identity = new IdentityStack('idforge', {
   clientConfigDir: here(config.get('clientConfigDir') ?? `.idforge/${stack}/clients`),
   passwords,
   adopt: config.getBoolean('adopt') ?? false,
+  allowDelete: config.getBoolean('allowDelete') ?? false,
 });
 
 export const baseUrl = identity.baseUrl;

@@ -117,6 +117,8 @@ describe('pulumi up/preview/refresh/destroy of a model against the real server',
       'update acme/assignments',
       'update acme/wiki',
       'update client-configs',
+      // Its inventory follows the model (one more application, one assignment less).
+      'update delete-guard',
     ]);
     await p.up(PASSWORDS);
     expect(await admin.find('getApplication', { tenant: 'acme', application: 'reports' })).toMatchObject({ kind: 'spa', redirectUris: ['http://reports.localhost:5174', 'http://reports.localhost:5174/'] });
