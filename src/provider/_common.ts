@@ -43,6 +43,15 @@ export const AdminConnectionSchema = z.union([
  */
 export const AdoptSchema = z.boolean().optional();
 
+/**
+ * Whether a create may write over an object that already exists: with `adopt`, or when the object
+ * was made by this same stack (its `stack` marker matches: a create cut short by a crash, whose
+ * object exists but never reached the state).
+ */
+export function mayTakeOver(live: { readonly stack?: unknown } | undefined, stack: string | undefined, adopt: boolean | undefined): boolean {
+  return live === undefined || adopt === true || (stack !== undefined && live.stack === stack);
+}
+
 export function notAdopted(what: string): Error {
   return new Error(
     `${what} already exists on the server, outside this stack. To bring it under this stack without re-creating it, ` +

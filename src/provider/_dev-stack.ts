@@ -66,14 +66,10 @@ export const DEV_PASSPHRASE = 'idforge-dev-only-passphrase';
  */
 export function devPulumiEnv(base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...base };
-  // The same tools dir as scripts/tools-env.sh: tools/bin, or $IDFORGE_TOOLS_DIR/bin.
-  // The SDK's own folder holds pulumi-resource-pulumi-nodejs, the dynamic provider plugin that
-  // matches the installed @pulumi/pulumi by construction.
-  env.PATH = [
-    join(env.IDFORGE_TOOLS_DIR ?? join(ROOT, 'tools'), 'bin'),
-    join(ROOT, 'node_modules/@pulumi/pulumi'),
-    env.PATH ?? '',
-  ].join(delimiter);
+  // The same tools dir as scripts/tools-env.sh: tools/bin, or $IDFORGE_TOOLS_DIR/bin; then scripts/,
+  // which holds our pulumi-resource-pulumi-nodejs (the dynamic provider launcher; ensure-tools.sh
+  // links it into tools/bin too), so the engine finds it even before the tools are built.
+  env.PATH = [join(env.IDFORGE_TOOLS_DIR ?? join(ROOT, 'tools'), 'bin'), join(ROOT, 'scripts'), env.PATH ?? ''].join(delimiter);
   env.PULUMI_SKIP_UPDATE_CHECK = 'true';
   env.PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION = 'true';
   const paths = demoPaths(base);

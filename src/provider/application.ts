@@ -131,10 +131,11 @@ export const applicationProvider: Required<
     const clientSecret = isConfidential(inputs.body)
       ? (inputs.clientSecret ?? randomBytes(SECRET_BYTES.clientSecret).toString('base64url'))
       : undefined;
-    const { notAdopted } = await import('./_common.ts');
+    const { mayTakeOver, notAdopted } = await import('./_common.ts');
     const client = new AdminClient(inputs.connection);
     const at = { tenant: inputs.tenant, application: inputs.name };
-    if (!inputs.adopt && (await client.find('getApplication', at)) !== undefined) throw notAdopted(`application ${inputs.tenant}/${inputs.name}`);
+    const live = await client.find('getApplication', at);
+    if (!mayTakeOver(live, inputs.body.stack, inputs.adopt)) throw notAdopted(`application ${inputs.tenant}/${inputs.name}`);
     await client.call('putApplication', at, { body: { ...inputs.body, ...(clientSecret === undefined ? {} : { clientSecret }) } as ApplicationBody });
     const outs: ApplicationOutputs = { ...inputs, clientId: clientIdOf(inputs.body), clientSecret };
     return { id: `${inputs.tenant}/${inputs.name}`, outs: defined(outs) };

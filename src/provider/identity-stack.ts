@@ -103,7 +103,14 @@ export class IdentityStack extends pulumi.ComponentResource {
   constructor(name: string, args: IdentityStackArgs, opts?: pulumi.ComponentResourceOptions) {
     super('idforge:index:IdentityStack', name, {}, opts);
     const { model } = args;
-    const specs = tenantSpecs(model);
+    // Written into every object this stack makes, so it can take back its own after a crash.
+    const stack = `${pulumi.getProject()}/${pulumi.getStack()}`;
+    const specs = tenantSpecs(model).map((spec) => ({
+      ...spec,
+      body: { ...spec.body, stack },
+      applications: spec.applications.map((a) => ({ ...a, body: { ...a.body, stack } as ApplicationSpecBody })),
+      users: Object.fromEntries(Object.entries(spec.users).map(([id, u]) => [id, { ...u, stack }])),
+    }));
     // First of all, the delete guard: every other resource depends on it, so a change that would
     // delete too much fails the preview (and the up) before anything is touched.
     const guard = new DeleteGuard('delete-guard', { inventory: inventoryOf(specs), allow: args.allowDelete ?? false }, { parent: this });
@@ -170,7 +177,7 @@ export class IdentityStack extends pulumi.ComponentResource {
       );
       const assignments = new TenantAssignments(
         `${t}/assignments`,
-        { connection, tenant: t, assignments: spec.assignments, ...adopt },
+        { connection, tenant: t, assignments: spec.assignments, stack, ...adopt },
         { parent: this, dependsOn: [guard, tenant, users, ...apps] },
       );
       provisioned.push(...apps, users, assignments);

@@ -20,6 +20,8 @@ export interface TenantAssignmentsArgs {
   readonly assignments: pulumi.Input<Record<string, pulumi.Input<readonly string[]>>>;
   /** Take over assignments that already exist on the server instead of refusing (see AdoptSchema). */
   readonly adopt?: pulumi.Input<boolean>;
+  /** The Pulumi stack (`project/stack`) that manages them, written into each assignment. */
+  readonly stack?: pulumi.Input<string>;
 }
 
 export interface TenantAssignmentsInputs {
@@ -27,6 +29,7 @@ export interface TenantAssignmentsInputs {
   readonly tenant: string;
   readonly assignments: Record<string, string[]>;
   readonly adopt?: boolean;
+  readonly stack?: string;
 }
 export type TenantAssignmentsOutputs = TenantAssignmentsInputs;
 
@@ -39,6 +42,7 @@ const TenantAssignmentsInputsSchema = z.strictObject({
     z.array(UserId).transform((ids) => [...new Set(ids)].sort()),
   ),
   adopt: AdoptSchema,
+  stack: z.string().min(1).max(200).optional(),
 });
 
 const CONCURRENCY = 16;
@@ -69,7 +73,7 @@ async function apply(olds: TenantAssignmentsInputs | undefined, news: TenantAssi
   const client = new AdminClient(news.connection);
   const { add, remove } = assignmentChanges(olds?.assignments ?? {}, news.assignments);
   await mapLimit(remove, CONCURRENCY, ([a, u]) => client.remove('deleteAssignment', { tenant: news.tenant, application: a, userId: u }));
-  await mapLimit(add, CONCURRENCY, ([a, u]) => client.call('putAssignment', { tenant: news.tenant, application: a, userId: u }, { body: { managedBy: MANAGED_BY } }));
+  await mapLimit(add, CONCURRENCY, ([a, u]) => client.call('putAssignment', { tenant: news.tenant, application: a, userId: u }, { body: { managedBy: MANAGED_BY, ...(news.stack === undefined ? {} : { stack: news.stack }) } }));
 }
 
 /**
@@ -98,7 +102,9 @@ export const tenantAssignmentsProvider: Required<
       const live = await mapLimit(apps, CONCURRENCY, (a) =>
         client.listAll('listAssignments', { tenant: inputs.tenant, application: a }),
       );
-      const taken = apps.flatMap((a, i) => (live[i] ?? []).filter((x) => inputs.assignments[a]!.includes(x.userId)).map((x) => `${a}→${x.userId}`));
+      // Assignments this stack made itself (a create cut short by a crash) are taken back; others are refused.
+      const mine = (x: { stack?: string }) => inputs.stack !== undefined && x.stack === inputs.stack;
+      const taken = apps.flatMap((a, i) => (live[i] ?? []).filter((x) => inputs.assignments[a]!.includes(x.userId) && !mine(x)).map((x) => `${a}→${x.userId}`));
       if (taken.length > 0) throw notAdopted(`in tenant ${inputs.tenant}, assignment${taken.length > 1 ? 's' : ''} ${taken.slice(0, 5).join(', ')}${taken.length > 5 ? ` (and ${taken.length - 5} more)` : ''}`);
     }
     await apply(undefined, inputs);

@@ -95,7 +95,8 @@ export const tenantUsersProvider: Required<
       const { AdminClient } = await import('../admin-client/index.ts');
       const { notAdopted } = await import('./_common.ts');
       const live = await new AdminClient(inputs.connection).listAll('listUsers', { tenant: inputs.tenant });
-      const taken = (live ?? []).map((u) => u.id).filter((id) => id in inputs.users).sort();
+      // Users this stack made itself (a create cut short by a crash) are taken back; others are refused.
+      const taken = (live ?? []).filter((u) => u.id in inputs.users && !(u.stack !== undefined && u.stack === inputs.users[u.id]!.stack)).map((u) => u.id).sort();
       if (taken.length > 0) throw notAdopted(`in tenant ${inputs.tenant}, user${taken.length > 1 ? 's' : ''} ${taken.slice(0, 5).join(', ')}${taken.length > 5 ? ` (and ${taken.length - 5} more)` : ''}`);
     }
     await apply(undefined, inputs);

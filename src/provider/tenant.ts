@@ -54,9 +54,10 @@ export const tenantProvider: Required<Omit<pulumi.dynamic.ResourceProvider<Tenan
   },
   async create(inputs) {
     const { AdminClient } = await import('../admin-client/index.ts');
-    const { notAdopted } = await import('./_common.ts');
+    const { mayTakeOver, notAdopted } = await import('./_common.ts');
     const client = new AdminClient(inputs.connection);
-    if (!inputs.adopt && (await client.find('getTenant', { tenant: inputs.name })) !== undefined) throw notAdopted(`tenant ${inputs.name}`);
+    const live = await client.find('getTenant', { tenant: inputs.name });
+    if (!mayTakeOver(live, inputs.body.stack, inputs.adopt)) throw notAdopted(`tenant ${inputs.name}`);
     await client.call('putTenant', { tenant: inputs.name }, { body: inputs.body });
     return { id: inputs.name, outs: inputs };
   },

@@ -70,6 +70,11 @@ export class PulumiProject {
     return p;
   }
 
+  /** The environment every pulumi command of this project runs with. */
+  environment(): NodeJS.ProcessEnv {
+    return { ...this.env };
+  }
+
   run(args: readonly string[], extraEnv: Record<string, string> = {}): Promise<RunResult> {
     return new Promise((resolvePromise, reject) => {
       const child = spawn('pulumi', [...args, '--non-interactive'], {
