@@ -61,6 +61,16 @@ export function demoPaths(env: NodeJS.ProcessEnv = process.env): DemoPaths {
 export const DEV_PASSPHRASE = 'idforge-dev-only-passphrase';
 
 /**
+ * A local file backend that survives `kill -9`: the state file itself is written to a temporary file
+ * and renamed (atomic), but gocloud's fileblob, under Pulumi's file backend, rewrites a metadata
+ * sidecar (`<stack>.json.attrs`) in place; a kill in that moment leaves it empty, and every later
+ * command fails with "failed to load checkpoint: EOF". `metadata=skip` writes no sidecar.
+ */
+export function fileBackendUrl(dir: string): string {
+  return `file://${dir}?metadata=skip`;
+}
+
+/**
  * Environment for the pulumi CLI: no update check, no plugin downloads, state in the clone (or in
  * $IDFORGE_DEMO_DIR).
  */
@@ -75,10 +85,10 @@ export function devPulumiEnv(base: NodeJS.ProcessEnv = process.env): NodeJS.Proc
   const paths = demoPaths(base);
   if (base.IDFORGE_DEMO_DIR) {
     // The demo dir holds all of the demo's state: it wins over a backend exported in the shell.
-    env.PULUMI_BACKEND_URL = `file://${paths.pulumiState}`;
+    env.PULUMI_BACKEND_URL = fileBackendUrl(paths.pulumiState);
     env.PULUMI_HOME = paths.pulumiHome;
   }
-  env.PULUMI_BACKEND_URL ??= `file://${paths.pulumiState}`;
+  env.PULUMI_BACKEND_URL ??= fileBackendUrl(paths.pulumiState);
   env.PULUMI_HOME ??= paths.pulumiHome;
   if (env.PULUMI_CONFIG_PASSPHRASE === undefined && env.PULUMI_CONFIG_PASSPHRASE_FILE === undefined) {
     env.PULUMI_CONFIG_PASSPHRASE = DEV_PASSPHRASE;

@@ -111,21 +111,24 @@ export const tenantAssignmentsProvider: Required<
     return { id: `${inputs.tenant}/assignments`, outs: inputs };
   },
   async read(id, props) {
-    const { AdminClient, mapLimit } = await import('../admin-client/index.ts');
-    const old = props as TenantAssignmentsOutputs;
-    const client = new AdminClient(old.connection);
-    const apps = Object.keys(old.assignments);
-    // One paged list per application rather than a GET per pair.
-    const live = await mapLimit(apps, CONCURRENCY, (a) =>
-      client.listAll('listAssignments', { tenant: old.tenant, application: a }),
-    );
-    const assignments: Record<string, string[]> = {};
-    apps.forEach((app, i) => {
-      const present = new Set((live[i] ?? []).map((x) => x.userId));
-      assignments[app] = (old.assignments[app] ?? []).filter((u) => present.has(u));
+    const { readOrKeep } = await import('./_common.ts');
+    return readOrKeep(id, props as TenantAssignmentsOutputs, async () => {
+      const { AdminClient, mapLimit } = await import('../admin-client/index.ts');
+      const old = props as TenantAssignmentsOutputs;
+      const client = new AdminClient(old.connection);
+      const apps = Object.keys(old.assignments);
+      // One paged list per application rather than a GET per pair.
+      const live = await mapLimit(apps, CONCURRENCY, (a) =>
+        client.listAll('listAssignments', { tenant: old.tenant, application: a }),
+      );
+      const assignments: Record<string, string[]> = {};
+      apps.forEach((app, i) => {
+        const present = new Set((live[i] ?? []).map((x) => x.userId));
+        assignments[app] = (old.assignments[app] ?? []).filter((u) => present.has(u));
+      });
+      const now = { ...old, assignments };
+      return { id, props: now, inputs: now };
     });
-    const now = { ...old, assignments };
-    return { id, props: now, inputs: now };
   },
   async update(_id, olds, news) {
     await apply(olds, news);

@@ -103,20 +103,23 @@ export const tenantUsersProvider: Required<
     return { id: `${inputs.tenant}/users`, outs: inputs };
   },
   async read(id, props) {
-    const { AdminClient } = await import('../admin-client/index.ts');
-    const old = props as TenantUsersOutputs;
-    // Pages of 500 rather than a GET per user: a refresh of 100,000 users is 200 requests.
-    const live = await new AdminClient(old.connection).listAll('listUsers', { tenant: old.tenant });
-    const byId = new Map((live ?? []).map((u) => [u.id, u]));
-    const users: Record<string, UserSpecBody> = {};
-    for (const u of Object.keys(old.users)) {
-      const l = byId.get(u);
-      if (l === undefined) continue;
-      const { initialPassword: _, ...fields } = pickKeys<UserBody>(UserBody.shape, l as Record<string, unknown>);
-      users[u] = { ...old.users[u], ...fields } as UserSpecBody;
-    }
-    const now = { ...old, users };
-    return { id, props: now, inputs: now };
+    const { readOrKeep } = await import('./_common.ts');
+    return readOrKeep(id, props as TenantUsersOutputs, async () => {
+      const { AdminClient } = await import('../admin-client/index.ts');
+      const old = props as TenantUsersOutputs;
+      // Pages of 500 rather than a GET per user: a refresh of 100,000 users is 200 requests.
+      const live = await new AdminClient(old.connection).listAll('listUsers', { tenant: old.tenant });
+      const byId = new Map((live ?? []).map((u) => [u.id, u]));
+      const users: Record<string, UserSpecBody> = {};
+      for (const u of Object.keys(old.users)) {
+        const l = byId.get(u);
+        if (l === undefined) continue;
+        const { initialPassword: _, ...fields } = pickKeys<UserBody>(UserBody.shape, l as Record<string, unknown>);
+        users[u] = { ...old.users[u], ...fields } as UserSpecBody;
+      }
+      const now = { ...old, users };
+      return { id, props: now, inputs: now };
+    });
   },
   async update(_id, olds, news) {
     await apply(olds, news);

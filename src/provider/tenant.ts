@@ -38,6 +38,16 @@ const TenantInputsSchema = z.strictObject({
 /** Inputs that name the remote object: changing one means a different tenant. */
 const IMMUTABLE = ['name'] as const;
 
+async function readTenant(id: string, old: TenantOutputs): Promise<pulumi.dynamic.ReadResult<TenantOutputs>> {
+  const { AdminClient } = await import('../admin-client/index.ts');
+  const live = await new AdminClient(old.connection).find('getTenant', { tenant: id });
+  if (live === undefined) return { id: '' }; // gone: refresh drops it, the next up recreates it
+  const body = { ...old.body, ...pickKeys<TenantBody>(TenantBody.shape, live as Record<string, unknown>) };
+  const now: TenantOutputs = { ...old, name: id, body };
+  // Return the inputs too, so the next diff compares the model with what is live (pulumi#13679).
+  return { id, props: now, inputs: now };
+}
+
 /**
  * The provider. The state's shell (_load.ts) imports this module and calls `tenantProvider` by name
  * in the provider process: renaming it would break refresh and destroy of existing stacks.
@@ -62,14 +72,8 @@ export const tenantProvider: Required<Omit<pulumi.dynamic.ResourceProvider<Tenan
     return { id: inputs.name, outs: inputs };
   },
   async read(id, props) {
-    const { AdminClient } = await import('../admin-client/index.ts');
-    const old = props as TenantOutputs;
-    const live = await new AdminClient(old.connection).find('getTenant', { tenant: id });
-    if (live === undefined) return { id: '' }; // gone: refresh drops it, the next up recreates it
-    const body = { ...old.body, ...pickKeys<TenantBody>(TenantBody.shape, live as Record<string, unknown>) };
-    const now: TenantOutputs = { ...old, name: id, body };
-    // Return the inputs too, so the next diff compares the model with what is live (pulumi#13679).
-    return { id, props: now, inputs: now };
+    const { readOrKeep } = await import('./_common.ts');
+    return readOrKeep(id, props as TenantOutputs, () => readTenant(id, props as TenantOutputs));
   },
   async update(_id, _olds, news) {
     const { AdminClient } = await import('../admin-client/index.ts');

@@ -93,4 +93,23 @@ describe('kill -9 of pulumi up', { timeout: 300_000 }, () => {
     const admin = await AdminClient.forDataDir(dataDir);
     expect((await admin.listAll('listUsers', { tenant: 'acme' }))!.map((u) => u.id).sort()).toEqual(['u-alice', 'u-bob']);
   });
+
+  it('pulumi refresh with the server down reports the server as down and keeps the rest as it was', async () => {
+    const pid = Number((await readFile(join(dataDir, PID_FILE), 'utf8')).trim());
+    expect(isOurProcess(pid, dataDir)).toBe(true);
+    process.kill(-pid, 'SIGKILL');
+    await waitFor('the server to stop', async () => !isOurProcess(pid, dataDir));
+    const refresh = await p.run(['refresh', '--yes', '--skip-preview', '--diff'], PASSWORDS);
+    expect(refresh.code, refresh.stdout + refresh.stderr).toBe(0);
+    // The server's pid is the one change; tenants, applications, users and assignments stay as they were.
+    expect(refresh.stdout).toMatch(/~ pulumi-nodejs:dynamic\/idforge:AuthServer: \(update\)/);
+    expect(refresh.stdout).toMatch(/~ pid +: \d+ => 0/);
+    expect(refresh.stdout).toMatch(/1 updated/);
+    expect(refresh.stdout).not.toMatch(/deleted/);
+    // The next up starts the server again, and nothing else changes.
+    const steps = await p.previewSteps(PASSWORDS);
+    expect(steps.map((s) => `${s.op} ${s.urn.slice(s.urn.lastIndexOf('::') + 2)}`)).toEqual(['update server']);
+    await p.up(PASSWORDS);
+    await p.must(['preview', '--expect-no-changes'], PASSWORDS);
+  });
 });
