@@ -32,6 +32,8 @@ export interface IdentityStackArgs {
   readonly clientConfigDir: string;
   /** Initial passwords per `<tenant>/<userId>`, resolved from the model's references (secrets). */
   readonly passwords?: Readonly<Record<string, pulumi.Input<string>>>;
+  /** Per `<tenant>/<userId>`, where an initial password this run does not have should come from. */
+  readonly missingPasswords?: Readonly<Record<string, string>>;
   /**
    * Take over tenants, applications, users and assignments that already exist on the server (made
    * by hand or by `idforge apply`) instead of refusing to create them. Default false.
@@ -160,9 +162,12 @@ export class IdentityStack extends pulumi.ComponentResource {
         return app;
       });
       const passwords: Record<string, pulumi.Input<string>> = {};
+      const missingPasswords: Record<string, string> = {};
       for (const id of Object.keys(spec.users)) {
         const pw = args.passwords?.[`${t}/${id}`];
         if (pw !== undefined) passwords[id] = pw;
+        const from = args.missingPasswords?.[`${t}/${id}`];
+        if (from !== undefined) missingPasswords[id] = from;
       }
       const users = new TenantUsers(
         `${t}/users`,
@@ -171,6 +176,7 @@ export class IdentityStack extends pulumi.ComponentResource {
           tenant: t,
           users: spec.users,
           ...(Object.keys(passwords).length > 0 ? { initialPasswords: pulumi.secret(passwords) } : {}),
+          ...(Object.keys(missingPasswords).length > 0 ? { missingPasswords } : {}),
           ...adopt,
         },
         inTenant,

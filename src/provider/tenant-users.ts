@@ -28,6 +28,12 @@ export interface TenantUsersArgs {
   /** Initial passwords by user id; pass as a secret. */
   readonly initialPasswords?: pulumi.Input<Record<string, pulumi.Input<string>>>;
   /**
+   * Users whose initial password the model references but this run does not have, with where it
+   * should come from (e.g. `environment variable ACME_BOB_PASSWORD`). Only a user being created
+   * needs it: the preview fails for those, and no one else.
+   */
+  readonly missingPasswords?: pulumi.Input<Record<string, string>>;
+  /**
    * Take over users that already exist on the server instead of refusing (see AdoptSchema). The
    * server sets an initial password only for a user without one, so adopted users keep theirs.
    */
@@ -39,6 +45,7 @@ export interface TenantUsersInputs {
   readonly tenant: string;
   readonly users: Record<string, UserSpecBody>;
   readonly initialPasswords?: Record<string, string>;
+  readonly missingPasswords?: Record<string, string>;
   readonly adopt?: boolean;
 }
 export type TenantUsersOutputs = TenantUsersInputs;
@@ -48,8 +55,17 @@ const TenantUsersInputsSchema = z.strictObject({
   tenant: TenantName,
   users: z.record(UserId, UserBody.omit({ initialPassword: true })),
   initialPasswords: z.record(z.string(), z.string().min(8).max(1024)).optional(),
+  missingPasswords: z.record(z.string(), z.string()).optional(),
   adopt: AdoptSchema,
 });
+
+/** Users that are about to be created without the initial password the model gives them. */
+export function missingForNewUsers(olds: Record<string, unknown> | undefined, news: Pick<TenantUsersInputs, 'users' | 'missingPasswords'>): { property: string; reason: string }[] {
+  return Object.entries(news.missingPasswords ?? {})
+    .filter(([id]) => id in news.users && !(id in (olds ?? {})))
+    .sort(([a], [b]) => (a < b ? -1 : 1))
+    .map(([id, from]) => ({ property: `users[${JSON.stringify(id)}]`, reason: `the user is created with an initial password, and it is missing: set ${from}` }));
+}
 
 /** Requests in flight at once: enough to hide latency, few enough not to starve the server. */
 const CONCURRENCY = 16;
@@ -83,8 +99,11 @@ async function apply(olds: TenantUsersInputs | undefined, news: TenantUsersInput
 export const tenantUsersProvider: Required<
   Omit<pulumi.dynamic.ResourceProvider<TenantUsersInputs, TenantUsersOutputs>, 'configure'>
 > = {
-  async check(_olds, news) {
-    return checkWith(TenantUsersInputsSchema as z.ZodType<TenantUsersInputs & Record<string, unknown>>, news as never);
+  async check(olds, news) {
+    const checked = checkWith(TenantUsersInputsSchema as z.ZodType<TenantUsersInputs & Record<string, unknown>>, news as never);
+    if (checked.failures !== undefined && checked.failures.length > 0) return checked;
+    const missing = missingForNewUsers((olds as Partial<TenantUsersInputs>).users, checked.inputs as TenantUsersInputs);
+    return missing.length > 0 ? { inputs: checked.inputs, failures: missing } : checked;
   },
   async diff(_id, olds, news) {
     const replaces = changedKeys(['tenant'], { ...olds }, { ...news });
