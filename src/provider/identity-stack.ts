@@ -144,7 +144,8 @@ export class IdentityStack extends pulumi.ComponentResource {
     const provisioned: pulumi.Resource[] = [];
     for (const spec of specs) {
       const t = spec.tenant;
-      const tenant = new Tenant(t, { connection, name: t, body: spec.body, ...adopt }, child);
+      const policy = model.tenants.find((x) => x.name === t)?.unmanaged ?? 'remove';
+      const tenant = new Tenant(t, { connection, name: t, body: spec.body, applications: spec.applications.map((a) => a.name).sort(), unmanaged: policy, ...adopt }, child);
       provisioned.push(tenant);
       const inTenant = { parent: this, dependsOn: [guard, tenant] };
       // APIs first (the plan lists them first): clients name them as their audience, and the server
@@ -177,13 +178,17 @@ export class IdentityStack extends pulumi.ComponentResource {
           users: spec.users,
           ...(Object.keys(passwords).length > 0 ? { initialPasswords: pulumi.secret(passwords) } : {}),
           ...(Object.keys(missingPasswords).length > 0 ? { missingPasswords } : {}),
+          unmanaged: policy,
           ...adopt,
         },
         inTenant,
       );
       const assignments = new TenantAssignments(
         `${t}/assignments`,
-        { connection, tenant: t, assignments: spec.assignments, stack, ...adopt },
+        {
+          connection, tenant: t, assignments: spec.assignments, stack, unmanaged: policy,
+          applications: spec.applications.filter((a) => a.body.kind !== 'api').map((a) => a.name).sort(), ...adopt,
+        },
         { parent: this, dependsOn: [guard, tenant, users, ...apps] },
       );
       provisioned.push(...apps, users, assignments);

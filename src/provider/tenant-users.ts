@@ -13,7 +13,7 @@
  */
 import * as pulumi from '@pulumi/pulumi';
 import { z } from 'zod';
-import { TenantName, UserBody, UserId } from '../contract/index.ts';
+import { TenantName, UNMANAGED_POLICIES, UserBody, UserId, type UnmanagedPolicy } from '../contract/index.ts';
 import type { AdminConnection } from '../admin-client/index.ts';
 import { AdminConnectionSchema, AdoptSchema, changedKeys, checkWith, jsonEqual, pickKeys } from './_common.ts';
 import { _DynamicResource } from './_load.ts';
@@ -33,6 +33,8 @@ export interface TenantUsersArgs {
    * needs it: the preview fails for those, and no one else.
    */
   readonly missingPasswords?: pulumi.Input<Record<string, string>>;
+  /** Users on the server that the model does not declare: removed (default), reported, or kept. */
+  readonly unmanaged?: pulumi.Input<UnmanagedPolicy>;
   /**
    * Take over users that already exist on the server instead of refusing (see AdoptSchema). The
    * server sets an initial password only for a user without one, so adopted users keep theirs.
@@ -46,6 +48,12 @@ export interface TenantUsersInputs {
   readonly users: Record<string, UserSpecBody>;
   readonly initialPasswords?: Record<string, string>;
   readonly missingPasswords?: Record<string, string>;
+  readonly unmanaged?: UnmanagedPolicy;
+  /**
+   * Ids of users on the server that the model does not declare, found by a refresh (the desired
+   * value is none): drift, removed by the next up under the `remove` policy.
+   */
+  readonly strangers?: string[];
   readonly adopt?: boolean;
 }
 export type TenantUsersOutputs = TenantUsersInputs;
@@ -56,6 +64,8 @@ const TenantUsersInputsSchema = z.strictObject({
   users: z.record(UserId, UserBody.omit({ initialPassword: true })),
   initialPasswords: z.record(z.string(), z.string().min(8).max(1024)).optional(),
   missingPasswords: z.record(z.string(), z.string()).optional(),
+  unmanaged: z.enum(UNMANAGED_POLICIES).default('remove'),
+  strangers: z.array(z.string()).default([]),
   adopt: AdoptSchema,
 });
 
@@ -89,7 +99,9 @@ async function apply(olds: TenantUsersInputs | undefined, news: TenantUsersInput
     const pw = add.includes(id) ? news.initialPasswords?.[id] : undefined;
     return client.call('putUser', { tenant: news.tenant, userId: id }, { body: { ...news.users[id]!, ...(pw ? { initialPassword: pw } : {}) } });
   });
-  await mapLimit(remove, CONCURRENCY, (id) => client.remove('deleteUser', { tenant: news.tenant, userId: id }));
+  // Users nobody declared (found by refresh) go under the `remove` policy; `report` leaves them.
+  const strangers = news.unmanaged === 'remove' ? (olds?.strangers ?? []).filter((id) => !(id in news.users)) : [];
+  await mapLimit([...remove, ...strangers], CONCURRENCY, (id) => client.remove('deleteUser', { tenant: news.tenant, userId: id }));
 }
 
 /**
@@ -107,7 +119,9 @@ export const tenantUsersProvider: Required<
   },
   async diff(_id, olds, news) {
     const replaces = changedKeys(['tenant'], { ...olds }, { ...news });
-    return { changes: replaces.length > 0 || !jsonEqual(olds.users, news.users), replaces };
+    // What refresh looks for is part of the resource: a new policy takes effect through an update.
+    const drift = !jsonEqual(olds.strangers ?? [], news.strangers ?? []) || (olds.unmanaged ?? 'remove') !== (news.unmanaged ?? 'remove');
+    return { changes: replaces.length > 0 || !jsonEqual(olds.users, news.users) || drift, replaces };
   },
   async create(inputs) {
     if (!inputs.adopt) {
@@ -129,6 +143,8 @@ export const tenantUsersProvider: Required<
       // Pages of 500 rather than a GET per user: a refresh of 100,000 users is 200 requests.
       const live = await new AdminClient(old.connection).listAll('listUsers', { tenant: old.tenant });
       const byId = new Map((live ?? []).map((u) => [u.id, u]));
+      const { removableDrift } = await import('../contract/index.ts');
+      const strangers = old.unmanaged === 'keep' ? [] : (live ?? []).filter((u) => !(u.id in old.users) && removableDrift(u.managedBy)).map((u) => u.id).sort();
       const users: Record<string, UserSpecBody> = {};
       for (const u of Object.keys(old.users)) {
         const l = byId.get(u);
@@ -136,7 +152,7 @@ export const tenantUsersProvider: Required<
         const { initialPassword: _, ...fields } = pickKeys<UserBody>(UserBody.shape, l as Record<string, unknown>);
         users[u] = { ...old.users[u], ...fields } as UserSpecBody;
       }
-      const now = { ...old, users };
+      const now = { ...old, users, strangers };
       return { id, props: now, inputs: now };
     });
   },
