@@ -220,3 +220,5 @@ export interface Page<T> {
 }
 
 export const SecretRotation = z.object({ clientId: z.string(), clientSecret: z.string() });
+export const SecretVerification = z.strictObject({ clientSecret: z.string().min(1).max(256) });
+export const SecretVerificationResult = z.object({ matches: z.boolean() });

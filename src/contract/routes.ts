@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import {
   ApplicationBody, ApplicationView, AssignmentBody, AssignmentView, KeyList, Page, PutResult, RotateKeysBody,
-  SecretRotation, TenantBody, TenantView, UserBody, UserView,
+  SecretRotation, SecretVerification, SecretVerificationResult, TenantBody, TenantView, UserBody, UserView,
 } from './bodies.ts';
 import { DNS_LABEL, NAME, NAME_RULES, USER_ID } from './names.ts';
 
@@ -69,6 +69,11 @@ export const ADMIN_ROUTES = {
   deleteApplication: route({
     method: 'DELETE', path: '/tenants/{tenant}/applications/{application}', tag: 'application', summary: 'Delete an application', query: 'dryRun',
     conflicts: 'an api still named in client audiences',
+  }),
+  verifyClientSecret: route({
+    method: 'POST', path: '/tenants/{tenant}/applications/{application}/secret/verify', tag: 'application',
+    summary: 'Whether a client secret is the one the application has (the server keeps only a hash): how a stack finds a secret changed behind its back',
+    body: SecretVerification, response: SecretVerificationResult,
   }),
   rotateClientSecret: route({
     method: 'POST', path: '/tenants/{tenant}/applications/{application}/secret/rotate', tag: 'application',

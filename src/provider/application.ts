@@ -43,6 +43,12 @@ export interface ApplicationArgs {
    * sets it to this resource's secret: clients configured with the old secret need the new configs.
    */
   readonly adopt?: pulumi.Input<boolean>;
+  /**
+   * The names of the tenant's applications in the model. Not part of the application (diffs ignore
+   * it): it tells which applications of this stack are going away in the same up, so a client id
+   * that moves from one of them to this one is freed first instead of failing with a conflict.
+   */
+  readonly siblings?: pulumi.Input<readonly string[]>;
 }
 
 export interface ApplicationInputs {
@@ -52,6 +58,9 @@ export interface ApplicationInputs {
   readonly body: ApplicationSpecBody;
   readonly clientSecret?: string;
   readonly adopt?: boolean;
+  readonly siblings?: string[];
+  /** false when a refresh found the secret on the server is not the stack's: drift the next up repairs. */
+  readonly secretInSync?: boolean;
 }
 export interface ApplicationOutputs extends ApplicationInputs {
   /** The OAuth client id; absent for api applications, which are audiences, not clients. */
@@ -73,7 +82,29 @@ const ApplicationInputsSchema = z.strictObject({
   body: SpecBody,
   clientSecret: z.string().min(32).max(256).optional(),
   adopt: AdoptSchema,
+  siblings: z.array(z.string()).optional(),
+  secretInSync: z.boolean().default(true),
 });
+
+/** Applications of one tenant as the server lists them, fetched once per provider process (a preview). */
+const liveApps = new Map<string, Promise<readonly { name: string; kind: string; clientId?: string; identifier?: string; stack?: string }[]>>();
+
+/**
+ * The application on the server that already holds this one's client id (or api identifier), if
+ * any, and whether this stack may free it: it carries this stack's marker and the model no longer
+ * declares it (a rename in the same up).
+ */
+async function holderOf(inputs: ApplicationInputs, fresh: boolean): Promise<{ name: string; ours: boolean } | undefined> {
+  const { AdminClient } = await import('../admin-client/index.ts');
+  const key = `${JSON.stringify(inputs.connection)} ${inputs.tenant}`;
+  if (fresh || !liveApps.has(key)) liveApps.set(key, new AdminClient(inputs.connection).listAll('listApplications', { tenant: inputs.tenant }).then((l) => (l ?? []) as never));
+  const apps = await liveApps.get(key)!;
+  const b = inputs.body as { clientId?: string; identifier?: string };
+  const holder = apps.find((a) => a.name !== inputs.name && ((b.clientId !== undefined && a.clientId === b.clientId) || (b.identifier !== undefined && a.identifier === b.identifier)));
+  if (holder === undefined) return undefined;
+  const ours = holder.stack !== undefined && holder.stack === inputs.body.stack && inputs.siblings !== undefined && !inputs.siblings.includes(holder.name);
+  return { name: holder.name, ours };
+}
 
 const IMMUTABLE = ['tenant', 'name'] as const;
 const IMMUTABLE_BODY = ['kind', 'clientId'] as const;
@@ -106,7 +137,19 @@ export const applicationProvider: Required<
         failures: [{ property: 'body.clientSecret', reason: 'the provider makes and keeps the client secret; leave it out' }],
       };
     }
-    return checkWith(ApplicationInputsSchema as z.ZodType<ApplicationInputs & Record<string, unknown>>, raw);
+    const checked = checkWith(ApplicationInputsSchema as z.ZodType<ApplicationInputs & Record<string, unknown>>, raw);
+    if ((checked.failures?.length ?? 0) > 0) return checked;
+    const known = checked.inputs as Partial<ApplicationInputs>;
+    // A new application's secret is still unknown in a preview; what names it on the server is known.
+    if (isUnknown(known.body) || isUnknown(known.connection) || isUnknown(known.tenant) || isUnknown(known.name) || isUnknown(known.siblings)) return checked;
+    // Preview = up: a client id or identifier the server already gives another application is
+    // found now, not half-way through the up. A server not reachable yet (first deploy) is no answer.
+    const inputs = checked.inputs as ApplicationInputs;
+    const holder = await holderOf(inputs, false).catch(() => undefined);
+    if (holder === undefined || holder.ours) return checked;
+    const field = 'clientId' in inputs.body ? 'clientId' : 'identifier';
+    const value = (inputs.body as Record<string, unknown>)[field];
+    return { inputs: checked.inputs, failures: [{ property: `body.${field}`, reason: `${field} ${JSON.stringify(value)} is already used by application '${holder.name}' on the server, which this stack does not manage` }] };
   },
   async diff(_id, olds, news) {
     const replaces: string[] = changedKeys(IMMUTABLE, { ...olds }, { ...news });
@@ -115,14 +158,14 @@ export const applicationProvider: Required<
       const n = isUnknown(news.body) ? undefined : (news.body as Record<string, unknown>)[k];
       if (n !== undefined && !isUnknown(n) && !jsonEqual(o, n)) replaces.push(`body.${k}`);
     }
-    const newSecret = news.clientSecret !== undefined && news.clientSecret !== olds.clientSecret;
-    // A new kind or client id keeps the same path on the server: the old registration must go
-    // first, or deleting it after the create would delete the new one.
-    const samePath = replaces.length > 0 && replaces.every((k) => k.startsWith('body.'));
+    // A secret changed behind the stack's back (found by refresh) is drift: the update sets the stack's again.
+    const newSecret = (news.clientSecret !== undefined && news.clientSecret !== olds.clientSecret) || olds.secretInSync === false;
+    // One name, one object on the server: a replacement (a new kind or client id, or `up --replace`)
+    // must delete the old registration first, or deleting it after the create would delete the new one.
     return {
       changes: replaces.length > 0 || newSecret || !jsonEqual(olds.body, news.body),
       replaces,
-      ...(samePath ? { deleteBeforeReplace: true } : {}),
+      deleteBeforeReplace: true,
     };
   },
   async create(inputs) {
@@ -136,6 +179,9 @@ export const applicationProvider: Required<
     const at = { tenant: inputs.tenant, application: inputs.name };
     const live = await client.find('getApplication', at);
     if (!mayTakeOver(live, inputs.body.stack, inputs.adopt)) throw notAdopted(`application ${inputs.tenant}/${inputs.name}`);
+    // A client id moving from an application this stack is deleting in the same up (a rename): free it first.
+    const holder = await holderOf(inputs, true);
+    if (holder?.ours) await client.remove('deleteApplication', { tenant: inputs.tenant, application: holder.name });
     await client.call('putApplication', at, { body: { ...inputs.body, ...(clientSecret === undefined ? {} : { clientSecret }) } as ApplicationBody });
     const outs: ApplicationOutputs = { ...inputs, clientId: clientIdOf(inputs.body), clientSecret };
     return { id: `${inputs.tenant}/${inputs.name}`, outs: defined(outs) };
@@ -150,8 +196,15 @@ export const applicationProvider: Required<
       const kind = typeof live.kind === 'string' ? live.kind : old.body.kind;
       const { clientSecret: _never, ...fields } = pickKeys<Record<string, unknown>>(shapeOf(kind), live);
       const body = { ...old.body, ...fields, kind } as ApplicationSpecBody;
-      // The secret cannot be read back (the server keeps a hash): the state's stays the truth.
-      const inputs: ApplicationInputs = { connection: old.connection, tenant: old.tenant, name: old.name, body, clientSecret: old.clientSecret, adopt: old.adopt };
+      // The secret cannot be read back (the server keeps a hash): the state's stays the truth, and the
+      // server says whether it still holds it.
+      const client = new AdminClient(old.connection);
+      const secretInSync = old.clientSecret === undefined || !isConfidential(body)
+        ? true
+        : (await client.call('verifyClientSecret', { tenant: old.tenant, application: old.name }, { body: { clientSecret: old.clientSecret } })).matches;
+      const inputs: ApplicationInputs = {
+        connection: old.connection, tenant: old.tenant, name: old.name, body, clientSecret: old.clientSecret, adopt: old.adopt, siblings: old.siblings, secretInSync,
+      };
       // Inputs as well as outputs, so drift shows up in the next diff (pulumi#13679).
       return { id, props: defined({ ...old, ...inputs }), inputs: defined(inputs) as ApplicationOutputs };
     });

@@ -156,7 +156,7 @@ export class IdentityStack extends pulumi.ComponentResource {
         const needsApis = a.body.kind !== 'api' && 'audience' in a.body && a.body.audience.length > 0;
         const app = new Application(
           `${t}/${a.name}`,
-          { connection, tenant: t, name: a.name, body: a.body, ...(clientSecret ? { clientSecret } : {}), ...adopt },
+          { connection, tenant: t, name: a.name, body: a.body, siblings: spec.applications.map((x) => x.name).sort(), ...(clientSecret ? { clientSecret } : {}), ...adopt },
           needsApis ? { parent: this, dependsOn: [guard, tenant, ...apis] } : inTenant,
         );
         if (a.body.kind === 'api') apis.push(app);

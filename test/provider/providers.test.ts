@@ -89,7 +89,8 @@ describe('diff', () => {
     const body = { kind: 'web' as const, clientId: 'portal', redirectUris: ['http://portal.localhost:3000/connect/acme/callback'], postLogoutRedirectUris: [], scopes: ['openid'], audience: [] };
     const olds: ApplicationOutputs = { connection, tenant: 'acme', name: 'portal', body, clientId: 'portal', clientSecret: 'kept' };
     const news = { connection, tenant: 'acme', name: 'portal', body };
-    expect(await applicationProvider.diff('acme/portal', olds, news as never)).toEqual({ changes: false, replaces: [] });
+    // One name, one object on the server: any replacement deletes the old registration first.
+    expect(await applicationProvider.diff('acme/portal', olds, news as never)).toEqual({ changes: false, replaces: [], deleteBeforeReplace: true });
     expect(await applicationProvider.diff('acme/portal', olds, { ...news, body: { ...body, clientId: 'portal2' } } as never)).toEqual({
       changes: true,
       replaces: ['body.clientId'],
@@ -98,7 +99,9 @@ describe('diff', () => {
     });
     expect(
       await applicationProvider.diff('acme/portal', olds, { ...news, body: { ...body, redirectUris: ['http://portal.localhost:3001/cb'] } } as never),
-    ).toEqual({ changes: true, replaces: [] });
+    ).toEqual({ changes: true, replaces: [], deleteBeforeReplace: true });
+    // A secret a refresh found changed on the server is drift to repair.
+    expect(await applicationProvider.diff('acme/portal', { ...olds, secretInSync: false }, news as never)).toMatchObject({ changes: true, replaces: [] });
   });
 
   it('users and assignments: per-entry change sets; order in the model is no change', async () => {

@@ -224,6 +224,16 @@ export class AdminService {
     this.ctx.evictTenant(tenant);
   }
 
+  async verifyClientSecret(tenant: string, name: string, clientSecret: string): Promise<{ matches: boolean }> {
+    await this.#tenant(tenant);
+    const a = await this.#s.applications.get(tenant, name);
+    if (a === undefined || a.body.kind === 'service') throw errors.notFound(`application '${name}' does not exist in tenant '${tenant}'`);
+    if (!isConfidentialKind(a.body.kind)) {
+      throw errors.invalidRequest(`application '${name}' is of kind '${a.body.kind}', which has no client secret`);
+    }
+    return { matches: a.secretHash !== null && this.ctx.master.verifyClientSecret(a.secretHash, clientSecret) };
+  }
+
   async rotateClientSecret(tenant: string, name: string): Promise<{ clientId: string; clientSecret: string }> {
     await this.#tenant(tenant);
     const a = await this.#s.applications.get(tenant, name);

@@ -1,0 +1,109 @@
+/**
+ * Preview tells the truth, on the real engine and the real server: a client id the server already
+ * gives an application outside the stack fails the preview (not the up half-way, and the client
+ * configs stay as they were); a client id that moves to a renamed application is freed first; a
+ * client secret changed behind the stack's back is drift that refresh finds and up repairs.
+ */
+import { copyFile, readFile, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseDocument } from 'yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AdminClient } from '../../src/admin-client/index.ts';
+import { isOurProcess, PID_FILE } from '../../src/provider/_local-server.ts';
+import { freePort } from '../support/processes.ts';
+import { PulumiProject, REPO, urnName } from './_pulumi.ts';
+
+const PASSWORDS = { ACME_ALICE_PASSWORD: 'alice-password-1', ACME_BOB_PASSWORD: 'bob-password-22' };
+
+describe('preview = up', { timeout: 300_000 }, () => {
+  let p: PulumiProject;
+  let model: string;
+  let dataDir: string;
+  let clients: string;
+  let admin: AdminClient;
+
+  async function editModel(edit: (doc: ReturnType<typeof parseDocument>) => void): Promise<void> {
+    const doc = parseDocument(await readFile(model, 'utf8'));
+    edit(doc);
+    await writeFile(model, doc.toString());
+  }
+
+  /** The portal's secret as the stack wrote it into the grant config. */
+  const portalSecret = async () => (JSON.parse(await readFile(join(clients, 'acme/portal/grant.json'), 'utf8')) as { acme: { secret: string } }).acme.secret;
+
+  beforeAll(async () => {
+    p = await PulumiProject.create(join(REPO, 'src/provider/program.ts'), {}, PASSWORDS);
+    model = join(p.root, 'acme.yaml');
+    dataDir = join(p.root, 'server');
+    clients = join(p.root, 'clients');
+    await copyFile(join(REPO, 'examples/acme.yaml'), model);
+    await p.configSet('idforge:model', model);
+    await p.configSet('idforge:port', String(await freePort()));
+    await p.configSet('idforge:dataDir', dataDir);
+    await p.configSet('idforge:clientConfigDir', clients);
+    await p.up(PASSWORDS);
+    admin = await AdminClient.forDataDir(dataDir);
+  });
+
+  afterAll(async () => {
+    const pid = Number((await readFile(join(dataDir, PID_FILE), 'utf8').catch(() => '0')).trim());
+    if (isOurProcess(pid, dataDir)) process.kill(-pid, 'SIGKILL');
+    await p?.cleanup();
+  });
+
+  it('a client secret changed on the server is drift: refresh finds it, up sets the stack\'s again', async () => {
+    const secret = await portalSecret();
+    await admin.call('rotateClientSecret', { tenant: 'acme', application: 'portal' });
+    expect((await admin.call('verifyClientSecret', { tenant: 'acme', application: 'portal' }, { body: { clientSecret: secret } })).matches).toBe(false);
+    const refresh = await p.run(['refresh', '--yes', '--skip-preview', '--expect-no-changes'], PASSWORDS);
+    expect(refresh.code).not.toBe(0);
+    const steps = await p.previewSteps(PASSWORDS);
+    expect(steps.map((s) => `${s.op} ${urnName(s.urn)}`)).toEqual(['update acme/portal']);
+    await p.up(PASSWORDS);
+    expect((await admin.call('verifyClientSecret', { tenant: 'acme', application: 'portal' }, { body: { clientSecret: secret } })).matches).toBe(true);
+    expect(await portalSecret()).toBe(secret);
+    await p.must(['refresh', '--yes', '--skip-preview', '--expect-no-changes'], PASSWORDS);
+  });
+
+  it('a client id taken by an application outside the stack fails the preview, and the client configs stay', async () => {
+    await admin.call('putApplication', { tenant: 'acme', application: 'legacy' }, {
+      body: { kind: 'web', clientId: 'reports', redirectUris: ['https://legacy.example/cb'], scopes: ['openid'], managedBy: 'console' },
+    });
+    const configsBefore = (await stat(join(clients, 'acme/portal/grant.json'))).mtimeMs;
+    await editModel((doc) => {
+      (doc.getIn(['tenants', 0, 'applications']) as { add: (v: unknown) => void }).add(doc.createNode({
+        name: 'reports', kind: 'web', origin: 'http://reports.localhost:3100',
+      }));
+    });
+    try {
+      const preview = await p.run(['preview'], PASSWORDS);
+      expect(preview.code).not.toBe(0);
+      expect(preview.stdout + preview.stderr).toContain('clientId "reports" is already used by application \'legacy\' on the server, which this stack does not manage');
+      const up = await p.run(['up', '--yes'], PASSWORDS);
+      expect(up.code).not.toBe(0);
+      expect(await admin.find('getApplication', { tenant: 'acme', application: 'reports' })).toBeUndefined();
+      expect((await stat(join(clients, 'acme/portal/grant.json'))).mtimeMs).toBe(configsBefore);
+    } finally {
+      await editModel((doc) => {
+        const apps = doc.getIn(['tenants', 0, 'applications']) as { items: unknown[] };
+        apps.items.pop();
+      });
+      await admin.remove('deleteApplication', { tenant: 'acme', application: 'legacy' });
+    }
+    await p.must(['preview', '--expect-no-changes'], PASSWORDS);
+  });
+
+  it('renaming an application that keeps its client id frees the id first: the up succeeds', async () => {
+    await editModel((doc) => {
+      doc.setIn(['tenants', 0, 'applications', 1, 'name'], 'wiki2');
+      doc.setIn(['tenants', 0, 'applications', 1, 'clientId'], 'wiki');
+      const as = doc.getIn(['tenants', 0, 'assignments']) as { items: { get(k: string): unknown; set(k: string, v: unknown): void }[] };
+      for (const a of as.items) if (a.get('application') === 'wiki') a.set('application', 'wiki2');
+    });
+    await p.up(PASSWORDS);
+    expect(await admin.find('getApplication', { tenant: 'acme', application: 'wiki' })).toBeUndefined();
+    expect(await admin.find('getApplication', { tenant: 'acme', application: 'wiki2' })).toMatchObject({ clientId: 'wiki' });
+    expect((await admin.listAll('listAssignments', { tenant: 'acme', application: 'wiki2' }))!.map((a) => a.userId)).toEqual(['u-alice']);
+    await p.must(['preview', '--expect-no-changes'], PASSWORDS);
+  });
+});
