@@ -1,5 +1,5 @@
 /** Load a model for a command and report problems the same way everywhere. */
-import { loadModel, type Model } from '../schema/index.ts';
+import { loadModelWithOverlay, type Model } from '../schema/index.ts';
 import { formatProblems, type Problem } from '../schema/problems.ts';
 import type { CliIo } from '../command/io.ts';
 
@@ -13,9 +13,9 @@ export function reportProblems(io: CliIo, problems: readonly Problem[], json: bo
   io.stderr(`\n${n} problem${n === 1 ? '' : 's'} found.\n`);
 }
 
-/** The model, or undefined after the problems were reported. */
-export async function loadForCommand(io: CliIo, paths: readonly string[], json: boolean): Promise<Model | undefined> {
-  const result = await loadModel(paths);
+/** The model (with an environment's overlay, when given), or undefined after the problems were reported. */
+export async function loadForCommand(io: CliIo, paths: readonly string[], json: boolean, overlay?: string): Promise<Model | undefined> {
+  const result = await loadModelWithOverlay(paths, overlay);
   if (!result.ok) {
     reportProblems(io, result.problems, json);
     return undefined;

@@ -3,6 +3,8 @@
  *
  * Stack config (namespace `idforge`), paths relative to the project directory:
  *   model            model file or directory (required), e.g. examples/acme.yaml
+ *   overlay          this environment's overlay file, merged over the model (src/schema/overlay.ts),
+ *                    e.g. stacks/staging.overlay.yaml. Default: none
  *   dataDir          local server's data dir. Default: .idforge/<stack>/server
  *   port             local server's port. Default: the model's `server.port`, else 9080
  *   clientConfigDir  where client configs are written. Default: .idforge/<stack>/clients
@@ -20,7 +22,7 @@
  */
 import * as pulumi from '@pulumi/pulumi';
 import { resolve } from 'node:path';
-import { formatProblems, loadModel } from '../schema/index.ts';
+import { formatProblems, loadModelWithOverlay } from '../schema/index.ts';
 import { IdentityStack } from './identity-stack.ts';
 
 const config = new pulumi.Config('idforge');
@@ -29,7 +31,9 @@ const stack = pulumi.getStack();
 const projectDir = pulumi.runtime.getRootDirectory();
 const here = (p: string): string => resolve(projectDir, p);
 
-const loaded = await loadModel([here(config.require('model'))]);
+// The environment's overlay (base domain, origins, ports, users), merged over the model in Git.
+const overlay = config.get('overlay');
+const loaded = await loadModelWithOverlay([here(config.require('model'))], overlay === undefined ? undefined : here(overlay));
 if (!loaded.ok) {
   // The same located messages as `idforge validate`, without a stack trace.
   throw new pulumi.RunError(`the model is invalid:\n${formatProblems(loaded.problems)}`);

@@ -6,7 +6,7 @@ import { parseCommandArgs } from '../../command/args.ts';
 import { loadForCommand } from '../_model.ts';
 import { DEFAULT_STATE_FILE, StateFileError, resolveSecrets } from '../_state.ts';
 
-const USAGE = 'usage: idforge compile <model file or directory>... --out <dir> [--state <file>] [--json]';
+const USAGE = 'usage: idforge compile <model file or directory>... --out <dir> [--overlay <environment overlay>] [--state <file>] [--json]';
 
 /** Lists what idforge wrote, so a later compile removes only its own stale files, never the user's. */
 const MANIFEST = '.idforge-manifest.json';
@@ -14,7 +14,7 @@ const MANIFEST = '.idforge-manifest.json';
 export const run: Command = async (argv, io) => {
   const { values, positionals } = parseCommandArgs(
     argv,
-    { out: { type: 'string', short: 'o' }, state: { type: 'string' }, json: { type: 'boolean' } },
+    { out: { type: 'string', short: 'o' }, state: { type: 'string' }, overlay: { type: 'string' }, json: { type: 'boolean' } },
     USAGE,
   );
   if (values.help) {
@@ -27,7 +27,7 @@ export const run: Command = async (argv, io) => {
   if (positionals.length === 0) throw new UsageError(`no model given\n${USAGE}`);
   if (values.out === undefined) throw new UsageError(`--out is required\n${USAGE}`);
   const json = values.json === true;
-  const model = await loadForCommand(io, positionals, json);
+  const model = await loadForCommand(io, positionals, json, values.overlay);
   if (model === undefined) return EXIT.invalid;
 
   const stateFile = resolve(io.cwd, values.state ?? io.env.IDFORGE_STATE ?? DEFAULT_STATE_FILE);

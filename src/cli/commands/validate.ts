@@ -2,17 +2,17 @@ import { EXIT, UsageError, type Command } from '../../command/io.ts';
 import { parseCommandArgs } from '../../command/args.ts';
 import { loadForCommand } from '../_model.ts';
 
-const USAGE = 'usage: idforge validate <model file or directory>... [--json]';
+const USAGE = 'usage: idforge validate <model file or directory>... [--overlay <environment overlay>] [--json]';
 
 export const run: Command = async (argv, io) => {
-  const { values, positionals } = parseCommandArgs(argv, { json: { type: 'boolean' } }, USAGE);
+  const { values, positionals } = parseCommandArgs(argv, { json: { type: 'boolean' }, overlay: { type: 'string' } }, USAGE);
   if (values.help) {
-    io.stdout(`${USAGE}\n\nChecks the model and reports every problem as file:line:col  message  (at path).\nExit 0 valid, 1 invalid, 2 usage error.\n`);
+    io.stdout(`${USAGE}\n\nChecks the model (with an environment's overlay merged over it, when given) and reports every\nproblem as file:line:col  message  (at path).\nExit 0 valid, 1 invalid, 2 usage error.\n`);
     return EXIT.ok;
   }
   if (positionals.length === 0) throw new UsageError(`no model given\n${USAGE}`);
   const json = values.json === true;
-  const model = await loadForCommand(io, positionals, json);
+  const model = await loadForCommand(io, positionals, json, values.overlay);
   if (model === undefined) return EXIT.invalid;
   const { tenants } = model;
   const count = (f: (t: (typeof tenants)[number]) => number) => tenants.reduce((n, t) => n + f(t), 0);
