@@ -11,7 +11,8 @@ export function normalize(value: unknown): unknown {
     const out: Record<string, unknown> = {};
     for (const k of Object.keys(value).sort()) {
       const v = (value as Record<string, unknown>)[k];
-      if (v !== undefined) out[k] = normalize(v);
+      // defineProperty, not assignment: a key named `__proto__` is data here, not the prototype.
+      if (v !== undefined) Object.defineProperty(out, k, { value: normalize(v), enumerable: true, writable: true, configurable: true });
     }
     return out;
   }

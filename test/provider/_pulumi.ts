@@ -126,3 +126,34 @@ export class PulumiProject {
 export function urnName(urn: string): string {
   return urn.slice(urn.lastIndexOf('::') + 2);
 }
+
+/** The example model's users' initial passwords, as the engine tests pass them. */
+export const ACME_PASSWORDS = { ACME_ALICE_PASSWORD: 'alice-password-1', ACME_BOB_PASSWORD: 'bob-password-22' };
+
+/**
+ * A stack of the real program (src/provider/program.ts) for examples/acme.yaml (copied, so a test may
+ * edit it), its server on a free port with its data dir and client configs in the project's temp
+ * root. `dispose` leaves no server behind.
+ */
+export async function acmeStack(extraConfig: Record<string, string> = {}, env: Record<string, string> = ACME_PASSWORDS) {
+  const { copyFile, readFile } = await import('node:fs/promises');
+  const { freePort } = await import('../support/processes.ts');
+  const { isOurProcess, PID_FILE } = await import('../../src/provider/_local-server.ts');
+  const p = await PulumiProject.create(join(REPO, 'src/provider/program.ts'), {}, env);
+  const model = join(p.root, 'acme.yaml');
+  const dataDir = join(p.root, 'server');
+  const clients = join(p.root, 'clients');
+  await copyFile(join(REPO, 'examples/acme.yaml'), model);
+  const config = {
+    'idforge:model': model, 'idforge:port': String(await freePort()), 'idforge:dataDir': dataDir, 'idforge:clientConfigDir': clients, ...extraConfig,
+  };
+  for (const [k, v] of Object.entries(config)) await p.configSet(k, v);
+  return {
+    p, model, dataDir, clients,
+    async dispose(): Promise<void> {
+      const pid = Number((await readFile(join(dataDir, PID_FILE), 'utf8').catch(() => '0')).trim());
+      if (isOurProcess(pid, dataDir)) process.kill(-pid, 'SIGKILL');
+      await p.cleanup();
+    },
+  };
+}

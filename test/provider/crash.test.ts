@@ -4,15 +4,12 @@
  * it), and the stack recovers with one documented command.
  */
 import { spawn } from 'node:child_process';
-import { copyFile, readFile, readdir } from 'node:fs/promises';
+import { readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdminClient } from '../../src/admin-client/index.ts';
 import { isOurProcess, PID_FILE } from '../../src/provider/_local-server.ts';
-import { freePort } from '../support/processes.ts';
-import { PulumiProject, REPO } from './_pulumi.ts';
-
-const PASSWORDS = { ACME_ALICE_PASSWORD: 'alice-password-1', ACME_BOB_PASSWORD: 'bob-password-22' };
+import { ACME_PASSWORDS as PASSWORDS, PulumiProject, acmeStack } from './_pulumi.ts';
 
 /** Live processes whose environment carries `mark`, other than the idforge server (meant to stay). */
 async function marked(mark: string): Promise<string[]> {
@@ -41,23 +38,17 @@ async function waitFor(what: string, check: () => Promise<boolean>, ms = 30_000)
 }
 
 describe('kill -9 of pulumi up', { timeout: 300_000 }, () => {
+  let stack: Awaited<ReturnType<typeof acmeStack>>;
   let p: PulumiProject;
   let dataDir: string;
 
   beforeAll(async () => {
-    p = await PulumiProject.create(join(REPO, 'src/provider/program.ts'), {}, PASSWORDS);
-    dataDir = join(p.root, 'server');
-    await copyFile(join(REPO, 'examples/acme.yaml'), join(p.root, 'acme.yaml'));
-    await p.configSet('idforge:model', join(p.root, 'acme.yaml'));
-    await p.configSet('idforge:port', String(await freePort()));
-    await p.configSet('idforge:dataDir', dataDir);
-    await p.configSet('idforge:clientConfigDir', join(p.root, 'clients'));
+    stack = await acmeStack();
+    ({ p, dataDir } = stack);
   });
 
   afterAll(async () => {
-    const pid = Number((await readFile(join(dataDir, PID_FILE), 'utf8').catch(() => '0')).trim());
-    if (isOurProcess(pid, dataDir)) process.kill(-pid, 'SIGKILL');
-    await p?.cleanup();
+    await stack?.dispose();
   });
 
   it('leaves no host, program or provider process behind, and `pulumi cancel --yes && pulumi up` recovers the stack', async () => {

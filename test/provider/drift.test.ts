@@ -5,21 +5,16 @@
  * `unmanaged: keep` they are left alone, and objects another door owns (the console) are never
  * removed. Before, refresh said nothing and that user signed in to the portal.
  */
-import { copyFile, readFile, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { readFile, writeFile } from 'node:fs/promises';
 import { parseDocument } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdminClient } from '../../src/admin-client/index.ts';
-import { isOurProcess, PID_FILE } from '../../src/provider/_local-server.ts';
-import { freePort } from '../support/processes.ts';
-import { PulumiProject, REPO, urnName } from './_pulumi.ts';
-
-const PASSWORDS = { ACME_ALICE_PASSWORD: 'alice-password-1', ACME_BOB_PASSWORD: 'bob-password-22' };
+import { ACME_PASSWORDS as PASSWORDS, PulumiProject, acmeStack, urnName } from './_pulumi.ts';
 
 describe('objects nobody declared in a managed tenant', { timeout: 300_000 }, () => {
+  let stack: Awaited<ReturnType<typeof acmeStack>>;
   let p: PulumiProject;
   let model: string;
-  let dataDir: string;
   let admin: AdminClient;
 
   async function sneakIn(managedBy?: string): Promise<void> {
@@ -38,22 +33,14 @@ describe('objects nobody declared in a managed tenant', { timeout: 300_000 }, ()
   });
 
   beforeAll(async () => {
-    p = await PulumiProject.create(join(REPO, 'src/provider/program.ts'), {}, PASSWORDS);
-    model = join(p.root, 'acme.yaml');
-    dataDir = join(p.root, 'server');
-    await copyFile(join(REPO, 'examples/acme.yaml'), model);
-    await p.configSet('idforge:model', model);
-    await p.configSet('idforge:port', String(await freePort()));
-    await p.configSet('idforge:dataDir', dataDir);
-    await p.configSet('idforge:clientConfigDir', join(p.root, 'clients'));
+    stack = await acmeStack();
+    ({ p, model } = stack);
     await p.up(PASSWORDS);
-    admin = await AdminClient.forDataDir(dataDir);
+    admin = await AdminClient.forDataDir(stack.dataDir);
   });
 
   afterAll(async () => {
-    const pid = Number((await readFile(join(dataDir, PID_FILE), 'utf8').catch(() => '0')).trim());
-    if (isOurProcess(pid, dataDir)) process.kill(-pid, 'SIGKILL');
-    await p?.cleanup();
+    await stack?.dispose();
   });
 
   it('refresh reports them, the next up removes them (unmanaged: remove, the default)', async () => {

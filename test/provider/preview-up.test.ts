@@ -4,21 +4,17 @@
  * configs stay as they were); a client id that moves to a renamed application is freed first; a
  * client secret changed behind the stack's back is drift that refresh finds and up repairs.
  */
-import { copyFile, readFile, stat, writeFile } from 'node:fs/promises';
+import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseDocument } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdminClient } from '../../src/admin-client/index.ts';
-import { isOurProcess, PID_FILE } from '../../src/provider/_local-server.ts';
-import { freePort } from '../support/processes.ts';
-import { PulumiProject, REPO, urnName } from './_pulumi.ts';
-
-const PASSWORDS = { ACME_ALICE_PASSWORD: 'alice-password-1', ACME_BOB_PASSWORD: 'bob-password-22' };
+import { ACME_PASSWORDS as PASSWORDS, PulumiProject, acmeStack, urnName } from './_pulumi.ts';
 
 describe('preview = up', { timeout: 300_000 }, () => {
+  let stack: Awaited<ReturnType<typeof acmeStack>>;
   let p: PulumiProject;
   let model: string;
-  let dataDir: string;
   let clients: string;
   let admin: AdminClient;
 
@@ -32,23 +28,14 @@ describe('preview = up', { timeout: 300_000 }, () => {
   const portalSecret = async () => (JSON.parse(await readFile(join(clients, 'acme/portal/grant.json'), 'utf8')) as { acme: { secret: string } }).acme.secret;
 
   beforeAll(async () => {
-    p = await PulumiProject.create(join(REPO, 'src/provider/program.ts'), {}, PASSWORDS);
-    model = join(p.root, 'acme.yaml');
-    dataDir = join(p.root, 'server');
-    clients = join(p.root, 'clients');
-    await copyFile(join(REPO, 'examples/acme.yaml'), model);
-    await p.configSet('idforge:model', model);
-    await p.configSet('idforge:port', String(await freePort()));
-    await p.configSet('idforge:dataDir', dataDir);
-    await p.configSet('idforge:clientConfigDir', clients);
+    stack = await acmeStack();
+    ({ p, model, clients } = stack);
     await p.up(PASSWORDS);
-    admin = await AdminClient.forDataDir(dataDir);
+    admin = await AdminClient.forDataDir(stack.dataDir);
   });
 
   afterAll(async () => {
-    const pid = Number((await readFile(join(dataDir, PID_FILE), 'utf8').catch(() => '0')).trim());
-    if (isOurProcess(pid, dataDir)) process.kill(-pid, 'SIGKILL');
-    await p?.cleanup();
+    await stack?.dispose();
   });
 
   it('a client secret changed on the server is drift: refresh finds it, up sets the stack\'s again', async () => {
