@@ -22,6 +22,12 @@ export const NAME_RULES = {
 
 /** Marks objects that idforge created; only these are ever deleted by `idforge apply`. */
 export const MANAGED_BY = 'idforge';
+/**
+ * Marks objects made in the admin console. `idforge plan` reports them as made outside Git and
+ * deletes them only when asked (`--allow-delete-console`); the console edits only objects not
+ * marked `idforge` (those are Git's: the console proposes a change to the model instead).
+ */
+export const MANAGED_BY_CONSOLE = 'console';
 
 /** The tenant that issues admin tokens. Reserved: no model may declare it and the admin API refuses to touch it. */
 export const SYSTEM_TENANT = 'system';

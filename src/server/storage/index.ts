@@ -5,6 +5,7 @@ import { openSqliteStorage } from './sqlite.ts';
 import type { Storage } from './types.ts';
 
 export type * from './types.ts';
+export { MissingUsersError } from './types.ts';
 
 export interface StorageOptions {
   /** Where the SQLite database lives when no `database` is given. Must exist. */
