@@ -111,7 +111,8 @@ export function tenantSpecOfLive(live: LiveTenant, at: Path = []): { spec: Tenan
   const users = sorted(live.users, (u) => u.id);
   const applications = apps.map((a, i) => {
     const spec = applicationSpec(live, a, [...at, 'applications', i], notes);
-    return { name: spec.name, kind: spec.kind, ...spec } as AppInput;
+    // name and kind first, as people write them.
+    return Object.assign({ name: spec.name, kind: spec.kind }, spec) as AppInput;
   });
   const assignments = apps.flatMap((a) => {
     const ids = (live.assignments[a.name] ?? []).map((x) => x.userId).sort();
