@@ -16,13 +16,13 @@ let admin: AdminClient;
 const work = tempDir('idforge-export-');
 const SECRETS = { crm: 'crm-client-secret-made-by-the-console-0123456789', wiki: 'wiki-client-secret-made-by-the-console-012345678' };
 
-async function idforge(args: string[]) {
+async function idforge(args: string[], env: Record<string, string> = {}) {
   let stdout = '';
   let stderr = '';
   const io: CliIo = {
     stdout: (t) => { stdout += t; },
     stderr: (t) => { stderr += t; },
-    env: { IDFORGE_STATE: join(work.path, 'state.json') },
+    env: { IDFORGE_STATE: join(work.path, 'state.json'), ...env },
     cwd: work.path,
     color: false,
   };
@@ -117,6 +117,24 @@ describe('idforge export', () => {
     expect(await admin.typed.find('getUser', { tenant: 'studio', userId: 'u-cat' })).toBeUndefined();
     const after = await idforge(['plan', 'studio.yaml', '--data-dir', server.dataDir, '--json']);
     expect(JSON.parse(after.stdout)).toMatchObject({ summary: { create: 0, update: 0, delete: 0 }, outsideGit: [] });
+  });
+
+  it('a tenant applied from examples/acme.yaml (all four kinds) exports to a model that plans no changes', async () => {
+    const other = await testServer();
+    try {
+      const example = readFileSync(join(import.meta.dirname, '../../examples/acme.yaml'), 'utf8').replace(/^(\s*port:\s*)\d+/m, `$1${other.port}`);
+      writeFileSync(join(work.path, 'acme.yaml'), example);
+      const env = { ACME_ALICE_PASSWORD: 'alice-password-1', ACME_BOB_PASSWORD: 'bob-password-12' };
+      const applied = await idforge(['apply', 'acme.yaml', '--data-dir', other.dataDir], env);
+      expect(applied.code, applied.stderr).toBe(0);
+      const exported = await idforge(['export', 'acme', '--data-dir', other.dataDir, '--out', 'acme-exported.yaml']);
+      expect(exported.code, exported.stderr).toBe(0);
+      const plan = await idforge(['plan', 'acme-exported.yaml', '--data-dir', other.dataDir, '--json']);
+      expect(plan.code, plan.stderr).toBe(0);
+      expect(JSON.parse(plan.stdout)).toMatchObject({ summary: { create: 0, update: 0, delete: 0, unchanged: 12 }, outsideGit: [] });
+    } finally {
+      await other.dispose();
+    }
   });
 
   it('says so when the tenant does not exist, and refuses bad arguments', async () => {
