@@ -285,7 +285,8 @@ export async function preparePlan(
       const { deletions, guard } = await plannedDeletions(client, steps);
       plan = { server: await client.server(), changes: deletions, guard };
     }
-    plan = await withOutsideGit(client, steps, plan, values['allow-delete-console'] === true);
+    // apply prints no such section: it lists the console's objects only when it is to delete them.
+    if (command === 'plan' || values['allow-delete-console'] === true) plan = await withOutsideGit(client, steps, plan, values['allow-delete-console'] === true);
     return { plan, client, steps, values: { json, allowMassDelete: values['allow-mass-delete'] === true } };
   } catch (err) {
     if (err instanceof AdminApiError) {
