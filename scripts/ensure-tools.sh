@@ -23,7 +23,7 @@
 #   postgresql                     only if no postgres/initdb binary exists (the scale-out storage backend)
 #   pulumi                         built from scripts/go/pulumi (wrapper module pinning pkg/v3 + sdk/v3)
 #   pulumi-language-nodejs         built from scripts/go/pulumi-language-nodejs (see its main.go for why)
-#   pulumi-resource-pulumi-nodejs  the dynamic-provider launcher shipped in node_modules/@pulumi/pulumi
+#   pulumi-resource-pulumi-nodejs  the dynamic-provider launcher (scripts/; execs @pulumi/pulumi's dynamic provider)
 #   oauth2-proxy                   built from scripts/go/oauth2-proxy (tag pinned in scripts/tool-versions.env), cgo
 set -euo pipefail
 
@@ -347,16 +347,15 @@ if [ -z "$OAUTH2_BIN" ]; then
 fi
 
 # ---------------------------------------------------------------------------------------------------------------
-# pulumi-resource-pulumi-nodejs: the engine runs dynamic providers through this launcher, found on PATH. It is
-# a small shell script inside @pulumi/pulumi; link it so it always matches the installed SDK. It resolves
-# @pulumi/pulumi/cmd/dynamic-provider from its working directory (the Pulumi program's directory).
+# pulumi-resource-pulumi-nodejs: the engine runs dynamic providers through this launcher, found on PATH. Ours
+# (scripts/pulumi-resource-pulumi-nodejs) execs the dynamic provider of the installed @pulumi/pulumi, so the
+# provider is the engine's own child and exits when the engine dies.
 SDK_DIR="$ROOT/node_modules/@pulumi/pulumi"
 [ -f "$SDK_DIR/package.json" ] || die "$SDK_DIR is missing: run npm install (or npm ci) in $ROOT first"
 SDK_VERSION="v$(sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$SDK_DIR/package.json" | head -n1)"
 [ "$SDK_VERSION" = "$PULUMI_VERSION" ] \
   || die "npm @pulumi/pulumi is $SDK_VERSION but scripts/tool-versions.env pins the CLI at $PULUMI_VERSION; keep them equal"
-DYN_SRC="$SDK_DIR/pulumi-resource-pulumi-nodejs"
-[ -f "$DYN_SRC" ] || die "$DYN_SRC not found in the installed @pulumi/pulumi"
+DYN_SRC="$ROOT/scripts/pulumi-resource-pulumi-nodejs"
 [ -x "$DYN_SRC" ] || chmod +x "$DYN_SRC" || die "cannot make $DYN_SRC executable"
 if [ "$(readlink "$BIN/pulumi-resource-pulumi-nodejs" 2>/dev/null || true)" != "$DYN_SRC" ]; then
   ln -sfn "$DYN_SRC" "$BIN/pulumi-resource-pulumi-nodejs" || die "cannot link $DYN_SRC into $BIN"

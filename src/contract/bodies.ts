@@ -27,6 +27,12 @@ export const ApplicationName = z.string().regex(NAME, { error: NAME_RULES.name }
 export const UserId = z.string().regex(USER_ID, { error: NAME_RULES.userId });
 const ScopeToken = z.string().regex(SCOPE, { error: NAME_RULES.scope });
 const ManagedBy = z.string().max(64).optional().describe('who owns the object; idforge deletes only objects marked `idforge`');
+/**
+ * The Pulumi stack (`project/stack`) whose resource made the object, when one did. A stack takes back
+ * an object it made itself (a create cut short by a crash) without adoption, and refuses one it did
+ * not make.
+ */
+const Stack = z.string().min(1).max(200).optional().describe('the Pulumi stack (project/stack) that manages the object, when one does');
 
 export const ScopeDefinition = z.strictObject({
   name: ScopeToken,
@@ -43,6 +49,7 @@ export const TenantBody = z
     /** Sign-in policy. Default (absent): password only, no second factor. */
     login: LoginPolicyBody.optional(),
     managedBy: ManagedBy,
+    stack: Stack,
   })
   .superRefine((b, ctx) => {
     report(ctx, checkScopeDefinitions(b.scopes, ['scopes']));
@@ -63,6 +70,7 @@ const clientFields = {
   /** Resource identifiers (audiences of api applications) the client's access tokens are for. */
   audience: z.array(z.string().min(1)).default([]),
   managedBy: ManagedBy,
+  stack: Stack,
 };
 
 /** Confidential client (login-helper web app or reverse proxy): code flow, client secret. */
@@ -87,6 +95,7 @@ export const ApiApplicationBody = z.strictObject({
   identifier: z.string().min(1).max(256),
   scopes: z.array(ScopeToken).default([]),
   managedBy: ManagedBy,
+  stack: Stack,
 });
 
 /** The redirect-URI rule on every URI a client body registers. */
@@ -124,11 +133,12 @@ export const UserBody = z.strictObject({
   initialPassword: z.string().min(8).max(1024).optional(),
   disabled: z.boolean().default(false),
   managedBy: ManagedBy,
+  stack: Stack,
 });
 export type UserBody = z.infer<typeof UserBody>;
 
 /** PUT /admin/v1/tenants/{tenant}/applications/{application}/assignments/{userId} */
-export const AssignmentBody = z.strictObject({ managedBy: ManagedBy });
+export const AssignmentBody = z.strictObject({ managedBy: ManagedBy, stack: Stack });
 export type AssignmentBody = z.infer<typeof AssignmentBody>;
 
 /** Entries one assignments batch may hold (adds and removes together). */

@@ -29,6 +29,21 @@ export const MANAGED_BY = 'idforge';
  */
 export const MANAGED_BY_CONSOLE = 'console';
 
+/**
+ * What idforge does with objects in a tenant it manages that the model does not declare (made by
+ * hand through the admin API, or left behind): `remove` them (the default: an undeclared user or
+ * assignment is a way in nobody reviewed), `report` them as drift without removing them, or `keep`
+ * them silently.
+ */
+export const UNMANAGED_POLICIES = ['remove', 'report', 'keep'] as const;
+export type UnmanagedPolicy = (typeof UNMANAGED_POLICIES)[number];
+
+/** Owners whose objects are never removed as drift, only reported: another door manages them. */
+export const OTHER_DOORS: readonly string[] = [MANAGED_BY_CONSOLE, 'scim'];
+
+/** Whether an undeclared object with this owner may be removed under the `remove` policy. */
+export const removableDrift = (managedBy: unknown): boolean => typeof managedBy !== 'string' || !OTHER_DOORS.includes(managedBy);
+
 /** The tenant that issues admin tokens. Reserved: no model may declare it and the admin API refuses to touch it. */
 export const SYSTEM_TENANT = 'system';
 /** Tenant names no model or admin call may use. */

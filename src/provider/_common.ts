@@ -43,6 +43,35 @@ export const AdminConnectionSchema = z.union([
  */
 export const AdoptSchema = z.boolean().optional();
 
+/**
+ * A refresh that cannot reach the server changes nothing: the object's state is unknown, not gone,
+ * and the AuthServer resource reports the server itself as down. So `pulumi refresh` with the server
+ * stopped succeeds; the next `up` starts the server and compares again.
+ */
+export async function readOrKeep<T>(
+  id: string,
+  old: T,
+  read: () => Promise<pulumi.dynamic.ReadResult<T>>,
+): Promise<pulumi.dynamic.ReadResult<T>> {
+  try {
+    return await read();
+  } catch (err) {
+    const e = err as { name?: unknown; status?: unknown; message?: unknown };
+    if (e.name !== 'AdminApiError' || e.status !== 0) throw err;
+    process.stderr.write(`idforge: ${String(e.message)}; left as it was in the state\n`);
+    return { id, props: old, inputs: old };
+  }
+}
+
+/**
+ * Whether a create may write over an object that already exists: with `adopt`, or when the object
+ * was made by this same stack (its `stack` marker matches: a create cut short by a crash, whose
+ * object exists but never reached the state).
+ */
+export function mayTakeOver(live: { readonly stack?: unknown } | undefined, stack: string | undefined, adopt: boolean | undefined): boolean {
+  return live === undefined || adopt === true || (stack !== undefined && live.stack === stack);
+}
+
 export function notAdopted(what: string): Error {
   return new Error(
     `${what} already exists on the server, outside this stack. To bring it under this stack without re-creating it, ` +

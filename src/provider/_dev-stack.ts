@@ -61,28 +61,34 @@ export function demoPaths(env: NodeJS.ProcessEnv = process.env): DemoPaths {
 export const DEV_PASSPHRASE = 'idforge-dev-only-passphrase';
 
 /**
+ * A local file backend that survives `kill -9`: the state file itself is written to a temporary file
+ * and renamed (atomic), but gocloud's fileblob, under Pulumi's file backend, rewrites a metadata
+ * sidecar (`<stack>.json.attrs`) in place; a kill in that moment leaves it empty, and every later
+ * command fails with "failed to load checkpoint: EOF". `metadata=skip` writes no sidecar.
+ */
+export function fileBackendUrl(dir: string): string {
+  return `file://${dir}?metadata=skip`;
+}
+
+/**
  * Environment for the pulumi CLI: no update check, no plugin downloads, state in the clone (or in
  * $IDFORGE_DEMO_DIR).
  */
 export function devPulumiEnv(base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...base };
-  // The same tools dir as scripts/tools-env.sh: tools/bin, or $IDFORGE_TOOLS_DIR/bin.
-  // The SDK's own folder holds pulumi-resource-pulumi-nodejs, the dynamic provider plugin that
-  // matches the installed @pulumi/pulumi by construction.
-  env.PATH = [
-    join(env.IDFORGE_TOOLS_DIR ?? join(ROOT, 'tools'), 'bin'),
-    join(ROOT, 'node_modules/@pulumi/pulumi'),
-    env.PATH ?? '',
-  ].join(delimiter);
+  // The same tools dir as scripts/tools-env.sh: tools/bin, or $IDFORGE_TOOLS_DIR/bin; then scripts/,
+  // which holds our pulumi-resource-pulumi-nodejs (the dynamic provider launcher; ensure-tools.sh
+  // links it into tools/bin too), so the engine finds it even before the tools are built.
+  env.PATH = [join(env.IDFORGE_TOOLS_DIR ?? join(ROOT, 'tools'), 'bin'), join(ROOT, 'scripts'), env.PATH ?? ''].join(delimiter);
   env.PULUMI_SKIP_UPDATE_CHECK = 'true';
   env.PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION = 'true';
   const paths = demoPaths(base);
   if (base.IDFORGE_DEMO_DIR) {
     // The demo dir holds all of the demo's state: it wins over a backend exported in the shell.
-    env.PULUMI_BACKEND_URL = `file://${paths.pulumiState}`;
+    env.PULUMI_BACKEND_URL = fileBackendUrl(paths.pulumiState);
     env.PULUMI_HOME = paths.pulumiHome;
   }
-  env.PULUMI_BACKEND_URL ??= `file://${paths.pulumiState}`;
+  env.PULUMI_BACKEND_URL ??= fileBackendUrl(paths.pulumiState);
   env.PULUMI_HOME ??= paths.pulumiHome;
   if (env.PULUMI_CONFIG_PASSPHRASE === undefined && env.PULUMI_CONFIG_PASSPHRASE_FILE === undefined) {
     env.PULUMI_CONFIG_PASSPHRASE = DEV_PASSPHRASE;

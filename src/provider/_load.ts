@@ -6,9 +6,10 @@
  * the next refresh or destroy. Freezing the implementation would keep today's bugs in every
  * resource; capturing credentials would leak them; and every byte is copied into every resource's
  * state, which the engine rewrites after every step (a large stack's `up` is quadratic in it). So
- * the shell is ~900 bytes of fixed text holding four strings (the provider module's URL and its path
+ * the shell is ~1.1 KB of fixed text holding four strings (the provider module's URL and its path
  * in the project, the name of the provider it exports, tsx's loader) and imports the implementation
- * from the installed package each time it runs. It is written here rather than produced by Pulumi's closure serializer,
+ * from the installed package each time it runs. It also exits when its parent, the engine, is gone.
+ * It is written here rather than produced by Pulumi's closure serializer,
  * which makes a 4 KB shell and inspects the program's heap at start.
  */
 import * as pulumi from '@pulumi/pulumi';
@@ -27,6 +28,12 @@ export function shellSource(moduleUrl: string, providerName: string): string {
   const rel = moduleUrl.startsWith(ROOT_URL) ? decodeURIComponent(moduleUrl.slice(ROOT_URL.length)) : moduleUrl.slice(moduleUrl.lastIndexOf('/') + 1);
   return `exports.handler = () => {
   const M = ${JSON.stringify(moduleUrl)}, R = ${JSON.stringify(rel)}, P = ${JSON.stringify(providerName)}, T = ${JSON.stringify(TSX_API)};
+  if (globalThis.__idforgeWatch === undefined) {
+    // The engine started this provider process; when the engine dies (kill -9), exit with it.
+    const parent = process.ppid;
+    globalThis.__idforgeWatch = setInterval(() => { if (process.ppid !== parent) process.exit(1); }, 1000);
+    globalThis.__idforgeWatch.unref();
+  }
   const { existsSync } = require('node:fs');
   const { fileURLToPath, pathToFileURL } = require('node:url');
   const at = (u, rel) => (existsSync(fileURLToPath(u)) ? u : pathToFileURL(process.cwd() + '/' + rel).href);

@@ -131,26 +131,30 @@ export const applicationProvider: Required<
     const clientSecret = isConfidential(inputs.body)
       ? (inputs.clientSecret ?? randomBytes(SECRET_BYTES.clientSecret).toString('base64url'))
       : undefined;
-    const { notAdopted } = await import('./_common.ts');
+    const { mayTakeOver, notAdopted } = await import('./_common.ts');
     const client = new AdminClient(inputs.connection);
     const at = { tenant: inputs.tenant, application: inputs.name };
-    if (!inputs.adopt && (await client.find('getApplication', at)) !== undefined) throw notAdopted(`application ${inputs.tenant}/${inputs.name}`);
+    const live = await client.find('getApplication', at);
+    if (!mayTakeOver(live, inputs.body.stack, inputs.adopt)) throw notAdopted(`application ${inputs.tenant}/${inputs.name}`);
     await client.call('putApplication', at, { body: { ...inputs.body, ...(clientSecret === undefined ? {} : { clientSecret }) } as ApplicationBody });
     const outs: ApplicationOutputs = { ...inputs, clientId: clientIdOf(inputs.body), clientSecret };
     return { id: `${inputs.tenant}/${inputs.name}`, outs: defined(outs) };
   },
   async read(id, props) {
-    const { AdminClient } = await import('../admin-client/index.ts');
-    const old = props as ApplicationOutputs;
-    const live = (await new AdminClient(old.connection).find('getApplication', { tenant: old.tenant, application: old.name })) as Record<string, unknown> | undefined;
-    if (live === undefined) return { id: '' };
-    const kind = typeof live.kind === 'string' ? live.kind : old.body.kind;
-    const { clientSecret: _never, ...fields } = pickKeys<Record<string, unknown>>(shapeOf(kind), live);
-    const body = { ...old.body, ...fields, kind } as ApplicationSpecBody;
-    // The secret cannot be read back (the server keeps a hash): the state's stays the truth.
-    const inputs: ApplicationInputs = { connection: old.connection, tenant: old.tenant, name: old.name, body, clientSecret: old.clientSecret, adopt: old.adopt };
-    // Inputs as well as outputs, so drift shows up in the next diff (pulumi#13679).
-    return { id, props: defined({ ...old, ...inputs }), inputs: defined(inputs) as ApplicationOutputs };
+    const { readOrKeep } = await import('./_common.ts');
+    return readOrKeep(id, props as ApplicationOutputs, async () => {
+      const { AdminClient } = await import('../admin-client/index.ts');
+      const old = props as ApplicationOutputs;
+      const live = (await new AdminClient(old.connection).find('getApplication', { tenant: old.tenant, application: old.name })) as Record<string, unknown> | undefined;
+      if (live === undefined) return { id: '' };
+      const kind = typeof live.kind === 'string' ? live.kind : old.body.kind;
+      const { clientSecret: _never, ...fields } = pickKeys<Record<string, unknown>>(shapeOf(kind), live);
+      const body = { ...old.body, ...fields, kind } as ApplicationSpecBody;
+      // The secret cannot be read back (the server keeps a hash): the state's stays the truth.
+      const inputs: ApplicationInputs = { connection: old.connection, tenant: old.tenant, name: old.name, body, clientSecret: old.clientSecret, adopt: old.adopt };
+      // Inputs as well as outputs, so drift shows up in the next diff (pulumi#13679).
+      return { id, props: defined({ ...old, ...inputs }), inputs: defined(inputs) as ApplicationOutputs };
+    });
   },
   async update(_id, olds, news) {
     const { AdminClient } = await import('../admin-client/index.ts');

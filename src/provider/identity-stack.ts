@@ -1,6 +1,7 @@
 /**
  * IdentityStack: the component that maps a validated Model onto the dynamic resources.
  *
+ *   DeleteGuard (first: refuses mass deletions in preview already; everything depends on it)
  *   AuthServer ─┬─ Tenant ─┬─ Application (per app; web and proxy apps take StableSecrets)
  *               │          ├─ TenantUsers (one per tenant)
  *               │          └─ TenantAssignments (one per tenant, after apps and users)
@@ -10,13 +11,14 @@
  * paths cannot disagree about what a model means; Pulumi only adds the secrets it keeps.
  */
 import * as pulumi from '@pulumi/pulumi';
-import { SECRET_BYTES, normalize, type PutStep, type TenantBody, type UserBody } from '../contract/index.ts';
+import { SECRET_BYTES, normalize, type Inventory, type PutStep, type TenantBody, type UserBody } from '../contract/index.ts';
 import type { Model } from '../schema/model.ts';
 import { compileClientArtifacts, requiredSecrets, tenantSteps, type Resolved } from '../generators/index.ts';
 import type { AdminConnection } from '../admin-client/index.ts';
 import { Application, type ApplicationSpecBody } from './application.ts';
 import { AuthServer, type LocalServerArgs } from './auth-server.ts';
 import { ClientConfigs } from './client-configs.ts';
+import { DeleteGuard } from './delete-guard.ts';
 import { StableSecret } from './stable-secret.ts';
 import { TenantAssignments } from './tenant-assignments.ts';
 import { TenantUsers, type UserSpecBody } from './tenant-users.ts';
@@ -30,11 +32,24 @@ export interface IdentityStackArgs {
   readonly clientConfigDir: string;
   /** Initial passwords per `<tenant>/<userId>`, resolved from the model's references (secrets). */
   readonly passwords?: Readonly<Record<string, pulumi.Input<string>>>;
+  /** Per `<tenant>/<userId>`, where an initial password this run does not have should come from. */
+  readonly missingPasswords?: Readonly<Record<string, string>>;
   /**
    * Take over tenants, applications, users and assignments that already exist on the server (made
    * by hand or by `idforge apply`) instead of refusing to create them. Default false.
    */
   readonly adopt?: boolean;
+  /** Let this run delete a tenant with users, or most of a tenant's applications, users or assignments. Default false. */
+  readonly allowDelete?: boolean;
+}
+
+/** The delete guard's view of the model: per tenant, application names and user and assignment counts. */
+export function inventoryOf(specs: ReturnType<typeof tenantSpecs>): Inventory {
+  return Object.fromEntries(specs.map((s) => [s.tenant, {
+    applications: s.applications.map((a) => a.name).sort(),
+    users: Object.keys(s.users).length,
+    assignments: Object.values(s.assignments).reduce((n, ids) => n + ids.length, 0),
+  }]));
 }
 
 /** Port of a local server when neither the stack nor the model names one. */
@@ -90,7 +105,18 @@ export class IdentityStack extends pulumi.ComponentResource {
   constructor(name: string, args: IdentityStackArgs, opts?: pulumi.ComponentResourceOptions) {
     super('idforge:index:IdentityStack', name, {}, opts);
     const { model } = args;
-    const child = { parent: this };
+    // Written into every object this stack makes, so it can take back its own after a crash.
+    const stack = `${pulumi.getProject()}/${pulumi.getStack()}`;
+    const specs = tenantSpecs(model).map((spec) => ({
+      ...spec,
+      body: { ...spec.body, stack },
+      applications: spec.applications.map((a) => ({ ...a, body: { ...a.body, stack } as ApplicationSpecBody })),
+      users: Object.fromEntries(Object.entries(spec.users).map(([id, u]) => [id, { ...u, stack }])),
+    }));
+    // First of all, the delete guard: every other resource depends on it, so a change that would
+    // delete too much fails the preview (and the up) before anything is touched.
+    const guard = new DeleteGuard('delete-guard', { inventory: inventoryOf(specs), allow: args.allowDelete ?? false }, { parent: this });
+    const child = { parent: this, dependsOn: [guard] };
     const adopt = args.adopt ? { adopt: true } : {};
 
     this.server = new AuthServer(
@@ -115,10 +141,13 @@ export class IdentityStack extends pulumi.ComponentResource {
       secretOf(need.key)[need.kind] = new StableSecret(`${need.key}/${need.kind}`, { bytes: SECRET_BYTES[need.kind] }, child).value;
     }
 
-    for (const spec of tenantSpecs(model)) {
+    const provisioned: pulumi.Resource[] = [];
+    for (const spec of specs) {
       const t = spec.tenant;
-      const tenant = new Tenant(t, { connection, name: t, body: spec.body, ...adopt }, child);
-      const inTenant = { parent: this, dependsOn: [tenant] };
+      const policy = model.tenants.find((x) => x.name === t)?.unmanaged ?? 'remove';
+      const tenant = new Tenant(t, { connection, name: t, body: spec.body, applications: spec.applications.map((a) => a.name).sort(), unmanaged: policy, ...adopt }, child);
+      provisioned.push(tenant);
+      const inTenant = { parent: this, dependsOn: [guard, tenant] };
       // APIs first (the plan lists them first): clients name them as their audience, and the server
       // refuses an audience that is not registered yet.
       const apis: Application[] = [];
@@ -128,15 +157,18 @@ export class IdentityStack extends pulumi.ComponentResource {
         const app = new Application(
           `${t}/${a.name}`,
           { connection, tenant: t, name: a.name, body: a.body, ...(clientSecret ? { clientSecret } : {}), ...adopt },
-          needsApis ? { parent: this, dependsOn: [tenant, ...apis] } : inTenant,
+          needsApis ? { parent: this, dependsOn: [guard, tenant, ...apis] } : inTenant,
         );
         if (a.body.kind === 'api') apis.push(app);
         return app;
       });
       const passwords: Record<string, pulumi.Input<string>> = {};
+      const missingPasswords: Record<string, string> = {};
       for (const id of Object.keys(spec.users)) {
         const pw = args.passwords?.[`${t}/${id}`];
         if (pw !== undefined) passwords[id] = pw;
+        const from = args.missingPasswords?.[`${t}/${id}`];
+        if (from !== undefined) missingPasswords[id] = from;
       }
       const users = new TenantUsers(
         `${t}/users`,
@@ -145,15 +177,21 @@ export class IdentityStack extends pulumi.ComponentResource {
           tenant: t,
           users: spec.users,
           ...(Object.keys(passwords).length > 0 ? { initialPasswords: pulumi.secret(passwords) } : {}),
+          ...(Object.keys(missingPasswords).length > 0 ? { missingPasswords } : {}),
+          unmanaged: policy,
           ...adopt,
         },
         inTenant,
       );
-      new TenantAssignments(
+      const assignments = new TenantAssignments(
         `${t}/assignments`,
-        { connection, tenant: t, assignments: spec.assignments, ...adopt },
-        { parent: this, dependsOn: [tenant, users, ...apps] },
+        {
+          connection, tenant: t, assignments: spec.assignments, stack, unmanaged: policy,
+          applications: spec.applications.filter((a) => a.body.kind !== 'api').map((a) => a.name).sort(), ...adopt,
+        },
+        { parent: this, dependsOn: [guard, tenant, users, ...apps] },
       );
+      provisioned.push(...apps, users, assignments);
     }
 
     // Generate every client file once all secrets are known; the result is a secret as a whole.
@@ -163,7 +201,8 @@ export class IdentityStack extends pulumi.ComponentResource {
     const files = resolvedSecrets.apply((s) =>
       Object.fromEntries(compileClientArtifacts(model, { secrets: s }).map((a) => [a.path, a.content])),
     );
-    const configs = new ClientConfigs('client-configs', { dir: args.clientConfigDir, files }, child);
+    // Written only once the server has accepted every change: a refused up leaves the old configs.
+    const configs = new ClientConfigs('client-configs', { dir: args.clientConfigDir, files }, { parent: this, dependsOn: [guard, ...provisioned] });
 
     this.baseUrl = this.server.baseUrl;
     this.issuers = this.server.issuers;

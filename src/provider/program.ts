@@ -9,10 +9,14 @@
  *   adopt            true: take over tenants, applications, users and assignments that already
  *                    exist on the server (made by hand or by `idforge apply`) instead of refusing
  *                    to create them. Default: false. Set it for one `up`, then remove it.
+ *   allowDelete      true: let this run delete a tenant that has users, or most of a tenant's
+ *                    applications, users or assignments (refused otherwise, in preview already).
+ *                    Default: false. Set it for one `up`, then remove it.
  *
  * Users' initial passwords come from the references in the model: `{env: NAME}` reads the
  * environment of `pulumi up`, `{config: key}` reads a secret stack config value
- * (`pulumi config set --secret key ...`). They never enter Git and stay secrets in the state.
+ * (`pulumi config set --secret key ...`). They never enter Git and stay secrets in the state, and
+ * they are needed only when a user is created: a preview or up of existing users runs without them.
  */
 import * as pulumi from '@pulumi/pulumi';
 import { resolve } from 'node:path';
@@ -35,24 +39,25 @@ const port = config.getNumber('port');
 // in the client configs names it.
 const model = port === undefined ? loaded.model : { ...loaded.model, server: { ...loaded.model.server, port } };
 
+// Initial passwords are needed only for users being created (TenantUsers' check says which): the
+// ones this run does not have are passed on as where they should come from, never as an error here.
 const passwords: Record<string, pulumi.Input<string>> = {};
-const missing: string[] = [];
+const missingPasswords: Record<string, string> = {};
 for (const t of model.tenants) {
   for (const u of t.users) {
     const ref = u.password;
     if (ref === undefined) continue;
     if ('env' in ref) {
       const v = process.env[ref.env];
-      if (v === undefined || v === '') missing.push(`${t.name}/${u.id}: environment variable ${ref.env} is not set`);
+      if (v === undefined || v === '') missingPasswords[`${t.name}/${u.id}`] = `environment variable ${ref.env}`;
       else passwords[`${t.name}/${u.id}`] = pulumi.secret(v);
     } else {
       const v = config.getSecret(ref.config) ?? new pulumi.Config().getSecret(ref.config);
-      if (v === undefined) missing.push(`${t.name}/${u.id}: stack config ${ref.config} is not set (pulumi config set --secret ${ref.config} ...)`);
+      if (v === undefined) missingPasswords[`${t.name}/${u.id}`] = `stack config ${ref.config} (pulumi config set --secret ${ref.config} ...)`;
       else passwords[`${t.name}/${u.id}`] = v;
     }
   }
 }
-if (missing.length > 0) throw new pulumi.RunError(`initial passwords missing:\n${missing.join('\n')}`);
 
 const identity = new IdentityStack('idforge', {
   model,
@@ -61,7 +66,9 @@ const identity = new IdentityStack('idforge', {
   },
   clientConfigDir: here(config.get('clientConfigDir') ?? `.idforge/${stack}/clients`),
   passwords,
+  missingPasswords,
   adopt: config.getBoolean('adopt') ?? false,
+  allowDelete: config.getBoolean('allowDelete') ?? false,
 });
 
 export const baseUrl = identity.baseUrl;

@@ -8,7 +8,7 @@
  */
 import * as pulumi from '@pulumi/pulumi';
 import { z } from 'zod';
-import { ApplicationName, MANAGED_BY, TenantName, UserId } from '../contract/index.ts';
+import { ApplicationName, MANAGED_BY, TenantName, UNMANAGED_POLICIES, UserId, type UnmanagedPolicy } from '../contract/index.ts';
 import type { AdminConnection } from '../admin-client/index.ts';
 import { AdminConnectionSchema, AdoptSchema, changedKeys, checkWith, jsonEqual } from './_common.ts';
 import { _DynamicResource } from './_load.ts';
@@ -20,6 +20,12 @@ export interface TenantAssignmentsArgs {
   readonly assignments: pulumi.Input<Record<string, pulumi.Input<readonly string[]>>>;
   /** Take over assignments that already exist on the server instead of refusing (see AdoptSchema). */
   readonly adopt?: pulumi.Input<boolean>;
+  /** The Pulumi stack (`project/stack`) that manages them, written into each assignment. */
+  readonly stack?: pulumi.Input<string>;
+  /** The tenant's client applications in the model: where to look for assignments nobody declared. */
+  readonly applications?: pulumi.Input<readonly string[]>;
+  /** Assignments on the server that the model does not declare: removed (default), reported, or kept. */
+  readonly unmanaged?: pulumi.Input<UnmanagedPolicy>;
 }
 
 export interface TenantAssignmentsInputs {
@@ -27,6 +33,11 @@ export interface TenantAssignmentsInputs {
   readonly tenant: string;
   readonly assignments: Record<string, string[]>;
   readonly adopt?: boolean;
+  readonly stack?: string;
+  readonly applications?: string[];
+  readonly unmanaged?: UnmanagedPolicy;
+  /** `application/user` pairs on the server that the model does not declare, found by a refresh: drift. */
+  readonly strangers?: string[];
 }
 export type TenantAssignmentsOutputs = TenantAssignmentsInputs;
 
@@ -39,6 +50,10 @@ const TenantAssignmentsInputsSchema = z.strictObject({
     z.array(UserId).transform((ids) => [...new Set(ids)].sort()),
   ),
   adopt: AdoptSchema,
+  stack: z.string().min(1).max(200).optional(),
+  applications: z.array(ApplicationName).default([]),
+  unmanaged: z.enum(UNMANAGED_POLICIES).default('remove'),
+  strangers: z.array(z.string()).default([]),
 });
 
 const CONCURRENCY = 16;
@@ -68,8 +83,13 @@ async function apply(olds: TenantAssignmentsInputs | undefined, news: TenantAssi
   const { AdminClient, mapLimit } = await import('../admin-client/index.ts');
   const client = new AdminClient(news.connection);
   const { add, remove } = assignmentChanges(olds?.assignments ?? {}, news.assignments);
-  await mapLimit(remove, CONCURRENCY, ([a, u]) => client.remove('deleteAssignment', { tenant: news.tenant, application: a, userId: u }));
-  await mapLimit(add, CONCURRENCY, ([a, u]) => client.call('putAssignment', { tenant: news.tenant, application: a, userId: u }, { body: { managedBy: MANAGED_BY } }));
+  // Pairs nobody declared (found by refresh) go under the `remove` policy; `report` leaves them.
+  const declared = pairs(news.assignments);
+  const strangers = news.unmanaged === 'remove'
+    ? (olds?.strangers ?? []).map((p): Pair => [p.slice(0, p.indexOf('/')), p.slice(p.indexOf('/') + 1)]).filter(([a, u]) => !declared.has(`${a}\u0000${u}`))
+    : [];
+  await mapLimit([...remove, ...strangers], CONCURRENCY, ([a, u]) => client.remove('deleteAssignment', { tenant: news.tenant, application: a, userId: u }));
+  await mapLimit(add, CONCURRENCY, ([a, u]) => client.call('putAssignment', { tenant: news.tenant, application: a, userId: u }, { body: { managedBy: MANAGED_BY, ...(news.stack === undefined ? {} : { stack: news.stack }) } }));
 }
 
 /**
@@ -87,7 +107,10 @@ export const tenantAssignmentsProvider: Required<
   },
   async diff(_id, olds, news) {
     const replaces = changedKeys(['tenant'], { ...olds }, { ...news });
-    return { changes: replaces.length > 0 || !jsonEqual(olds.assignments, news.assignments), replaces };
+    // What refresh looks for is part of the resource: a new policy or application list takes effect through an update.
+    const drift = !jsonEqual(olds.strangers ?? [], news.strangers ?? []) || (olds.unmanaged ?? 'remove') !== (news.unmanaged ?? 'remove') ||
+      !jsonEqual(olds.applications ?? [], news.applications ?? []);
+    return { changes: replaces.length > 0 || !jsonEqual(olds.assignments, news.assignments) || drift, replaces };
   },
   async create(inputs) {
     if (!inputs.adopt) {
@@ -98,28 +121,38 @@ export const tenantAssignmentsProvider: Required<
       const live = await mapLimit(apps, CONCURRENCY, (a) =>
         client.listAll('listAssignments', { tenant: inputs.tenant, application: a }),
       );
-      const taken = apps.flatMap((a, i) => (live[i] ?? []).filter((x) => inputs.assignments[a]!.includes(x.userId)).map((x) => `${a}→${x.userId}`));
+      // Assignments this stack made itself (a create cut short by a crash) are taken back; others are refused.
+      const mine = (x: { stack?: string }) => inputs.stack !== undefined && x.stack === inputs.stack;
+      const taken = apps.flatMap((a, i) => (live[i] ?? []).filter((x) => inputs.assignments[a]!.includes(x.userId) && !mine(x)).map((x) => `${a}→${x.userId}`));
       if (taken.length > 0) throw notAdopted(`in tenant ${inputs.tenant}, assignment${taken.length > 1 ? 's' : ''} ${taken.slice(0, 5).join(', ')}${taken.length > 5 ? ` (and ${taken.length - 5} more)` : ''}`);
     }
     await apply(undefined, inputs);
     return { id: `${inputs.tenant}/assignments`, outs: inputs };
   },
   async read(id, props) {
-    const { AdminClient, mapLimit } = await import('../admin-client/index.ts');
-    const old = props as TenantAssignmentsOutputs;
-    const client = new AdminClient(old.connection);
-    const apps = Object.keys(old.assignments);
-    // One paged list per application rather than a GET per pair.
-    const live = await mapLimit(apps, CONCURRENCY, (a) =>
-      client.listAll('listAssignments', { tenant: old.tenant, application: a }),
-    );
-    const assignments: Record<string, string[]> = {};
-    apps.forEach((app, i) => {
-      const present = new Set((live[i] ?? []).map((x) => x.userId));
-      assignments[app] = (old.assignments[app] ?? []).filter((u) => present.has(u));
+    const { readOrKeep } = await import('./_common.ts');
+    return readOrKeep(id, props as TenantAssignmentsOutputs, async () => {
+      const { AdminClient, mapLimit } = await import('../admin-client/index.ts');
+      const old = props as TenantAssignmentsOutputs;
+      const client = new AdminClient(old.connection);
+      const { removableDrift } = await import('../contract/index.ts');
+      // Every client application of the model, also those with no declared assignment (someone may have added one).
+      const apps = [...new Set([...Object.keys(old.assignments), ...(old.applications ?? [])])].sort();
+      // One paged list per application rather than a GET per pair.
+      const live = await mapLimit(apps, CONCURRENCY, (a) =>
+        client.listAll('listAssignments', { tenant: old.tenant, application: a }),
+      );
+      const assignments: Record<string, string[]> = {};
+      const strangers: string[] = [];
+      apps.forEach((app, i) => {
+        const present = new Set((live[i] ?? []).map((x) => x.userId));
+        if (app in old.assignments) assignments[app] = (old.assignments[app] ?? []).filter((u) => present.has(u));
+        if (old.unmanaged === 'keep') return;
+        for (const x of live[i] ?? []) if (!(old.assignments[app] ?? []).includes(x.userId) && removableDrift(x.managedBy)) strangers.push(`${app}/${x.userId}`);
+      });
+      const now = { ...old, assignments, strangers: strangers.sort() };
+      return { id, props: now, inputs: now };
     });
-    const now = { ...old, assignments };
-    return { id, props: now, inputs: now };
   },
   async update(_id, olds, news) {
     await apply(olds, news);

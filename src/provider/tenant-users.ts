@@ -13,7 +13,7 @@
  */
 import * as pulumi from '@pulumi/pulumi';
 import { z } from 'zod';
-import { TenantName, UserBody, UserId } from '../contract/index.ts';
+import { TenantName, UNMANAGED_POLICIES, UserBody, UserId, type UnmanagedPolicy } from '../contract/index.ts';
 import type { AdminConnection } from '../admin-client/index.ts';
 import { AdminConnectionSchema, AdoptSchema, changedKeys, checkWith, jsonEqual, pickKeys } from './_common.ts';
 import { _DynamicResource } from './_load.ts';
@@ -28,6 +28,14 @@ export interface TenantUsersArgs {
   /** Initial passwords by user id; pass as a secret. */
   readonly initialPasswords?: pulumi.Input<Record<string, pulumi.Input<string>>>;
   /**
+   * Users whose initial password the model references but this run does not have, with where it
+   * should come from (e.g. `environment variable ACME_BOB_PASSWORD`). Only a user being created
+   * needs it: the preview fails for those, and no one else.
+   */
+  readonly missingPasswords?: pulumi.Input<Record<string, string>>;
+  /** Users on the server that the model does not declare: removed (default), reported, or kept. */
+  readonly unmanaged?: pulumi.Input<UnmanagedPolicy>;
+  /**
    * Take over users that already exist on the server instead of refusing (see AdoptSchema). The
    * server sets an initial password only for a user without one, so adopted users keep theirs.
    */
@@ -39,6 +47,13 @@ export interface TenantUsersInputs {
   readonly tenant: string;
   readonly users: Record<string, UserSpecBody>;
   readonly initialPasswords?: Record<string, string>;
+  readonly missingPasswords?: Record<string, string>;
+  readonly unmanaged?: UnmanagedPolicy;
+  /**
+   * Ids of users on the server that the model does not declare, found by a refresh (the desired
+   * value is none): drift, removed by the next up under the `remove` policy.
+   */
+  readonly strangers?: string[];
   readonly adopt?: boolean;
 }
 export type TenantUsersOutputs = TenantUsersInputs;
@@ -48,8 +63,19 @@ const TenantUsersInputsSchema = z.strictObject({
   tenant: TenantName,
   users: z.record(UserId, UserBody.omit({ initialPassword: true })),
   initialPasswords: z.record(z.string(), z.string().min(8).max(1024)).optional(),
+  missingPasswords: z.record(z.string(), z.string()).optional(),
+  unmanaged: z.enum(UNMANAGED_POLICIES).default('remove'),
+  strangers: z.array(z.string()).default([]),
   adopt: AdoptSchema,
 });
+
+/** Users that are about to be created without the initial password the model gives them. */
+export function missingForNewUsers(olds: Record<string, unknown> | undefined, news: Pick<TenantUsersInputs, 'users' | 'missingPasswords'>): { property: string; reason: string }[] {
+  return Object.entries(news.missingPasswords ?? {})
+    .filter(([id]) => id in news.users && !(id in (olds ?? {})))
+    .sort(([a], [b]) => (a < b ? -1 : 1))
+    .map(([id, from]) => ({ property: `users[${JSON.stringify(id)}]`, reason: `the user is created with an initial password, and it is missing: set ${from}` }));
+}
 
 /** Requests in flight at once: enough to hide latency, few enough not to starve the server. */
 const CONCURRENCY = 16;
@@ -73,7 +99,9 @@ async function apply(olds: TenantUsersInputs | undefined, news: TenantUsersInput
     const pw = add.includes(id) ? news.initialPasswords?.[id] : undefined;
     return client.call('putUser', { tenant: news.tenant, userId: id }, { body: { ...news.users[id]!, ...(pw ? { initialPassword: pw } : {}) } });
   });
-  await mapLimit(remove, CONCURRENCY, (id) => client.remove('deleteUser', { tenant: news.tenant, userId: id }));
+  // Users nobody declared (found by refresh) go under the `remove` policy; `report` leaves them.
+  const strangers = news.unmanaged === 'remove' ? (olds?.strangers ?? []).filter((id) => !(id in news.users)) : [];
+  await mapLimit([...remove, ...strangers], CONCURRENCY, (id) => client.remove('deleteUser', { tenant: news.tenant, userId: id }));
 }
 
 /**
@@ -83,39 +111,50 @@ async function apply(olds: TenantUsersInputs | undefined, news: TenantUsersInput
 export const tenantUsersProvider: Required<
   Omit<pulumi.dynamic.ResourceProvider<TenantUsersInputs, TenantUsersOutputs>, 'configure'>
 > = {
-  async check(_olds, news) {
-    return checkWith(TenantUsersInputsSchema as z.ZodType<TenantUsersInputs & Record<string, unknown>>, news as never);
+  async check(olds, news) {
+    const checked = checkWith(TenantUsersInputsSchema as z.ZodType<TenantUsersInputs & Record<string, unknown>>, news as never);
+    if (checked.failures !== undefined && checked.failures.length > 0) return checked;
+    const missing = missingForNewUsers((olds as Partial<TenantUsersInputs>).users, checked.inputs as TenantUsersInputs);
+    return missing.length > 0 ? { inputs: checked.inputs, failures: missing } : checked;
   },
   async diff(_id, olds, news) {
     const replaces = changedKeys(['tenant'], { ...olds }, { ...news });
-    return { changes: replaces.length > 0 || !jsonEqual(olds.users, news.users), replaces };
+    // What refresh looks for is part of the resource: a new policy takes effect through an update.
+    const drift = !jsonEqual(olds.strangers ?? [], news.strangers ?? []) || (olds.unmanaged ?? 'remove') !== (news.unmanaged ?? 'remove');
+    return { changes: replaces.length > 0 || !jsonEqual(olds.users, news.users) || drift, replaces };
   },
   async create(inputs) {
     if (!inputs.adopt) {
       const { AdminClient } = await import('../admin-client/index.ts');
       const { notAdopted } = await import('./_common.ts');
       const live = await new AdminClient(inputs.connection).listAll('listUsers', { tenant: inputs.tenant });
-      const taken = (live ?? []).map((u) => u.id).filter((id) => id in inputs.users).sort();
+      // Users this stack made itself (a create cut short by a crash) are taken back; others are refused.
+      const taken = (live ?? []).filter((u) => u.id in inputs.users && !(u.stack !== undefined && u.stack === inputs.users[u.id]!.stack)).map((u) => u.id).sort();
       if (taken.length > 0) throw notAdopted(`in tenant ${inputs.tenant}, user${taken.length > 1 ? 's' : ''} ${taken.slice(0, 5).join(', ')}${taken.length > 5 ? ` (and ${taken.length - 5} more)` : ''}`);
     }
     await apply(undefined, inputs);
     return { id: `${inputs.tenant}/users`, outs: inputs };
   },
   async read(id, props) {
-    const { AdminClient } = await import('../admin-client/index.ts');
-    const old = props as TenantUsersOutputs;
-    // Pages of 500 rather than a GET per user: a refresh of 100,000 users is 200 requests.
-    const live = await new AdminClient(old.connection).listAll('listUsers', { tenant: old.tenant });
-    const byId = new Map((live ?? []).map((u) => [u.id, u]));
-    const users: Record<string, UserSpecBody> = {};
-    for (const u of Object.keys(old.users)) {
-      const l = byId.get(u);
-      if (l === undefined) continue;
-      const { initialPassword: _, ...fields } = pickKeys<UserBody>(UserBody.shape, l as Record<string, unknown>);
-      users[u] = { ...old.users[u], ...fields } as UserSpecBody;
-    }
-    const now = { ...old, users };
-    return { id, props: now, inputs: now };
+    const { readOrKeep } = await import('./_common.ts');
+    return readOrKeep(id, props as TenantUsersOutputs, async () => {
+      const { AdminClient } = await import('../admin-client/index.ts');
+      const old = props as TenantUsersOutputs;
+      // Pages of 500 rather than a GET per user: a refresh of 100,000 users is 200 requests.
+      const live = await new AdminClient(old.connection).listAll('listUsers', { tenant: old.tenant });
+      const byId = new Map((live ?? []).map((u) => [u.id, u]));
+      const { removableDrift } = await import('../contract/index.ts');
+      const strangers = old.unmanaged === 'keep' ? [] : (live ?? []).filter((u) => !(u.id in old.users) && removableDrift(u.managedBy)).map((u) => u.id).sort();
+      const users: Record<string, UserSpecBody> = {};
+      for (const u of Object.keys(old.users)) {
+        const l = byId.get(u);
+        if (l === undefined) continue;
+        const { initialPassword: _, ...fields } = pickKeys<UserBody>(UserBody.shape, l as Record<string, unknown>);
+        users[u] = { ...old.users[u], ...fields } as UserSpecBody;
+      }
+      const now = { ...old, users, strangers };
+      return { id, props: now, inputs: now };
+    });
   },
   async update(_id, olds, news) {
     await apply(olds, news);

@@ -4,7 +4,7 @@
  */
 import * as pulumi from '@pulumi/pulumi';
 import { z } from 'zod';
-import { TenantBody, TenantName } from '../contract/index.ts';
+import { TenantBody, TenantName, UNMANAGED_POLICIES, type UnmanagedPolicy } from '../contract/index.ts';
 import type { AdminConnection } from '../admin-client/index.ts';
 import { AdminConnectionSchema, AdoptSchema, changedKeys, checkWith, jsonEqual, pickKeys } from './_common.ts';
 import { _DynamicResource } from './_load.ts';
@@ -18,6 +18,10 @@ export interface TenantArgs {
   readonly body: pulumi.Input<TenantBody>;
   /** Take over a tenant that already exists on the server instead of refusing (see AdoptSchema). */
   readonly adopt?: pulumi.Input<boolean>;
+  /** The tenant's applications in the model: any other on the server is an application nobody declared. */
+  readonly applications?: pulumi.Input<readonly string[]>;
+  /** Applications on the server that the model does not declare: removed (default), reported, or kept. */
+  readonly unmanaged?: pulumi.Input<UnmanagedPolicy>;
 }
 
 export interface TenantInputs {
@@ -25,6 +29,10 @@ export interface TenantInputs {
   readonly name: string;
   readonly body: TenantBody;
   readonly adopt?: boolean;
+  readonly applications?: string[];
+  readonly unmanaged?: UnmanagedPolicy;
+  /** Applications on the server that the model does not declare, found by a refresh: drift. */
+  readonly strangers?: string[];
 }
 export type TenantOutputs = TenantInputs;
 
@@ -33,10 +41,29 @@ const TenantInputsSchema = z.strictObject({
   name: TenantName,
   body: TenantBody,
   adopt: AdoptSchema,
+  applications: z.array(z.string()).default([]),
+  unmanaged: z.enum(UNMANAGED_POLICIES).default('remove'),
+  strangers: z.array(z.string()).default([]),
 });
 
 /** Inputs that name the remote object: changing one means a different tenant. */
 const IMMUTABLE = ['name'] as const;
+
+async function readTenant(id: string, old: TenantOutputs): Promise<pulumi.dynamic.ReadResult<TenantOutputs>> {
+  const { AdminClient } = await import('../admin-client/index.ts');
+  const { removableDrift } = await import('../contract/index.ts');
+  const client = new AdminClient(old.connection);
+  const live = await client.find('getTenant', { tenant: id });
+  if (live === undefined) return { id: '' }; // gone: refresh drops it, the next up recreates it
+  const body = { ...old.body, ...pickKeys<TenantBody>(TenantBody.shape, live as Record<string, unknown>) };
+  const declared = new Set(old.applications ?? []);
+  const strangers = old.unmanaged === 'keep' || old.applications === undefined
+    ? []
+    : ((await client.listAll('listApplications', { tenant: id })) ?? []).filter((a) => !declared.has(a.name) && removableDrift(a.managedBy)).map((a) => a.name).sort();
+  const now: TenantOutputs = { ...old, name: id, body, strangers };
+  // Return the inputs too, so the next diff compares the model with what is live (pulumi#13679).
+  return { id, props: now, inputs: now };
+}
 
 /**
  * The provider. The state's shell (_load.ts) imports this module and calls `tenantProvider` by name
@@ -49,30 +76,38 @@ export const tenantProvider: Required<Omit<pulumi.dynamic.ResourceProvider<Tenan
   async diff(_id, olds, news) {
     const replaces = changedKeys(IMMUTABLE, { ...olds }, { ...news });
     // The connection is how we reach the server, not part of the tenant: a new token or port is no change.
-    const changes = replaces.length > 0 || !jsonEqual(olds.body, news.body);
+    // What refresh looks for (the declared applications, the policy) is part of the resource too.
+    const changes = replaces.length > 0 || !jsonEqual(olds.body, news.body) || !jsonEqual(olds.strangers ?? [], news.strangers ?? []) ||
+      (olds.unmanaged ?? 'remove') !== (news.unmanaged ?? 'remove') || !jsonEqual(olds.applications ?? [], news.applications ?? []);
     return { changes, replaces };
   },
   async create(inputs) {
     const { AdminClient } = await import('../admin-client/index.ts');
-    const { notAdopted } = await import('./_common.ts');
+    const { mayTakeOver, notAdopted } = await import('./_common.ts');
     const client = new AdminClient(inputs.connection);
-    if (!inputs.adopt && (await client.find('getTenant', { tenant: inputs.name })) !== undefined) throw notAdopted(`tenant ${inputs.name}`);
+    const live = await client.find('getTenant', { tenant: inputs.name });
+    if (!mayTakeOver(live, inputs.body.stack, inputs.adopt)) throw notAdopted(`tenant ${inputs.name}`);
     await client.call('putTenant', { tenant: inputs.name }, { body: inputs.body });
     return { id: inputs.name, outs: inputs };
   },
   async read(id, props) {
-    const { AdminClient } = await import('../admin-client/index.ts');
-    const old = props as TenantOutputs;
-    const live = await new AdminClient(old.connection).find('getTenant', { tenant: id });
-    if (live === undefined) return { id: '' }; // gone: refresh drops it, the next up recreates it
-    const body = { ...old.body, ...pickKeys<TenantBody>(TenantBody.shape, live as Record<string, unknown>) };
-    const now: TenantOutputs = { ...old, name: id, body };
-    // Return the inputs too, so the next diff compares the model with what is live (pulumi#13679).
-    return { id, props: now, inputs: now };
+    const { readOrKeep } = await import('./_common.ts');
+    return readOrKeep(id, props as TenantOutputs, () => readTenant(id, props as TenantOutputs));
   },
-  async update(_id, _olds, news) {
+  async update(_id, olds, news) {
     const { AdminClient } = await import('../admin-client/index.ts');
-    await new AdminClient(news.connection).call('putTenant', { tenant: news.name }, { body: news.body });
+    const client = new AdminClient(news.connection);
+    await client.call('putTenant', { tenant: news.name }, { body: news.body });
+    // Applications nobody declared (found by refresh) go under the `remove` policy: clients before
+    // the apis they may name in their audience.
+    const strangers = news.unmanaged === 'remove' ? (olds.strangers ?? []).filter((a) => !(news.applications ?? []).includes(a)) : [];
+    if (strangers.length > 0) {
+      const live = (await client.listAll('listApplications', { tenant: news.name })) ?? [];
+      const kindOf = new Map(live.map((a) => [a.name, a.kind]));
+      for (const a of [...strangers].sort((x, y) => Number(kindOf.get(x) === 'api') - Number(kindOf.get(y) === 'api'))) {
+        await client.remove('deleteApplication', { tenant: news.name, application: a });
+      }
+    }
     return { outs: news };
   },
   async delete(id, props) {

@@ -40,7 +40,7 @@ function salvageTenant(raw: unknown, index: number): SalvagedTenant {
   const indexMaps: Record<ListName, number[]> = { scopes: [], users: [], groups: [], applications: [], assignments: [] };
   if (!isRecord(raw)) {
     // A stub that yields no problems of its own and a name no real tenant can have.
-    return { tenant: { name: `#${index}`, displayName: '#', ...empty }, indexMaps, broken };
+    return { tenant: { name: `#${index}`, displayName: '#', unmanaged: 'remove', ...empty }, indexMaps, broken };
   }
   const lists: Record<string, unknown[]> = {};
   for (const [list, { schema, key }] of Object.entries(ENTITY_LISTS) as Array<[ListName, (typeof ENTITY_LISTS)[ListName]]>) {

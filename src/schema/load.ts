@@ -4,8 +4,8 @@
  * `validateSources` is pure (text in, result out) so tests and fuzzing need no files;
  * `loadModel` adds the reading of files and directories.
  */
-import { readFile, readdir, stat } from 'node:fs/promises';
-import { join, relative } from 'node:path';
+import { readFile, readdir, realpath, stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { z } from 'zod';
 import { checkModel } from './checks.ts';
 import { ModelFileSpec, assembleModel, type Model, type ModelFile, type TenantSpec } from './model.ts';
@@ -223,18 +223,50 @@ function dedupeDeep(problems: Problem[]): Problem[] {
   });
 }
 
+function unreadable(file: string, err: unknown): Problem {
+  const code = (err as NodeJS.ErrnoException).code;
+  const message = code === 'ENOENT' ? 'no such file or directory' : code === 'EACCES' ? 'permission denied' : code === 'ELOOP' ? 'symbolic links loop' : `cannot read (${code ?? 'error'})`;
+  return { code: 'file-not-found', path: [], message, file };
+}
+
+/**
+ * The model files under a directory, in sorted order. Symbolic links are followed (a model kept in
+ * several repositories is often linked together), each real directory is read once (no loops), and
+ * a link that leads nowhere is a problem: a file that cannot be read never silently drops out of
+ * the model, since a model missing a tenant would delete it.
+ */
+async function walk(dir: string, seen: Set<string>, problems: Problem[]): Promise<string[]> {
+  const real = await realpath(dir);
+  if (seen.has(real)) return [];
+  seen.add(real);
+  const out: string[] = [];
+  for (const e of await readdir(dir, { withFileTypes: true })) {
+    const path = join(dir, e.name);
+    if (e.name.startsWith('.') || e.name === 'node_modules') continue;
+    let isDir = e.isDirectory();
+    let isFile = e.isFile();
+    if (e.isSymbolicLink()) {
+      try {
+        const st = await stat(path);
+        isDir = st.isDirectory();
+        isFile = st.isFile();
+      } catch (err) {
+        problems.push(unreadable(path, err));
+        continue;
+      }
+    }
+    if (isDir) out.push(...(await walk(path, seen, problems)));
+    else if (isFile && MODEL_EXTENSIONS.test(e.name)) out.push(path);
+  }
+  return out;
+}
+
 async function collectFiles(path: string, problems: Problem[]): Promise<string[]> {
   let st;
   try {
     st = await stat(path);
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    problems.push({
-      code: 'file-not-found',
-      path: [],
-      message: code === 'ENOENT' ? 'no such file or directory' : code === 'EACCES' ? 'permission denied' : `cannot read (${code ?? 'error'})`,
-      file: path,
-    });
+    problems.push(unreadable(path, err));
     return [];
   }
   if (st.isFile()) return [path];
@@ -242,14 +274,9 @@ async function collectFiles(path: string, problems: Problem[]): Promise<string[]
     problems.push({ code: 'not-a-file', path: [], message: 'not a regular file or directory', file: path });
     return [];
   }
-  const entries = await readdir(path, { recursive: true, withFileTypes: true });
-  const files = entries
-    .filter((e) => e.isFile() && MODEL_EXTENSIONS.test(e.name))
-    .map((e) => join(e.parentPath, e.name))
-    .filter((f) => !relative(path, f).split(/[\\/]/).some((seg) => seg.startsWith('.') || seg === 'node_modules'))
-    .sort();
-  if (files.length === 0) {
-    problems.push({ code: 'empty-directory', path: [], message: 'directory holds no model files (*.yaml, *.yml, *.json)', file: path });
+  const files = (await walk(path, new Set(), problems)).sort();
+  if (files.length === 0 && problems.length === 0) {
+    problems.push({ code: 'empty-directory', path: [], message: 'directory holds no model files (*.yaml, *.yml, *.json): an empty model would delete every tenant', file: path });
   }
   return files;
 }
@@ -276,7 +303,7 @@ export async function loadModel(paths: readonly string[]): Promise<LoadResult> {
       }
       sources.push({ file, content: await readFile(file) });
     } catch (err) {
-      problems.push({ code: 'file-not-found', path: [], message: `cannot read (${(err as NodeJS.ErrnoException).code ?? 'error'})`, file });
+      problems.push(unreadable(file, err));
     }
   }
   if (problems.length > 0) return { ok: false, problems };

@@ -5,7 +5,7 @@
  * checks.ts, so that one pass reports every problem. Defaults are documented where defined.
  */
 import { z } from 'zod';
-import { DNS_LABEL, LoginPolicyBody, NAME, NAME_RULES, SCOPE, USER_ID, isLocalHost } from '../contract/index.ts';
+import { DNS_LABEL, LoginPolicyBody, NAME, NAME_RULES, SCOPE, UNMANAGED_POLICIES, USER_ID, isLocalHost } from '../contract/index.ts';
 
 const dnsLabel = z.string().regex(DNS_LABEL, { error: NAME_RULES.dnsLabel });
 const name = z.string().regex(NAME, { error: NAME_RULES.name });
@@ -172,6 +172,11 @@ export const TenantSpec = z.strictObject({
    * (e.g. password then totp). Default (absent): password only.
    */
   login: LoginPolicyBody.optional(),
+  /**
+   * Objects of this tenant on the server that the model does not declare (users, assignments,
+   * applications made by hand): `remove` them (default), `report` them as drift, or `keep` them.
+   */
+  unmanaged: z.enum(UNMANAGED_POLICIES).default('remove'),
 });
 
 export const ServerSpec = z.strictObject({

@@ -28,8 +28,17 @@ export const LIFETIMES = {
 } as const;
 
 export interface ServerOptions {
-  /** Where the SQLite database, master key and bootstrap credentials live. Created if missing. */
+  /**
+   * Where the master key (unless IDFORGE_MASTER_KEY is set), the bootstrap credentials, the mail
+   * outbox and (without `database`) the SQLite database live. Created if missing.
+   */
   readonly dataDir: string;
+  /**
+   * PostgreSQL URL (`postgres://user:password@host:port/database`): state lives there instead of
+   * SQLite in the data dir, so several replicas can share it; the schema is migrated at start.
+   * Default: IDFORGE_DATABASE_URL from `env`; when that is unset too, SQLite.
+   */
+  readonly database?: string;
   /** Base domain; tenants are `<tenant>.<baseDomain>`. Default `localhost`. */
   readonly baseDomain?: string;
   /** Port to listen on; 0 (default) picks a free one. */

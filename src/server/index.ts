@@ -17,7 +17,7 @@ import type { AdminCredentials } from '../contract/index.ts';
 import { DEFAULTS, type ServerOptions } from './config.ts';
 import { StartupError } from './errors.ts';
 import { loginSettings } from './login/options.ts';
-import { openStorage, purgeExpired, type Storage } from './storage/index.ts';
+import { DATABASE_URL_ENV, openStorage, purgeExpired, type Storage } from './storage/index.ts';
 import { ProviderCache } from './tenancy.ts';
 
 export type { ServerOptions } from './config.ts';
@@ -26,6 +26,7 @@ export type { AdminCredentials } from '../contract/index.ts';
 export { PASSWORD_HASH_PARAMS, MASTER_KEY_ENV } from './_crypto.ts';
 export { ServerError, StartupError } from './errors.ts';
 export type { Storage } from './storage/index.ts';
+export { DATABASE_URL_ENV } from './storage/index.ts';
 export type { LoginFactor, LoginPolicy } from './login/factors.ts';
 export type { LoginOptions } from './login/options.ts';
 export { LOGIN_DEFAULTS } from './login/options.ts';
@@ -39,6 +40,8 @@ export interface RunningServer {
   issuer(tenant: string): string;
   /** The bootstrap admin client's credentials (also in `<dataDir>/admin-credentials.json`). */
   readonly adminCredentials: AdminCredentials;
+  /** Where state lives: `sqlite <file>` or `postgres <host>:<port>/<database>`. */
+  readonly storage: string;
   /** Live oidc-provider instances (for benchmarks and tests of the LRU bound). */
   providerCount(): number;
   /** Stops accepting, ends open connections, closes storage. Idempotent. */
@@ -54,10 +57,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const host = options.host ?? DEFAULTS.host;
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
-  const storage: Storage = await openStorage({ dataDir: options.dataDir });
+  const env = options.env ?? process.env;
+  const storage: Storage = await openStorage({ dataDir: options.dataDir, database: options.database ?? env[DATABASE_URL_ENV], log });
   let master;
   try {
-    master = await openMasterKey(options.dataDir, options.env ?? process.env, storage);
+    master = await openMasterKey(options.dataDir, env, storage);
   } catch (err) {
     await storage.close();
     throw err;
@@ -129,6 +133,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       adminUrl: adminBaseUrl(addr),
       issuer: (t) => issuerUrl(addr, t),
       adminCredentials,
+      storage: storage.description,
       providerCount: () => providers.size,
       close: () => {
         closing ??= (async () => {

@@ -12,7 +12,7 @@ import { activeKey, privateJwks } from './keys.ts';
 import { renderPage } from './login/pages.ts';
 import type { TenantRecord } from './storage/types.ts';
 
-/** Every route oidc-provider serves, below the issuer path; fixed in schema/urls.ts. */
+/** Every route oidc-provider serves, below the issuer path; fixed in src/contract/urls.ts. */
 const ROUTES = {
   authorization: `/${OIDC_ROUTES.authorization}`,
   token: `/${OIDC_ROUTES.token}`,

@@ -1,10 +1,10 @@
 import { resolve } from 'node:path';
-import { BOOTSTRAP_CREDENTIALS_FILE, LOGIN_DEFAULTS, StartupError, startServer, type LoginOptions } from './index.ts';
+import { BOOTSTRAP_CREDENTIALS_FILE, DATABASE_URL_ENV, LOGIN_DEFAULTS, StartupError, startServer, type LoginOptions } from './index.ts';
 import { EXIT, UsageError, type Command } from '../command/io.ts';
 import { parseCommandArgs } from '../command/args.ts';
 
 const USAGE =
-  'usage: idforge serve --data-dir <dir> [--port <n>] [--base-domain <domain>] [--scheme http|https] [--host <addr>] [--public-port <n>] [--trusted-proxies <n>] [--key-alg RS256|ES256]\n' +
+  'usage: idforge serve --data-dir <dir> [--database <postgres-url>] [--port <n>] [--base-domain <domain>] [--scheme http|https] [--host <addr>] [--public-port <n>] [--trusted-proxies <n>] [--key-alg RS256|ES256]\n' +
   '                     [--smtp-url <url> | --mail-outbox <dir>] [--mail-from <addr>] [--otp-lifetime <s>] [--otp-attempts <n>]\n' +
   '                     [--lockout-threshold <n>] [--lockout-seconds <s>] [--failure-window <s>] [--address-lockout-threshold <n>] [--backoff-ms <ms>]';
 
@@ -12,8 +12,11 @@ const HELP = `${USAGE}
 
 Runs the authorization server until SIGINT or SIGTERM.
 
-  --data-dir     SQLite database, master key (unless IDFORGE_MASTER_KEY is set) and the bootstrap
-                 admin credentials (${BOOTSTRAP_CREDENTIALS_FILE}, mode 0600). Created if missing.
+  --data-dir     master key (unless IDFORGE_MASTER_KEY is set), the bootstrap admin credentials
+                 (${BOOTSTRAP_CREDENTIALS_FILE}, mode 0600) and, without --database, the SQLite
+                 database. Created if missing.
+  --database     PostgreSQL instead of SQLite: postgres://user:password@host:port/database
+                 (default \$${DATABASE_URL_ENV}); replicas may share it; the schema is migrated at start
   --port         port to listen on (default 9080; 0 picks a free one)
   --base-domain  tenants are served at <tenant>.<base-domain>, the admin API at the base domain
                  itself (default localhost)
@@ -58,6 +61,7 @@ export const run: Command = async (argv, io) => {
     argv,
     {
       'data-dir': { type: 'string' },
+      database: { type: 'string' },
       port: { type: 'string', short: 'p' },
       'base-domain': { type: 'string' },
       scheme: { type: 'string' },
@@ -107,6 +111,7 @@ export const run: Command = async (argv, io) => {
   try {
     server = await startServer({
       dataDir,
+      ...(values.database === undefined ? {} : { database: values.database }),
       port: port(values.port, '--port', 9080),
       baseDomain: values['base-domain'] ?? 'localhost',
       scheme,
@@ -130,7 +135,8 @@ export const run: Command = async (argv, io) => {
     `idforge server listening on ${server.url}\n` +
       `  admin API:   ${server.adminUrl} (OpenAPI at ${server.adminUrl}/openapi.json)\n` +
       `  tenants:     ${server.issuer('<tenant>')}\n` +
-      `  admin creds: ${resolve(dataDir, BOOTSTRAP_CREDENTIALS_FILE)}\n`,
+      `  admin creds: ${resolve(dataDir, BOOTSTRAP_CREDENTIALS_FILE)}\n` +
+      `  storage:     ${server.storage}\n`,
   );
 
   // Run until asked to stop; then finish in-flight work and close the database cleanly.

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, readdir, stat, writeFile, mkdir } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, stat, symlink, writeFile, mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
@@ -74,6 +74,24 @@ describe('idforge validate', () => {
     expect(empty.stderr).toContain('directory holds no model files (*.yaml, *.yml, *.json)');
     await writeFile(join(dir, 'tenants', 'acme.yaml'), 'tenants:\n  - name: acme\n    displayName: Acme\n');
     expect((await runCli(['validate', dir])).code).toBe(0);
+  });
+
+  it('follows symbolic links in a model directory, and names a link that leads nowhere', async () => {
+    const dir = await tmp();
+    const elsewhere = await tmp();
+    await writeFile(join(elsewhere, 'acme.yaml'), 'tenants:\n  - name: acme\n    displayName: Acme\n');
+    await mkdir(join(elsewhere, 'more'));
+    await writeFile(join(elsewhere, 'more', 'globex.yaml'), 'tenants:\n  - name: globex\n    displayName: Globex\n');
+    await symlink(join(elsewhere, 'acme.yaml'), join(dir, 'acme.yaml'));
+    await symlink(join(elsewhere, 'more'), join(dir, 'more'));
+    await symlink(dir, join(dir, 'loop')); // a link back up is read once, not forever
+    const ok = await runCli(['validate', dir]);
+    expect(ok.stdout).toMatch(/^valid: 2 tenant\(s\)/);
+    expect(ok.code).toBe(0);
+    await symlink(join(elsewhere, 'gone.yaml'), join(dir, 'initech.yaml'));
+    const broken = await runCli(['validate', dir]);
+    expect(broken.code).toBe(1);
+    expect(broken.stderr).toContain(`${join(dir, 'initech.yaml')}  no such file or directory`);
   });
 
   it('treats usage mistakes as exit 2', async () => {

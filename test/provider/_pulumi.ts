@@ -8,7 +8,7 @@ import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { devPulumiEnv } from '../../src/provider/_dev-stack.ts';
+import { devPulumiEnv, fileBackendUrl } from '../../src/provider/_dev-stack.ts';
 
 export const REPO = resolve(import.meta.dirname, '../..');
 
@@ -58,7 +58,7 @@ export class PulumiProject {
     const env = devPulumiEnv({
       ...process.env,
       ...extraEnv,
-      PULUMI_BACKEND_URL: `file://${backend}`,
+      PULUMI_BACKEND_URL: fileBackendUrl(backend),
       PULUMI_HOME: join(root, 'home'),
       PULUMI_CONFIG_PASSPHRASE: 'test-only-passphrase',
       NO_COLOR: '1',
@@ -68,6 +68,11 @@ export class PulumiProject {
     await p.must(['stack', 'init', 'test', '--secrets-provider', 'passphrase']);
     for (const [k, v] of Object.entries(config)) await p.must(['config', 'set', k, v]);
     return p;
+  }
+
+  /** The environment every pulumi command of this project runs with. */
+  environment(): NodeJS.ProcessEnv {
+    return { ...this.env };
   }
 
   run(args: readonly string[], extraEnv: Record<string, string> = {}): Promise<RunResult> {

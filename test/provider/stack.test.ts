@@ -91,6 +91,29 @@ describe('pulumi up/preview/refresh/destroy of a model against the real server',
     await p.must(['preview', '--expect-no-changes']);
   });
 
+  it('needs an initial password only for a user it creates', async () => {
+    // No password variables at all: existing users need none.
+    const env = { ACME_ALICE_PASSWORD: '', ACME_BOB_PASSWORD: '' };
+    await p.must(['preview', '--expect-no-changes'], env);
+    await editModel((doc) => {
+      const users = doc.getIn(['tenants', 0, 'users']) as { add: (v: unknown) => void };
+      users.add(doc.createNode({ id: 'u-carol', email: 'carol@acme.example', password: { env: 'ACME_CAROL_PASSWORD' } }));
+    });
+    try {
+      const r = await p.run(['preview'], env);
+      expect(r.code).not.toBe(0);
+      expect(r.stdout + r.stderr).toContain('the user is created with an initial password, and it is missing: set environment variable ACME_CAROL_PASSWORD');
+      expect(r.stdout + r.stderr).not.toContain('ACME_ALICE_PASSWORD');
+      const steps = await p.previewSteps({ ...env, ACME_CAROL_PASSWORD: 'carol-password-3' });
+      expect(steps.map((x) => `${x.op} ${urnName(x.urn)}`).sort()).toEqual(['update acme/users', 'update delete-guard']);
+    } finally {
+      await editModel((doc) => {
+        const users = doc.getIn(['tenants', 0, 'users']) as { items: unknown[] };
+        users.items.pop();
+      });
+    }
+  });
+
   it('client, cookie and admin secrets and passwords never appear in plain text in the backend', async () => {
     const generated = (await Promise.all((await filesUnder(clients)).map((f) => readFile(f, 'utf8')))).join('\n');
     const secrets = [
@@ -114,9 +137,13 @@ describe('pulumi up/preview/refresh/destroy of a model against the real server',
     const steps = await p.previewSteps(PASSWORDS);
     expect(steps.map((s) => `${s.op} ${urnName(s.urn)}`).sort()).toEqual([
       'create acme/reports',
+      // The tenant and its assignments know which applications the model declares (drift is anything else).
+      'update acme',
       'update acme/assignments',
       'update acme/wiki',
       'update client-configs',
+      // Its inventory follows the model (one more application, one assignment less).
+      'update delete-guard',
     ]);
     await p.up(PASSWORDS);
     expect(await admin.find('getApplication', { tenant: 'acme', application: 'reports' })).toMatchObject({ kind: 'spa', redirectUris: ['http://reports.localhost:5174', 'http://reports.localhost:5174/'] });

@@ -44,7 +44,7 @@ export interface AdminClient {
   put(path: string, body: unknown): Promise<any>;
 }
 
-export async function adminClient(server: RunningServer): Promise<AdminClient> {
+export async function adminClient(server: Pick<RunningServer, 'url' | 'adminCredentials'>): Promise<AdminClient> {
   const typed = new TypedAdminClient(endpointFromCredentials(server.adminCredentials));
   const token = await typed.token();
   const call = async (method: string, path: string, body?: unknown, tok: string | undefined = token) =>

@@ -29,6 +29,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	pulumirpc "github.com/pulumi/pulumi/sdk/v3/proto/go"
 	"google.golang.org/grpc"
@@ -82,6 +83,10 @@ func main() {
 	}
 
 	host := &languageHost{nodeBin: nodeBin, engineAddress: engineAddress, tracing: *tracing}
+	// When the engine dies (kill -9, a crashed CI job), nobody will ever call us again: poll its health
+	// endpoint, as Pulumi's own plugins do, and then stop the programs we run and exit, instead of
+	// lingering with them for ever.
+	host.watchEngine(engineAddress)
 	handle, err := rpcutil.ServeWithOptions(rpcutil.ServeOptions{
 		Init: func(srv *grpc.Server) error {
 			pulumirpc.RegisterLanguageRuntimeServer(srv, host)
@@ -114,6 +119,8 @@ type languageHost struct {
 
 	mu      sync.Mutex
 	running map[*exec.Cmd]struct{}
+
+	watchOnce sync.Once
 }
 
 // Handshake lets newer engines hand over the engine address and directories up front.
@@ -122,6 +129,7 @@ func (h *languageHost) Handshake(
 ) (*pulumirpc.LanguageHandshakeResponse, error) {
 	if req.GetEngineAddress() != "" {
 		h.engineAddress = req.GetEngineAddress()
+		h.watchEngine(h.engineAddress)
 	}
 	return &pulumirpc.LanguageHandshakeResponse{}, nil
 }
@@ -385,6 +393,35 @@ func (h *languageHost) track(cmd *exec.Cmd, add bool) {
 	} else {
 		delete(h.running, cmd)
 	}
+}
+
+// engineHealthInterval is how often the host checks that the engine is still there.
+const engineHealthInterval = 2 * time.Second
+
+// watchEngine starts (once) the engine health check: when the engine stops answering, the programs
+// this host runs are killed and the host exits.
+func (h *languageHost) watchEngine(addr string) {
+	if addr == "" {
+		return
+	}
+	h.watchOnce.Do(func() {
+		ctx, gone := context.WithCancel(context.Background())
+		if err := rpcutil.Healthcheck(ctx, addr, engineHealthInterval, gone); err != nil {
+			return
+		}
+		go func() {
+			<-ctx.Done()
+			h.mu.Lock()
+			for cmd := range h.running {
+				if cmd.Process != nil {
+					_ = cmd.Process.Kill()
+				}
+			}
+			h.mu.Unlock()
+			fmt.Fprintln(os.Stderr, "pulumi-language-nodejs: the engine is gone; stopping")
+			os.Exit(1)
+		}()
+	})
 }
 
 // Cancel is sent when the engine is interrupted; stop running programs so the engine can wind down.

@@ -1,0 +1,109 @@
+/**
+ * The PostgreSQL schema as a versioned list of migrations, applied at start. Append only: a
+ * released migration is never edited, a change is a new version.
+ *
+ * Columns mirror the SQLite schema (storage/sqlite.ts), with these choices:
+ * - Every text key is `COLLATE "C"`: lists page in bytewise order, as SQLite's BINARY does,
+ *   whatever locale the database was created with.
+ * - Bodies and payloads are `text` holding the JSON as written, not `jsonb` (which reorders keys
+ *   and normalizes numbers): a GET returns exactly what was PUT, as with SQLite.
+ * - Times are `bigint` epoch seconds or milliseconds from the server's clock, as in SQLite.
+ * - Throttle keys are `bytea`: they hold what a person typed, and PostgreSQL text cannot hold NUL.
+ */
+import type pg from 'pg';
+
+export interface Migration {
+  readonly version: number;
+  readonly name: string;
+  readonly sql: string;
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'initial schema',
+    sql: `
+CREATE TABLE meta (key text COLLATE "C" PRIMARY KEY, value text NOT NULL);
+CREATE TABLE tenants (
+  name text COLLATE "C" PRIMARY KEY, body text NOT NULL, created_at bigint NOT NULL, updated_at bigint NOT NULL);
+CREATE TABLE keys (
+  tenant text COLLATE "C" NOT NULL, kid text COLLATE "C" NOT NULL, alg text NOT NULL, state text NOT NULL, sealed_jwk text NOT NULL,
+  created_at bigint NOT NULL, retired_at bigint, PRIMARY KEY (tenant, kid));
+CREATE TABLE applications (
+  tenant text COLLATE "C" NOT NULL, name text COLLATE "C" NOT NULL, kind text NOT NULL, client_id text COLLATE "C", identifier text COLLATE "C",
+  body text NOT NULL, secret_hash text, created_at bigint NOT NULL, updated_at bigint NOT NULL, PRIMARY KEY (tenant, name));
+CREATE UNIQUE INDEX applications_client_id ON applications (tenant, client_id) WHERE client_id IS NOT NULL;
+CREATE UNIQUE INDEX applications_identifier ON applications (tenant, identifier) WHERE identifier IS NOT NULL;
+CREATE TABLE users (
+  tenant text COLLATE "C" NOT NULL, id text COLLATE "C" NOT NULL, email text COLLATE "C" NOT NULL, body text NOT NULL, password_hash text,
+  created_at bigint NOT NULL, updated_at bigint NOT NULL, PRIMARY KEY (tenant, id));
+CREATE INDEX users_email ON users (tenant, email);
+CREATE TABLE assignments (
+  tenant text COLLATE "C" NOT NULL, application text COLLATE "C" NOT NULL, user_id text COLLATE "C" NOT NULL, body text NOT NULL,
+  created_at bigint NOT NULL, PRIMARY KEY (tenant, application, user_id));
+CREATE INDEX assignments_user ON assignments (tenant, user_id);
+CREATE TABLE artifacts (
+  tenant text COLLATE "C" NOT NULL, model text COLLATE "C" NOT NULL, id text COLLATE "C" NOT NULL, payload text NOT NULL,
+  grant_id text COLLATE "C", uid text COLLATE "C", user_code text COLLATE "C", account_id text COLLATE "C", client_id text COLLATE "C",
+  expires_at bigint, PRIMARY KEY (tenant, model, id));
+CREATE INDEX artifacts_grant ON artifacts (tenant, grant_id) WHERE grant_id IS NOT NULL;
+CREATE INDEX artifacts_uid ON artifacts (tenant, model, uid) WHERE uid IS NOT NULL;
+CREATE INDEX artifacts_user_code ON artifacts (tenant, model, user_code) WHERE user_code IS NOT NULL;
+CREATE INDEX artifacts_account ON artifacts (tenant, account_id, client_id) WHERE account_id IS NOT NULL;
+CREATE INDEX artifacts_client ON artifacts (tenant, client_id) WHERE client_id IS NOT NULL;
+CREATE INDEX artifacts_expiry ON artifacts (expires_at) WHERE expires_at IS NOT NULL;
+CREATE TABLE totp_secrets (
+  tenant text COLLATE "C" NOT NULL, user_id text COLLATE "C" NOT NULL, sealed_secret text NOT NULL, last_step bigint NOT NULL,
+  created_at bigint NOT NULL, PRIMARY KEY (tenant, user_id));
+CREATE TABLE otp_codes (
+  tenant text COLLATE "C" NOT NULL, user_id text COLLATE "C" NOT NULL, code_hash text NOT NULL, expires_at_ms bigint NOT NULL,
+  attempts integer NOT NULL, PRIMARY KEY (tenant, user_id));
+CREATE TABLE passkeys (
+  tenant text COLLATE "C" NOT NULL, credential_id text COLLATE "C" NOT NULL, user_id text COLLATE "C" NOT NULL, public_key text NOT NULL,
+  counter bigint NOT NULL, transports text NOT NULL, created_at bigint NOT NULL, PRIMARY KEY (tenant, credential_id));
+CREATE INDEX passkeys_user ON passkeys (tenant, user_id);
+CREATE TABLE login_throttle (
+  tenant text COLLATE "C" NOT NULL, key bytea NOT NULL, failures integer NOT NULL, last_failure_ms bigint NOT NULL,
+  locked_until_ms bigint NOT NULL, PRIMARY KEY (tenant, key));
+`,
+  },
+];
+
+export const LATEST_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;
+
+/** Thrown when the database was migrated by a newer idforge than this one. */
+export class SchemaTooNewError extends Error {
+  constructor(readonly found: number) {
+    super(`its schema is version ${found}, newer than this idforge knows (${LATEST_VERSION}); run the newer idforge, or restore a backup`);
+  }
+}
+
+/**
+ * Applies the migrations this database lacks, in order, in one transaction. The transaction first
+ * takes a transaction-scoped advisory lock, so replicas starting together take turns: the first
+ * applies, the others then find nothing left to do (without the lock, two concurrent CREATE TABLE
+ * IF NOT EXISTS can both fail or both apply). Returns the versions this call applied.
+ */
+export async function migrate(client: pg.ClientBase, lockId: string, log: (line: string) => void): Promise<number[]> {
+  await client.query('BEGIN');
+  try {
+    await client.query('SELECT pg_advisory_xact_lock($1::bigint)', [lockId]);
+    await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+    const { rows } = await client.query<{ v: number | null }>('SELECT max(version) AS v FROM schema_migrations');
+    const current = rows[0]?.v ?? 0;
+    if (current > LATEST_VERSION) throw new SchemaTooNewError(current);
+    const applied: number[] = [];
+    for (const m of MIGRATIONS.filter((m) => m.version > current)) {
+      await client.query(m.sql);
+      await client.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
+      applied.push(m.version);
+    }
+    await client.query('COMMIT');
+    for (const v of applied) log(`database: applied migration ${v} (${MIGRATIONS.find((m) => m.version === v)!.name})`);
+    return applied;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw err;
+  }
+}

@@ -1,0 +1,517 @@
+/**
+ * PostgreSQL storage (node-postgres), for running several server replicas on one database. The
+ * schema is versioned (postgres-migrations.ts) and migrated at start. Same rows and JSON text as
+ * the SQLite backend, so the two behave alike down to key order (the contract suite proves it).
+ *
+ * Where SQLite relies on one process running each method without interleaving, this backend says
+ * how each guarantee holds between replicas: multi-statement changes run in one transaction;
+ * read-modify-writes (key rotation, failure counting, consume) first take a row lock or a
+ * transaction-scoped advisory lock on what they change; single-use deletes and TOTP step claims
+ * are single conditional statements, which PostgreSQL re-checks against the row's latest version.
+ * Every statement is parameterized.
+ */
+import { createHash } from 'node:crypto';
+import pg from 'pg';
+import type { AssignmentBody, TenantBody, UserBody } from '../../contract/index.ts';
+import {
+  TENANT_TABLES, THROTTLE_IDLE_MS, USER_FACTOR_TABLES, appRow, artifactColumns, artifactRow, assignmentRow, decodeCursor, keyRow,
+  nextThrottle, nowSeconds as now, otpRow, passkeyRow, tenantRow, throttleRow, toPage, totpRow, userRow, type Row,
+} from './_common.ts';
+import { KeyedLocks } from './_keyed-locks.ts';
+import { migrate } from './postgres-migrations.ts';
+import { MissingUsersError } from './types.ts';
+import type {
+  ApplicationRecord,
+  ApplicationStore,
+  ArtifactPayload,
+  AssignmentRecord,
+  GrantStore,
+  KeyRecord,
+  MetaStore,
+  OtpRecord,
+  Page,
+  PageRequest,
+  PasskeyRecord,
+  Storage,
+  StoredApplicationBody,
+  TenantRecord,
+  TenantStore,
+  ThrottleRecord,
+  ThrottleStore,
+  TotpRecord,
+  UserRecord,
+  UserStore,
+} from './types.ts';
+
+/**
+ * Connections per replica for queries. A request makes a handful of short queries one after the
+ * other, so 10 connections serve many concurrent requests; PostgreSQL's default limit is 100.
+ */
+const POOL_SIZE = 10;
+/**
+ * Connections per replica that hold the guessing defence's advisory locks while an attempt runs
+ * (ThrottleStore.serialize). Separate from the query pool, so attempts holding locks can never
+ * starve the queries they are waiting for; more concurrent sign-ins than this queue for a turn.
+ */
+const LOCK_POOL_SIZE = 10;
+/** An unreachable database fails the start (or a request) after this long instead of hanging. */
+const CONNECT_TIMEOUT_MS = 10_000;
+
+/** A 64-bit advisory lock id for a name (sha-256, first 8 bytes): collisions only cost extra waiting. */
+export function lockId(name: string): string {
+  return createHash('sha256').update(name).digest().readBigInt64BE(0).toString();
+}
+const MIGRATION_LOCK = lockId('idforge:migrations');
+
+type Queryable = pg.Pool | pg.PoolClient;
+type Param = string | number | null | Buffer;
+
+/**
+ * PostgreSQL text cannot hold NUL (SQLite's can), so no stored key contains one. A lookup, update
+ * or delete keyed by such a value (a hostile client_id, interaction uid or typed email) therefore
+ * matches nothing, as in SQLite, instead of failing the request with an encoding error. The string
+ * parameters of our SELECT, UPDATE and DELETE statements are all keys.
+ */
+const matchesNothing = (sql: string, params: readonly Param[]) =>
+  !/^\s*INSERT/i.test(sql) && params.some((p) => typeof p === 'string' && p.includes('\u0000'));
+
+async function query(db: Queryable, sql: string, params: readonly Param[] = []): Promise<{ rows: Row[]; rowCount: number }> {
+  if (matchesNothing(sql, params)) return { rows: [], rowCount: 0 };
+  const r = await db.query(sql, params as Param[]);
+  return { rows: r.rows as Row[], rowCount: r.rowCount ?? 0 };
+}
+
+class Db {
+  constructor(readonly pool: pg.Pool) {}
+
+  q(sql: string, params: readonly Param[] = []) {
+    return query(this.pool, sql, params);
+  }
+  async one(sql: string, params: readonly Param[] = []): Promise<Row | undefined> {
+    return (await this.q(sql, params)).rows[0];
+  }
+
+  /** Runs `fn` in one transaction on one connection; rolls back when it throws. */
+  async tx<T>(fn: (q: (sql: string, params?: readonly Param[]) => ReturnType<typeof query>) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    let broken: Error | undefined;
+    try {
+      await client.query('BEGIN');
+      const result = await fn((sql, params = []) => query(client, sql, params));
+      await client.query('COMMIT');
+      return result;
+    } catch (err) {
+      await client.query('ROLLBACK').catch((e: Error) => {
+        broken = e;
+      });
+      throw err;
+    } finally {
+      // A connection whose ROLLBACK failed is in an unknown state: drop it rather than reuse it.
+      client.release(broken);
+    }
+  }
+}
+
+class Tenants implements TenantStore {
+  constructor(private readonly d: Db) {}
+
+  async get(name: string): Promise<TenantRecord | undefined> {
+    const r = await this.d.one('SELECT * FROM tenants WHERE name = $1', [name]);
+    return r && tenantRow(r);
+  }
+  async list(page: PageRequest): Promise<Page<TenantRecord>> {
+    const [after = ''] = decodeCursor(page.cursor, 1) ?? [];
+    const { rows } = await this.d.q('SELECT * FROM tenants WHERE name > $1 ORDER BY name LIMIT $2', [after, page.limit + 1]);
+    return toPage(rows, page.limit, tenantRow, (r) => [String(r.name)]);
+  }
+  async count(): Promise<number> {
+    return Number((await this.d.one('SELECT count(*) AS n FROM tenants'))!.n);
+  }
+  async put(name: string, body: TenantBody, initialKeys?: readonly KeyRecord[]): Promise<TenantRecord> {
+    const t = now();
+    return this.d.tx(async (q) => {
+      // xmax = 0 only on a row this statement inserted. A concurrent creation waits on the row
+      // lock and then updates, so exactly one caller stores its initial keys.
+      const { rows } = await q(`INSERT INTO tenants (name, body, created_at, updated_at) VALUES ($1, $2, $3, $3)
+        ON CONFLICT (name) DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at
+        RETURNING *, (xmax = 0) AS inserted`, [name, JSON.stringify(body), t]);
+      const row = rows[0]!;
+      if (row.inserted === true && initialKeys !== undefined) await insertKeys(q, name, initialKeys);
+      return tenantRow(row);
+    });
+  }
+  async delete(name: string): Promise<boolean> {
+    return this.d.tx(async (q) => {
+      for (const table of TENANT_TABLES) await q(`DELETE FROM ${table} WHERE tenant = $1`, [name]);
+      return (await q('DELETE FROM tenants WHERE name = $1', [name])).rowCount > 0;
+    });
+  }
+
+  async listKeys(tenant: string): Promise<readonly KeyRecord[]> {
+    return (await this.d.q('SELECT * FROM keys WHERE tenant = $1 ORDER BY created_at, kid', [tenant])).rows.map(keyRow);
+  }
+  async updateKeys(tenant: string, update: (current: readonly KeyRecord[]) => readonly KeyRecord[]): Promise<readonly KeyRecord[]> {
+    return this.d.tx(async (q) => {
+      // The lock is on the tenant's key set, not a row: it holds even when the set is empty.
+      await q('SELECT pg_advisory_xact_lock($1::bigint)', [lockId(`keys:${tenant}`)]);
+      const keys = update((await q('SELECT * FROM keys WHERE tenant = $1 ORDER BY created_at, kid', [tenant])).rows.map(keyRow));
+      await q('DELETE FROM keys WHERE tenant = $1', [tenant]);
+      await insertKeys(q, tenant, keys);
+      return keys;
+    });
+  }
+}
+
+async function insertKeys(q: (sql: string, params?: readonly Param[]) => Promise<unknown>, tenant: string, keys: readonly KeyRecord[]): Promise<void> {
+  for (const k of keys) {
+    await q('INSERT INTO keys (tenant, kid, alg, state, sealed_jwk, created_at, retired_at) VALUES ($1, $2, $3, $4, $5, $6, $7)',
+      [tenant, k.kid, k.alg, k.state, k.sealedJwk, k.createdAt, k.retiredAt]);
+  }
+}
+
+class Applications implements ApplicationStore {
+  constructor(private readonly d: Db) {}
+
+  async get(tenant: string, name: string): Promise<ApplicationRecord | undefined> {
+    const r = await this.d.one('SELECT * FROM applications WHERE tenant = $1 AND name = $2', [tenant, name]);
+    return r && appRow(r);
+  }
+  async getByClientId(tenant: string, clientId: string): Promise<ApplicationRecord | undefined> {
+    const r = await this.d.one('SELECT * FROM applications WHERE tenant = $1 AND client_id = $2', [tenant, clientId]);
+    return r && appRow(r);
+  }
+  async getByIdentifier(tenant: string, identifier: string): Promise<ApplicationRecord | undefined> {
+    const r = await this.d.one('SELECT * FROM applications WHERE tenant = $1 AND identifier = $2', [tenant, identifier]);
+    return r && appRow(r);
+  }
+  async list(tenant: string, page: PageRequest): Promise<Page<ApplicationRecord>> {
+    const [after = ''] = decodeCursor(page.cursor, 1) ?? [];
+    const { rows } = await this.d.q(`SELECT * FROM applications WHERE tenant = $1 AND name > $2 AND kind <> 'service' ORDER BY name LIMIT $3`,
+      [tenant, after, page.limit + 1]);
+    return toPage(rows, page.limit, appRow, (r) => [String(r.name)]);
+  }
+  async put(tenant: string, name: string, body: StoredApplicationBody, secretHash: string | null): Promise<ApplicationRecord> {
+    const clientId = body.kind === 'api' ? null : body.clientId;
+    const identifier = body.kind === 'api' ? body.identifier : null;
+    const r = await this.d.one(`INSERT INTO applications (tenant, name, kind, client_id, identifier, body, secret_hash, created_at, updated_at)
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)
+      ON CONFLICT (tenant, name) DO UPDATE SET kind = excluded.kind, client_id = excluded.client_id,
+        identifier = excluded.identifier, body = excluded.body, secret_hash = excluded.secret_hash, updated_at = excluded.updated_at
+      RETURNING *`, [tenant, name, body.kind, clientId, identifier, JSON.stringify(body), secretHash, now()]);
+    return appRow(r!);
+  }
+  async delete(tenant: string, name: string): Promise<boolean> {
+    return this.d.tx(async (q) => {
+      const app = (await q('DELETE FROM applications WHERE tenant = $1 AND name = $2 RETURNING client_id', [tenant, name])).rows[0];
+      if (app === undefined) return false;
+      await q('DELETE FROM assignments WHERE tenant = $1 AND application = $2', [tenant, name]);
+      if (app.client_id !== null) await q('DELETE FROM artifacts WHERE tenant = $1 AND client_id = $2', [tenant, String(app.client_id)]);
+      return true;
+    });
+  }
+}
+
+const UPSERT_USER = `INSERT INTO users (tenant, id, email, body, password_hash, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $6)
+  ON CONFLICT (tenant, id) DO UPDATE SET email = excluded.email, body = excluded.body,
+    password_hash = excluded.password_hash, updated_at = excluded.updated_at
+  RETURNING *`;
+
+class Users implements UserStore {
+  constructor(private readonly d: Db) {}
+
+  async get(tenant: string, id: string): Promise<UserRecord | undefined> {
+    const r = await this.d.one('SELECT * FROM users WHERE tenant = $1 AND id = $2', [tenant, id]);
+    return r && userRow(r);
+  }
+  async getByEmail(tenant: string, email: string): Promise<UserRecord | undefined> {
+    // Emails compare case-insensitively (as people type them); ids are the identity.
+    const r = await this.d.one('SELECT * FROM users WHERE tenant = $1 AND email = $2 ORDER BY id LIMIT 1', [tenant, email.toLowerCase()]);
+    return r && userRow(r);
+  }
+  async list(tenant: string, page: PageRequest): Promise<Page<UserRecord>> {
+    const [after = ''] = decodeCursor(page.cursor, 1) ?? [];
+    const { rows } = await this.d.q('SELECT * FROM users WHERE tenant = $1 AND id > $2 ORDER BY id LIMIT $3', [tenant, after, page.limit + 1]);
+    return toPage(rows, page.limit, userRow, (r) => [String(r.id)]);
+  }
+  async put(tenant: string, id: string, body: Omit<UserBody, 'initialPassword'>, passwordHash: string | null, options: { readonly revokeArtifacts?: boolean } = {}): Promise<UserRecord> {
+    const params = [tenant, id, body.email.toLowerCase(), JSON.stringify(body), passwordHash, now()];
+    if (options.revokeArtifacts !== true) return userRow((await this.d.one(UPSERT_USER, params))!);
+    return this.d.tx(async (q) => {
+      const row = (await q(UPSERT_USER, params)).rows[0]!;
+      await q('DELETE FROM artifacts WHERE tenant = $1 AND account_id = $2', [tenant, id]);
+      return userRow(row);
+    });
+  }
+  async delete(tenant: string, id: string): Promise<boolean> {
+    return this.d.tx(async (q) => {
+      await q('DELETE FROM assignments WHERE tenant = $1 AND user_id = $2', [tenant, id]);
+      await q('DELETE FROM artifacts WHERE tenant = $1 AND account_id = $2', [tenant, id]);
+      for (const table of USER_FACTOR_TABLES) await q(`DELETE FROM ${table} WHERE tenant = $1 AND user_id = $2`, [tenant, id]);
+      return (await q('DELETE FROM users WHERE tenant = $1 AND id = $2', [tenant, id])).rowCount > 0;
+    });
+  }
+
+  async getAssignment(tenant: string, application: string, userId: string): Promise<AssignmentRecord | undefined> {
+    const r = await this.d.one('SELECT * FROM assignments WHERE tenant = $1 AND application = $2 AND user_id = $3', [tenant, application, userId]);
+    return r && assignmentRow(r);
+  }
+  async listAssignments(tenant: string, application: string, page: PageRequest): Promise<Page<AssignmentRecord>> {
+    const [after = ''] = decodeCursor(page.cursor, 1) ?? [];
+    const { rows } = await this.d.q('SELECT * FROM assignments WHERE tenant = $1 AND application = $2 AND user_id > $3 ORDER BY user_id LIMIT $4',
+      [tenant, application, after, page.limit + 1]);
+    return toPage(rows, page.limit, assignmentRow, (r) => [String(r.user_id)]);
+  }
+  async putAssignment(tenant: string, application: string, userId: string, body: AssignmentBody): Promise<AssignmentRecord> {
+    const r = await this.d.one(`INSERT INTO assignments (tenant, application, user_id, body, created_at) VALUES ($1, $2, $3, $4, $5)
+      ON CONFLICT (tenant, application, user_id) DO UPDATE SET body = excluded.body RETURNING *`,
+    [tenant, application, userId, JSON.stringify(body), now()]);
+    return assignmentRow(r!);
+  }
+  async deleteAssignment(tenant: string, application: string, userId: string): Promise<boolean> {
+    return (await this.d.q('DELETE FROM assignments WHERE tenant = $1 AND application = $2 AND user_id = $3', [tenant, application, userId])).rowCount > 0;
+  }
+  async changeAssignments(
+    tenant: string, application: string, clientId: string,
+    change: { readonly add: readonly string[]; readonly remove: readonly string[]; readonly body: AssignmentBody },
+  ): Promise<{ readonly added: readonly string[]; readonly removed: readonly string[] }> {
+    return this.d.tx(async (q) => {
+      // FOR SHARE: a user found here cannot be deleted by another replica before this commits.
+      const missing: string[] = [];
+      for (const id of change.add) {
+        if ((await q('SELECT 1 FROM users WHERE tenant = $1 AND id = $2 FOR SHARE', [tenant, id])).rowCount === 0) missing.push(id);
+      }
+      if (missing.length > 0) throw new MissingUsersError(missing);
+      const t = now();
+      const body = JSON.stringify(change.body);
+      const added: string[] = [];
+      for (const id of change.add) {
+        const r = await q(`INSERT INTO assignments (tenant, application, user_id, body, created_at) VALUES ($1, $2, $3, $4, $5)
+          ON CONFLICT (tenant, application, user_id) DO NOTHING`, [tenant, application, id, body, t]);
+        if (r.rowCount > 0) added.push(id);
+      }
+      const removed: string[] = [];
+      for (const id of change.remove) {
+        if ((await q('DELETE FROM assignments WHERE tenant = $1 AND application = $2 AND user_id = $3', [tenant, application, id])).rowCount > 0) removed.push(id);
+        // As GrantStore.revokeUserClient: the grants and everything issued under them.
+        await q(`DELETE FROM artifacts WHERE tenant = $1 AND (
+            (account_id = $2 AND client_id = $3 AND model <> 'Session')
+            OR grant_id IN (SELECT id FROM artifacts WHERE tenant = $1 AND account_id = $2 AND client_id = $3 AND model = 'Grant'))`,
+        [tenant, id, clientId]);
+      }
+      return { added, removed };
+    });
+  }
+
+  async getTotp(tenant: string, userId: string): Promise<TotpRecord | undefined> {
+    const r = await this.d.one('SELECT * FROM totp_secrets WHERE tenant = $1 AND user_id = $2', [tenant, userId]);
+    return r && totpRow(r);
+  }
+  async putTotp(tenant: string, userId: string, sealedSecret: string, lastStep: number): Promise<void> {
+    await this.d.q(`INSERT INTO totp_secrets (tenant, user_id, sealed_secret, last_step, created_at) VALUES ($1, $2, $3, $4, $5)
+      ON CONFLICT (tenant, user_id) DO UPDATE SET sealed_secret = excluded.sealed_secret, last_step = excluded.last_step, created_at = excluded.created_at`,
+    [tenant, userId, sealedSecret, lastStep, now()]);
+  }
+  async claimTotpStep(tenant: string, userId: string, step: number): Promise<boolean> {
+    // A concurrent claim waits on the row and re-checks `last_step < $3` against the winner's write.
+    return (await this.d.q('UPDATE totp_secrets SET last_step = $3 WHERE tenant = $1 AND user_id = $2 AND last_step < $3', [tenant, userId, step])).rowCount > 0;
+  }
+
+  async putOtp(tenant: string, userId: string, codeHash: string, expiresAtMs: number): Promise<void> {
+    await this.d.q(`INSERT INTO otp_codes (tenant, user_id, code_hash, expires_at_ms, attempts) VALUES ($1, $2, $3, $4, 0)
+      ON CONFLICT (tenant, user_id) DO UPDATE SET code_hash = excluded.code_hash, expires_at_ms = excluded.expires_at_ms, attempts = 0`,
+    [tenant, userId, codeHash, expiresAtMs]);
+  }
+  async getOtp(tenant: string, userId: string): Promise<OtpRecord | undefined> {
+    const r = await this.d.one('SELECT * FROM otp_codes WHERE tenant = $1 AND user_id = $2', [tenant, userId]);
+    return r && otpRow(r);
+  }
+  async countOtpAttempt(tenant: string, userId: string): Promise<number> {
+    const r = await this.d.one('UPDATE otp_codes SET attempts = attempts + 1 WHERE tenant = $1 AND user_id = $2 RETURNING attempts', [tenant, userId]);
+    return r === undefined ? Number.MAX_SAFE_INTEGER : Number(r.attempts);
+  }
+  async deleteOtp(tenant: string, userId: string, codeHash?: string): Promise<boolean> {
+    const r = codeHash === undefined
+      ? await this.d.q('DELETE FROM otp_codes WHERE tenant = $1 AND user_id = $2', [tenant, userId])
+      : await this.d.q('DELETE FROM otp_codes WHERE tenant = $1 AND user_id = $2 AND code_hash = $3', [tenant, userId, codeHash]);
+    return r.rowCount > 0;
+  }
+  async purgeExpiredOtps(): Promise<void> {
+    await this.d.q('DELETE FROM otp_codes WHERE expires_at_ms <= $1', [Date.now()]);
+  }
+
+  async listPasskeys(tenant: string, userId: string): Promise<readonly PasskeyRecord[]> {
+    return (await this.d.q('SELECT * FROM passkeys WHERE tenant = $1 AND user_id = $2 ORDER BY created_at, credential_id', [tenant, userId])).rows.map(passkeyRow);
+  }
+  async getPasskey(tenant: string, credentialId: string): Promise<PasskeyRecord | undefined> {
+    const r = await this.d.one('SELECT * FROM passkeys WHERE tenant = $1 AND credential_id = $2', [tenant, credentialId]);
+    return r && passkeyRow(r);
+  }
+  async putPasskey(tenant: string, p: PasskeyRecord): Promise<void> {
+    await this.d.q('INSERT INTO passkeys (tenant, credential_id, user_id, public_key, counter, transports, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)',
+      [tenant, p.credentialId, p.userId, p.publicKey, p.counter, JSON.stringify(p.transports), p.createdAt]);
+  }
+  async updatePasskeyCounter(tenant: string, credentialId: string, counter: number): Promise<void> {
+    await this.d.q('UPDATE passkeys SET counter = $3 WHERE tenant = $1 AND credential_id = $2', [tenant, credentialId, counter]);
+  }
+}
+
+class Grants implements GrantStore {
+  constructor(private readonly d: Db) {}
+
+  async upsert(tenant: string, model: string, id: string, payload: ArtifactPayload, expiresIn: number | undefined): Promise<void> {
+    const c = artifactColumns(payload);
+    await this.d.q(`INSERT INTO artifacts (tenant, model, id, payload, grant_id, uid, user_code, account_id, client_id, expires_at)
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+      ON CONFLICT (tenant, model, id) DO UPDATE SET payload = excluded.payload, grant_id = excluded.grant_id, uid = excluded.uid,
+        user_code = excluded.user_code, account_id = excluded.account_id, client_id = excluded.client_id, expires_at = excluded.expires_at`,
+    [tenant, model, id, JSON.stringify(payload), c.grantId, c.uid, c.userCode, c.accountId, c.clientId, expiresIn === undefined ? null : now() + expiresIn]);
+  }
+  async find(tenant: string, model: string, id: string): Promise<ArtifactPayload | undefined> {
+    return artifactRow(await this.d.one('SELECT payload, expires_at FROM artifacts WHERE tenant = $1 AND model = $2 AND id = $3', [tenant, model, id]));
+  }
+  async findByUid(tenant: string, model: string, uid: string): Promise<ArtifactPayload | undefined> {
+    return artifactRow(await this.d.one('SELECT payload, expires_at FROM artifacts WHERE tenant = $1 AND model = $2 AND uid = $3', [tenant, model, uid]));
+  }
+  async findByUserCode(tenant: string, model: string, userCode: string): Promise<ArtifactPayload | undefined> {
+    return artifactRow(await this.d.one('SELECT payload, expires_at FROM artifacts WHERE tenant = $1 AND model = $2 AND user_code = $3', [tenant, model, userCode]));
+  }
+  async consume(tenant: string, model: string, id: string): Promise<void> {
+    // In JavaScript rather than jsonb_set, which would reorder the payload's keys; the row lock
+    // keeps a concurrent change from being overwritten with the copy read here.
+    await this.d.tx(async (q) => {
+      const r = (await q('SELECT payload FROM artifacts WHERE tenant = $1 AND model = $2 AND id = $3 FOR UPDATE', [tenant, model, id])).rows[0];
+      if (r === undefined) return;
+      const payload = JSON.parse(String(r.payload)) as Record<string, unknown>;
+      payload.consumed = now();
+      await q('UPDATE artifacts SET payload = $4 WHERE tenant = $1 AND model = $2 AND id = $3', [tenant, model, id, JSON.stringify(payload)]);
+    });
+  }
+  async destroy(tenant: string, model: string, id: string): Promise<void> {
+    await this.d.q('DELETE FROM artifacts WHERE tenant = $1 AND model = $2 AND id = $3', [tenant, model, id]);
+  }
+  async revokeByGrantId(tenant: string, grantId: string): Promise<void> {
+    await this.d.q('DELETE FROM artifacts WHERE tenant = $1 AND grant_id = $2', [tenant, grantId]);
+  }
+  async revokeUserClient(tenant: string, accountId: string, clientId: string): Promise<void> {
+    // One statement: the grants and everything issued under them go together.
+    await this.d.q(`DELETE FROM artifacts WHERE tenant = $1 AND (
+        (account_id = $2 AND client_id = $3 AND model <> 'Session')
+        OR grant_id IN (SELECT id FROM artifacts WHERE tenant = $1 AND account_id = $2 AND client_id = $3 AND model = 'Grant'))`,
+    [tenant, accountId, clientId]);
+  }
+  async revokeUser(tenant: string, accountId: string): Promise<void> {
+    await this.d.q('DELETE FROM artifacts WHERE tenant = $1 AND account_id = $2', [tenant, accountId]);
+  }
+  async purgeExpired(): Promise<number> {
+    return (await this.d.q('DELETE FROM artifacts WHERE expires_at IS NOT NULL AND expires_at <= $1', [now()])).rowCount;
+  }
+}
+
+class Throttle implements ThrottleStore {
+  /** In front of the advisory locks: a burst in this process holds one lock connection per key. */
+  readonly #local = new KeyedLocks();
+
+  constructor(private readonly d: Db, private readonly lockPool: pg.Pool) {}
+
+  async get(tenant: string, key: string): Promise<ThrottleRecord | undefined> {
+    const r = await this.d.one('SELECT * FROM login_throttle WHERE tenant = $1 AND key = $2', [tenant, Buffer.from(key)]);
+    return r && throttleRow(r);
+  }
+  async recordFailure(tenant: string, key: string, nowMs: number, resetAfterMs: number, lockAt: number, lockMs: number) {
+    return this.d.tx(async (q) => {
+      // An advisory lock, not FOR UPDATE: the first failure under a key has no row to lock yet.
+      await q('SELECT pg_advisory_xact_lock($1::bigint)', [lockId(`throttle:${tenant}\u0000${key}`)]);
+      const r = (await q('SELECT * FROM login_throttle WHERE tenant = $1 AND key = $2', [tenant, Buffer.from(key)])).rows[0];
+      const next = nextThrottle(r && throttleRow(r), nowMs, resetAfterMs, lockAt, lockMs);
+      await q(`INSERT INTO login_throttle (tenant, key, failures, last_failure_ms, locked_until_ms) VALUES ($1, $2, $3, $4, $5)
+        ON CONFLICT (tenant, key) DO UPDATE SET failures = excluded.failures, last_failure_ms = excluded.last_failure_ms, locked_until_ms = excluded.locked_until_ms`,
+      [tenant, Buffer.from(key), next.failures, next.lastFailureMs, next.lockedUntilMs]);
+      return next;
+    });
+  }
+  async clear(tenant: string, key: string): Promise<void> {
+    await this.d.q('DELETE FROM login_throttle WHERE tenant = $1 AND key = $2', [tenant, Buffer.from(key)]);
+  }
+  serialize<T>(tenant: string, keys: readonly string[], attempt: () => Promise<T>): Promise<T> {
+    const names = keys.map((k) => `${tenant}\u0000${k}`);
+    return this.#local.hold(names, async () => {
+      // Session-level advisory locks on one connection held for the attempt, taken in the order of
+      // their ids in every replica, so two attempts sharing keys never wait on each other.
+      const ids = [...new Set(names.map((n) => lockId(`serialize:${n}`)))].sort((a, b) => (BigInt(a) < BigInt(b) ? -1 : BigInt(a) > BigInt(b) ? 1 : 0));
+      const client = await this.lockPool.connect();
+      let broken: Error | undefined;
+      try {
+        for (const id of ids) await client.query('SELECT pg_advisory_lock($1::bigint)', [id]);
+        return await attempt();
+      } finally {
+        await client.query('SELECT pg_advisory_unlock_all()').catch((e: Error) => {
+          broken = e;
+        });
+        // Closing a connection whose unlock failed releases its locks on the server.
+        client.release(broken);
+      }
+    });
+  }
+  async purgeIdle(): Promise<void> {
+    const ms = Date.now();
+    await this.d.q('DELETE FROM login_throttle WHERE last_failure_ms < $1 AND locked_until_ms < $2', [ms - THROTTLE_IDLE_MS, ms]);
+  }
+}
+
+class Meta implements MetaStore {
+  constructor(private readonly d: Db) {}
+
+  async get(key: string): Promise<string | undefined> {
+    const r = await this.d.one('SELECT value FROM meta WHERE key = $1', [key]);
+    return r === undefined ? undefined : String(r.value);
+  }
+  async set(key: string, value: string): Promise<void> {
+    await this.d.q('INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value', [key, value]);
+  }
+}
+
+/** `host:port/database` of a connection URL, for messages: never the user's password. */
+export function databaseLabel(url: string): string {
+  const u = new URL(url);
+  const host = u.searchParams.get('host') ?? (u.hostname === '' ? 'localhost' : decodeURIComponent(u.hostname));
+  const db = decodeURIComponent(u.pathname.slice(1)) || decodeURIComponent(u.username) || 'postgres';
+  return `${host}:${u.port === '' ? '5432' : u.port}/${db}`;
+}
+
+/**
+ * Connects, migrates the schema (postgres-migrations.ts) and returns the stores. Throws the
+ * connection's or the migration's error; openStorage turns it into one line for the operator.
+ */
+export async function openPostgresStorage(url: string, log: (line: string) => void): Promise<Storage> {
+  const label = databaseLabel(url);
+  const config = { connectionString: url, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, application_name: 'idforge' };
+  const pool = new pg.Pool({ ...config, max: POOL_SIZE });
+  const lockPool = new pg.Pool({ ...config, max: LOCK_POOL_SIZE });
+  // An idle connection that breaks (database restart, network) is dropped and replaced on demand;
+  // without a listener the pool's error event would end the process.
+  for (const p of [pool, lockPool]) p.on('error', (err) => log(`database ${label}: idle connection lost: ${err.message}`));
+  let closed: Promise<void> | undefined;
+  const close = () => (closed ??= Promise.all([pool.end(), lockPool.end()]).then(() => {}));
+  try {
+    const client = await pool.connect();
+    try {
+      await migrate(client, MIGRATION_LOCK, log);
+    } finally {
+      client.release();
+    }
+  } catch (err) {
+    await close().catch(() => {});
+    throw err;
+  }
+  const d = new Db(pool);
+  return {
+    tenants: new Tenants(d),
+    applications: new Applications(d),
+    users: new Users(d),
+    grants: new Grants(d),
+    throttle: new Throttle(d, lockPool),
+    meta: new Meta(d),
+    description: `postgres ${label}`,
+    close,
+  };
+}

@@ -1,0 +1,105 @@
+/**
+ * The storage contract against a real PostgreSQL (a cluster this file starts: test/support/
+ * postgres.ts), a fresh database per test; then what only this backend has: versioned
+ * migrations applied once when replicas start together, and one-line errors for a database that
+ * cannot be used.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { StartupError } from '../../../src/server/errors.ts';
+import { openStorage, type Storage } from '../../../src/server/storage/index.ts';
+import { LATEST_VERSION, MIGRATIONS } from '../../../src/server/storage/postgres-migrations.ts';
+import { freePort } from '../../support/processes.ts';
+import { startPostgres, type TestPostgres } from '../../support/postgres.ts';
+import { storageContract } from './contract.ts';
+
+let server: TestPostgres;
+beforeAll(async () => {
+  server = await startPostgres();
+});
+afterAll(async () => {
+  await server?.stop();
+});
+
+storageContract('postgres', async () => {
+  const db = await server.createDatabase();
+  return {
+    open: () => openStorage({ dataDir: '/nonexistent', database: db.url }),
+    async failArtifactDeletes() {
+      await server.sql(db.name, `CREATE FUNCTION fail_artifact_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'injected failure'; END $$`);
+      await server.sql(db.name, 'CREATE TRIGGER fail_artifact_delete BEFORE DELETE ON artifacts FOR EACH ROW EXECUTE FUNCTION fail_artifact_delete()');
+      return async () => {
+        await server.sql(db.name, 'DROP TRIGGER fail_artifact_delete ON artifacts');
+        await server.sql(db.name, 'DROP FUNCTION fail_artifact_delete()');
+      };
+    },
+    dispose: () => server.dropDatabase(db.name),
+  };
+});
+
+describe('postgres migrations', () => {
+  it('replicas starting together on a fresh database all succeed, and each migration is applied once', async () => {
+    const db = await server.createDatabase('migrate');
+    const lines: string[] = [];
+    const opened: Storage[] = await Promise.all(Array.from({ length: 4 }, () =>
+      openStorage({ dataDir: '/nonexistent', database: db.url, log: (l) => lines.push(l) })));
+    try {
+      expect(lines).toEqual(MIGRATIONS.map((m) => `database: applied migration ${m.version} (${m.name})`));
+      const { rows } = await server.sql(db.name, 'SELECT version, name FROM schema_migrations ORDER BY version');
+      expect(rows).toEqual(MIGRATIONS.map((m) => ({ version: m.version, name: m.name })));
+      // Every replica works on the one schema.
+      await Promise.all(opened.map((s, i) => s.tenants.put(`t${i}`, { displayName: `T${i}`, scopes: [] })));
+      expect(await opened[0]!.tenants.count()).toBe(opened.length);
+    } finally {
+      for (const s of opened) await s.close();
+    }
+    // A later start finds nothing to do.
+    const again = await openStorage({ dataDir: '/nonexistent', database: db.url, log: (l) => lines.push(l) });
+    await again.close();
+    expect(lines).toHaveLength(MIGRATIONS.length);
+    await server.dropDatabase(db.name);
+  });
+
+  it('refuses a database migrated by a newer idforge, in one line', async () => {
+    const db = await server.createDatabase('newer');
+    await (await openStorage({ dataDir: '/nonexistent', database: db.url })).close();
+    await server.sql(db.name, 'INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [LATEST_VERSION + 1, 'from the future']);
+    const err = await openStorage({ dataDir: '/nonexistent', database: db.url }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(StartupError);
+    expect((err as Error).message).toBe(
+      `cannot use the database at 127.0.0.1:${server.port}/${db.name}: its schema is version ${LATEST_VERSION + 1}, newer than this idforge knows (${LATEST_VERSION}); run the newer idforge, or restore a backup`,
+    );
+    await server.dropDatabase(db.name);
+  });
+});
+
+describe('postgres: a database that cannot be used is a one-line StartupError naming it, never its password', () => {
+  const refused = async (database: string) => {
+    const err = await openStorage({ dataDir: '/nonexistent', database }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(StartupError);
+    const message = (err as Error).message;
+    expect(message).not.toContain('\n');
+    expect(message).not.toContain('s3cret');
+    return message;
+  };
+
+  it('nothing listens on the port', async () => {
+    const port = await freePort();
+    expect(await refused(`postgres://idforge:s3cret@127.0.0.1:${port}/idforge`)).toBe(
+      `cannot use the database at 127.0.0.1:${port}/idforge: connection refused (is PostgreSQL running there, and listening on that port?)`,
+    );
+  });
+
+  it('the database does not exist', async () => {
+    expect(await refused(`postgres://postgres:s3cret@127.0.0.1:${server.port}/no_such_db`)).toBe(
+      `cannot use the database at 127.0.0.1:${server.port}/no_such_db: database "no_such_db" does not exist (create it first, e.g. createdb)`,
+    );
+  });
+
+  it('not a PostgreSQL URL, or not a URL', async () => {
+    expect(await refused('mysql://u:s3cret@db/x')).toBe(
+      "unsupported database URL scheme 'mysql:': give a postgres://user:password@host:port/database URL, or none for SQLite in the data dir",
+    );
+    expect(await refused('postgres://u:s3cret@[nope/x')).toBe('the database URL is not a valid URL: expected postgres://user:password@host:port/database');
+  });
+});
