@@ -12,7 +12,7 @@
  */
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import * as oidc from 'openid-client';
-import { AdminApiError, localhostFetch } from '../../admin-client/index.ts';
+import { AdminApiError, localhostFetch, mapLimit } from '../../admin-client/index.ts';
 import {
   ADMIN_SCOPE, APPLICATION_KINDS, KINDS, MANAGED_BY_CONSOLE, NAME, RESERVED_TENANTS, USER_ID, isClientKind, issuerUrl,
   type AdminCredentials, type ApplicationKind, type ApplicationView, type UserView,
@@ -46,6 +46,8 @@ interface Authed extends Ctx {
 
 /** Search results shown at once on the Users tab. */
 const SEARCH_LIMIT = 20;
+/** Up to this many users on the Users tab are read one by one; more, and the user list is read in pages. */
+const LOOKUP_LIMIT = 100;
 
 export function consoleRouter(ctx: ServerContext, credentials: () => AdminCredentials | undefined): Router {
   // Strict: /console and /console/ are different paths (the first redirects to the second).
@@ -311,10 +313,15 @@ export function consoleRouter(ctx: ServerContext, credentials: () => AdminCreden
 
   const usersTab = async (req: Request, res: Response, a: Authed, app: ApplicationView, state: UsersTabState, status: number, failure?: Html, flash?: string) => {
     const assignments = (await a.admin.listAll('listAssignments', { application: app.name })) ?? [];
-    const all = (await a.admin.listAll('listUsers', {})) ?? [];
-    const byId = new Map<string, UserView>(all.map((u) => [u.id, u]));
     const q = state.q.trim().toLowerCase();
-    const results = q === '' ? undefined : all.filter((u) => u.id.toLowerCase().includes(q) || u.email.toLowerCase().includes(q)).slice(0, SEARCH_LIMIT);
+    const shown = [...new Set([...assignments.map((x) => x.userId), ...state.add, ...state.remove])];
+    // The whole user list only to search it (the admin API has no search), or when it is cheaper than one GET per user shown.
+    const all = q !== '' || shown.length > LOOKUP_LIMIT ? ((await a.admin.listAll('listUsers', {})) ?? []) : undefined;
+    const byId = new Map<string, UserView>(
+      all !== undefined ? all.map((u) => [u.id, u])
+        : (await mapLimit(shown, 8, (id) => a.admin.find('getUser', { userId: id }))).flatMap((u) => (u === undefined ? [] : [[u.id, u] as const])),
+    );
+    const results = q === '' || all === undefined ? undefined : all.filter((u) => u.id.toLowerCase().includes(q) || u.email.toLowerCase().includes(q)).slice(0, SEARCH_LIMIT);
     show(res, status, a, `${app.displayName ?? app.name}: users`, 'integrations', usersTabView(app, assignments, byId, state, results, a.csrf, failure, flash));
   };
 
