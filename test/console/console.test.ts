@@ -383,4 +383,24 @@ describe('admin console', () => {
     expect((await context.cookies()).find((c) => c.name === 'idforge_console')).toBeUndefined();
     await context.close();
   });
+
+  it('taking the admin scope away ends console access at the next request', async () => {
+    const ctx = await newContext(browser);
+    ctx.setDefaultTimeout(15_000);
+    const p = await ctx.newPage();
+    await p.goto(consoleUrl);
+    await signIn(p, 'alice@acme.test');
+    await p.waitForURL(consoleUrl);
+    const alice = (await admin.typed.find('getUser', { tenant: 'acme', userId: 'u-alice' }))!;
+    const { id: _, hasPassword: _h, createdAt: _c, updatedAt: _u, ...body } = alice;
+    await admin.typed.call('putUser', { tenant: 'acme', userId: 'u-alice' }, { body: { ...body, scopes: [] } });
+    try {
+      const res = await p.goto(`${consoleUrl}marketplace`);
+      expect(res?.status()).toBe(403);
+      expect(await visibleText(p)).toContain('you do not hold the admin scope of Acme Corporation');
+    } finally {
+      await admin.typed.call('putUser', { tenant: 'acme', userId: 'u-alice' }, { body });
+      await ctx.close();
+    }
+  });
 });
