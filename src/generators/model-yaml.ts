@@ -48,8 +48,9 @@ export function unifiedDiff(before: string, after: string, names: { readonly fro
   let j = 0;
   while (i < n || j < m) {
     if (i < n && j < m && a[i] === b[j]) ops.push({ t: ' ', line: a[i]!, ai: i++, bi: j++ });
-    else if (j < m && (i === n || lcs[i]![j + 1]! >= lcs[i + 1]![j]!)) ops.push({ t: '+', line: b[j]!, ai: i, bi: j++ });
-    else ops.push({ t: '-', line: a[i]!, ai: i++, bi: j });
+    // Removals before additions, as diff -u writes a changed line.
+    else if (i < n && (j === m || lcs[i + 1]![j]! >= lcs[i]![j + 1]!)) ops.push({ t: '-', line: a[i]!, ai: i++, bi: j });
+    else ops.push({ t: '+', line: b[j]!, ai: i, bi: j++ });
   }
   const CONTEXT = 3;
   const hunks: string[] = [];

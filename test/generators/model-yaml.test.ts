@@ -16,8 +16,9 @@ afterAll(() => dir.remove());
 const lines = fc.array(fc.constantFrom('a', 'b', 'c', '  - x', '  - y', 'name: z', ''), { maxLength: 30 });
 
 describe('unifiedDiff', () => {
-  it('is empty for equal texts', () => {
+  it('is empty for equal texts, and writes a changed line as its removal then its addition', () => {
     expect(unifiedDiff('a\nb\n', 'a\nb\n', { from: 'a', to: 'b' })).toBe('');
+    expect(unifiedDiff('a\nb\nc\n', 'a\nB\nc\n', { from: 'a/m', to: 'b/m' })).toBe('--- a/m\n+++ b/m\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n');
   });
 
   it('patch(1) turns the old text into the new one', () => {
