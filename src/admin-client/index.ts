@@ -4,3 +4,4 @@ export {
   type AdminConnection, type AdminEndpoint, type CallOptions, type RawResponse,
 } from './client.ts';
 export { localhostFetch } from './fetch.ts';
+export { readLiveTenant, type LiveTenantState } from './live-tenant.ts';

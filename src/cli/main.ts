@@ -17,6 +17,7 @@ const COMMANDS: Readonly<Record<string, CommandEntry>> = {
   plan: { summary: 'show what apply would create, change and delete on a live server', load: () => import('./commands/plan.ts') },
   apply: { summary: 'make a live server match the model', load: () => import('./commands/apply.ts') },
   scaffold: { summary: 'render a runnable sample client app for one application', load: () => import('./commands/scaffold.ts') },
+  export: { summary: 'write a live tenant as a model file (to move a console-made tenant into Git)', load: () => import('./commands/export.ts') },
 };
 
 /** How the entry point describes `serve`, which it loads from the server. */

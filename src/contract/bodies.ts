@@ -141,6 +141,48 @@ export type UserBody = z.infer<typeof UserBody>;
 export const AssignmentBody = z.strictObject({ managedBy: ManagedBy, stack: Stack });
 export type AssignmentBody = z.infer<typeof AssignmentBody>;
 
+/** Entries one assignments batch may hold (adds and removes together). */
+export const ASSIGNMENT_BATCH_MAX = 1000;
+
+/**
+ * POST /admin/v1/tenants/{tenant}/applications/{application}/assignments:batch: several
+ * assignments of one application added and removed in one storage transaction, all or nothing.
+ * `add` ensures a user is assigned (an existing assignment is left as it is, owner included);
+ * `remove` ensures one is not (already absent is fine, as DELETE is idempotent).
+ */
+export const AssignmentBatchBody = z
+  .strictObject({
+    add: z.array(UserId).default([]),
+    remove: z.array(UserId).default([]),
+    /** Owner recorded on the assignments this batch creates. */
+    managedBy: ManagedBy,
+  })
+  .superRefine((b, ctx) => {
+    if (b.add.length + b.remove.length > ASSIGNMENT_BATCH_MAX) {
+      ctx.addIssue({ code: 'custom', path: [], message: `a batch holds at most ${ASSIGNMENT_BATCH_MAX} entries (add and remove together)` });
+    }
+    const seen = new Map<string, string>();
+    for (const op of ['add', 'remove'] as const) {
+      b[op].forEach((id, i) => {
+        const first = seen.get(id);
+        if (first !== undefined) ctx.addIssue({ code: 'custom', path: [op, i], message: `user '${id}' is already listed at ${first}: list each user once` });
+        else seen.set(id, `${op}[${i}]`);
+      });
+    }
+  });
+export type AssignmentBatchBody = z.infer<typeof AssignmentBatchBody>;
+
+/** What one entry of a batch did: `created`/`unchanged` for add, `deleted`/`unchanged` for remove. */
+export const AssignmentBatchEntry = z.object({
+  op: z.enum(['add', 'remove']),
+  userId: z.string(),
+  outcome: z.enum(['created', 'deleted', 'unchanged']),
+});
+export type AssignmentBatchEntry = z.infer<typeof AssignmentBatchEntry>;
+/** The answer: every entry in request order (adds, then removes). A refused batch changed nothing and answers the error body, with one problem per failed entry at `add[i]` or `remove[i]`. */
+export const AssignmentBatchResult = z.object({ results: z.array(AssignmentBatchEntry) });
+export type AssignmentBatchResult = z.infer<typeof AssignmentBatchResult>;
+
 export const SIGNING_ALGS = ['RS256', 'ES256'] as const;
 export type SigningAlg = (typeof SIGNING_ALGS)[number];
 

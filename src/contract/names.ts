@@ -22,6 +22,12 @@ export const NAME_RULES = {
 
 /** Marks objects that idforge created; only these are ever deleted by `idforge apply`. */
 export const MANAGED_BY = 'idforge';
+/**
+ * Marks objects made in the admin console. `idforge plan` reports them as made outside Git and
+ * deletes them only when asked (`--allow-delete-console`); the console edits only objects not
+ * marked `idforge` (those are Git's: the console proposes a change to the model instead).
+ */
+export const MANAGED_BY_CONSOLE = 'console';
 
 /**
  * What idforge does with objects in a tenant it manages that the model does not declare (made by
@@ -33,7 +39,7 @@ export const UNMANAGED_POLICIES = ['remove', 'report', 'keep'] as const;
 export type UnmanagedPolicy = (typeof UNMANAGED_POLICIES)[number];
 
 /** Owners whose objects are never removed as drift, only reported: another door manages them. */
-export const OTHER_DOORS: readonly string[] = ['console', 'scim'];
+export const OTHER_DOORS: readonly string[] = [MANAGED_BY_CONSOLE, 'scim'];
 
 /** Whether an undeclared object with this owner may be removed under the `remove` policy. */
 export const removableDrift = (managedBy: unknown): boolean => typeof managedBy !== 'string' || !OTHER_DOORS.includes(managedBy);

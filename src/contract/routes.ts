@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import {
-  ApplicationBody, ApplicationView, AssignmentBody, AssignmentView, KeyList, Page, PutResult, RotateKeysBody,
+  ApplicationBody, ApplicationView, AssignmentBatchBody, AssignmentBatchResult, AssignmentBody, AssignmentView, KeyList, Page, PutResult, RotateKeysBody,
   SecretRotation, SecretVerification, SecretVerificationResult, TenantBody, TenantView, UserBody, UserView,
 } from './bodies.ts';
 import { DNS_LABEL, NAME, NAME_RULES, USER_ID } from './names.ts';
@@ -102,6 +102,13 @@ export const ADMIN_ROUTES = {
   deleteAssignment: route({
     method: 'DELETE', path: '/tenants/{tenant}/applications/{application}/assignments/{userId}', tag: 'assignment',
     summary: "Remove an assignment; the user's grants and refresh tokens at the application end with it", query: 'dryRun',
+  }),
+  changeAssignments: route({
+    method: 'POST', path: '/tenants/{tenant}/applications/{application}/assignments:batch', tag: 'assignment',
+    summary: 'Add and remove assignments of one application in one transaction: all or nothing, answered per entry ' +
+      "(a removed user's grants and refresh tokens at the application end with it)",
+    query: 'dryRun', body: AssignmentBatchBody, response: AssignmentBatchResult,
+    conflicts: 'a user to add does not exist: one problem per such entry (`add[i]`), and nothing was changed',
   }),
 } as const satisfies Record<string, RouteSpec>;
 

@@ -20,6 +20,8 @@ export { ARTIFACT_SCHEMAS, SpaConfig, ApiConfig, GrantConfig, PlanSchema } from 
 export { OAUTH2_PROXY_VERSION, OAUTH2_PROXY_IMAGE } from './proxy.ts';
 export { stableJson } from './_serialize.ts';
 export type { Artifact } from './_artifact.ts';
+export { modelFileOfLive, tenantSpecOfLive, serverSpecOf, UNKNOWN_UPSTREAM, type LiveTenant, type ExportNote, type ModelFileInput, type TenantSpecInput } from './from-live.ts';
+export { modelYaml, unifiedDiff } from './model-yaml.ts';
 
 /**
  * The generator of each application kind: the one place a kind meets its client configuration.

@@ -3,6 +3,7 @@
  */
 import type { Account, KoaContextWithOIDC } from 'oidc-provider';
 import type { ServerContext } from './_context.ts';
+import { isConsoleClient } from './console/client.ts';
 import type { ApplicationRecord, UserRecord } from './storage/types.ts';
 
 /** Always grantable when the client may request them; every other scope is custom and per-user. */
@@ -28,6 +29,8 @@ export function grantableScopes(user: UserRecord, requested: Iterable<string>): 
 export async function isAssigned(
   ctx: ServerContext, tenant: string, clientId: string, userId: string, apps?: { byClientId(id: string): Promise<ApplicationRecord | undefined> },
 ): Promise<boolean> {
+  // The admin console admits by the tenant's admin scope instead, and says why to others (console/).
+  if (isConsoleClient(clientId)) return true;
   const app = await (apps ? apps.byClientId(clientId) : ctx.storage.applications.getByClientId(tenant, clientId));
   if (app === undefined) return false;
   return (await ctx.storage.users.getAssignment(tenant, app.name, userId)) !== undefined;

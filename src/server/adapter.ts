@@ -6,6 +6,7 @@
 import type { Adapter, AdapterPayload, ClientMetadata } from 'oidc-provider';
 import { KINDS } from '../contract/index.ts';
 import type { ServerContext } from './_context.ts';
+import { consoleClientMetadata, isConsoleClient } from './console/client.ts';
 import type { ApplicationRecord } from './storage/types.ts';
 
 /**
@@ -97,6 +98,7 @@ export function adapterClass(ctx: ServerContext, tenant: string, apps: TenantApp
     }
     async find(id: string): Promise<AdapterPayload | undefined> {
       if (this.name === 'Client') {
+        if (isConsoleClient(id)) return consoleClientMetadata(ctx.master, ctx.address(), tenant) as AdapterPayload | undefined;
         const app = await apps.byClientId(id);
         return app === undefined ? undefined : (clientMetadata(app) as AdapterPayload | undefined);
       }

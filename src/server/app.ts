@@ -6,7 +6,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { ServerContext } from './_context.ts';
+import type { AdminCredentials } from '../contract/index.ts';
 import { adminRouter, sendJsonError } from './admin/routes.ts';
+import { CONSOLE_PATH, consoleRouter } from './console/index.ts';
 import { errors } from './errors.ts';
 import { interactionRouter } from './login/routes.ts';
 import { resolveHost, type ProviderCache } from './tenancy.ts';
@@ -39,7 +41,9 @@ export function createHandler(ctx: ServerContext, providers: ProviderCache, app:
   };
 }
 
-export function createApp(ctx: ServerContext, providers: ProviderCache, trustedProxies: number): express.Express {
+export function createApp(
+  ctx: ServerContext, providers: ProviderCache, trustedProxies: number, adminCredentials: () => AdminCredentials | undefined = () => undefined,
+): express.Express {
   const app = express();
   app.disable('x-powered-by');
   // A hop count, never `true`: with `true` express takes the leftmost X-Forwarded-For entry,
@@ -48,6 +52,7 @@ export function createApp(ctx: ServerContext, providers: ProviderCache, trustedP
 
   const admin = adminRouter(ctx);
   const interactions = interactionRouter(ctx);
+  const adminConsole = consoleRouter(ctx, adminCredentials);
 
   app.use(async (req: Request, res: Response, next: NextFunction) => {
     try {
@@ -67,6 +72,7 @@ export function createApp(ctx: ServerContext, providers: ProviderCache, trustedP
         req.url = req.url.slice('/oauth2'.length) || '/';
         return runtime.callback(req, res);
       }
+      if (req.path === CONSOLE_PATH || req.path.startsWith(`${CONSOLE_PATH}/`)) return adminConsole(req, res, next);
       return interactions(req, res, (err?: unknown) => {
         if (err !== undefined) return next(err);
         next(errors.notFound(`no route ${req.method} ${req.path} on tenant '${target.tenant}'`));

@@ -92,14 +92,15 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   let timer: NodeJS.Timeout | undefined;
   try {
     await ensureSystemTenant(ctx);
-    const app = createApp(ctx, providers, options.trustedProxies ?? (scheme === 'https' ? 1 : 0));
+    let adminCredentials: AdminCredentials | undefined;
+    // The admin console calls the admin API with the bootstrap credentials (console/tenant-admin.ts).
+    const app = createApp(ctx, providers, options.trustedProxies ?? (scheme === 'https' ? 1 : 0), () => adminCredentials);
     server = createServer(createHandler(ctx, providers, app));
     // Keep-alive beyond typical proxy idle timeouts, so proxies never reuse a socket we just closed.
     server.keepAliveTimeout = 65_000;
     const wanted = options.port ?? DEFAULTS.port;
     // With a fixed port the credentials file is written before the port opens, so a client that
     // waits for the port (idforge apply in scripts) never finds it missing.
-    let adminCredentials: AdminCredentials | undefined;
     if (wanted !== 0) {
       address = { scheme, baseDomain, port: options.publicPort ?? wanted };
       adminCredentials = await writeAdminCredentials(ctx, options.dataDir);

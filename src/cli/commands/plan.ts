@@ -22,6 +22,7 @@ import { EXIT, UsageError, type CliIo, type Command } from '../../command/io.ts'
 import { parseCommandArgs } from '../../command/args.ts';
 import { loadForCommand, reportProblems } from '../_model.ts';
 import { DEFAULT_STATE_FILE, StateFileError, resolvePasswords, resolveSecrets } from '../_state.ts';
+import { formatOutsideGit, withOutsideGit, type OutsideGitObject } from '../_outside-git.ts';
 
 export { AdminApiError } from '../../admin-client/index.ts';
 
@@ -48,6 +49,8 @@ export interface RemotePlan {
   readonly server: string;
   readonly changes: readonly PlannedChange[];
   readonly guard: readonly GuardViolation[];
+  /** Objects made outside Git (the console's, or differing only in owner): see _outside-git.ts. */
+  readonly outsideGit?: readonly OutsideGitObject[];
 }
 
 export const CREDENTIAL_HELP = `Admin credentials: --data-dir <server data dir> reads the bootstrap client the server wrote
@@ -237,6 +240,7 @@ export const PLAN_OPTIONS = {
   state: { type: 'string' },
   json: { type: 'boolean' },
   'allow-mass-delete': { type: 'boolean' },
+  'allow-delete-console': { type: 'boolean' },
 } as const;
 
 /** Shared by plan and apply: load, resolve secrets, compile, connect, dry-run. */
@@ -281,6 +285,8 @@ export async function preparePlan(
       const { deletions, guard } = await plannedDeletions(client, steps);
       plan = { server: await client.server(), changes: deletions, guard };
     }
+    // apply prints no such section: it lists the console's objects only when it is to delete them.
+    if (command === 'plan' || values['allow-delete-console'] === true) plan = await withOutsideGit(client, steps, plan, values['allow-delete-console'] === true);
     return { plan, client, steps, values: { json, allowMassDelete: values['allow-mass-delete'] === true } };
   } catch (err) {
     if (err instanceof AdminApiError) {
@@ -298,16 +304,20 @@ export function planJson(plan: RemotePlan) {
     summary: summary(plan),
     changes: plan.changes.filter((c) => c.op !== 'unchanged').map(({ op, ref, name, fields }) => ({ op, ...ref, name, fields })),
     guard: plan.guard,
+    ...(plan.outsideGit === undefined ? {} : { outsideGit: plan.outsideGit.map(({ kind, name, owner, action }) => ({ kind, name, owner, action })) }),
   };
 }
 
-const USAGE = 'usage: idforge plan <model file or directory>... (--data-dir <server data dir> | env IDFORGE_ADMIN_CLIENT_ID/SECRET) [--state <file>] [--json] [--allow-mass-delete]';
+const USAGE = 'usage: idforge plan <model file or directory>... (--data-dir <server data dir> | env IDFORGE_ADMIN_CLIENT_ID/SECRET) [--state <file>] [--json] [--allow-mass-delete] [--allow-delete-console]';
 const HELP = `${USAGE}
 
 Compares the model with the live server named in its 'server' section and prints what
 'idforge apply' would create (+), change (~) and delete (-). Changes nothing.
 Only objects marked managedBy: idforge are ever deleted; deleting most of a tenant's users or
 assignments is refused without --allow-mass-delete (plan exits 1 when apply would refuse).
+Objects made in the admin console (managedBy: console) are listed under "Made outside Git": kept
+when the model does not declare them, deleted only with --allow-delete-console; those the model
+declares are marked managed in Git by apply.
 
 ${CREDENTIAL_HELP}
 `;
@@ -320,7 +330,7 @@ export const run: Command = async (argv, io) => {
   if (values.json) {
     io.stdout(`${JSON.stringify({ ok: !refused, ...planJson(plan) }, null, 2)}\n`);
   } else {
-    io.stdout(formatPlan(plan, io.color));
+    io.stdout(formatPlan(plan, io.color) + formatOutsideGit(plan));
     if (refused) io.stderr(formatGuard(plan.guard));
   }
   return refused ? EXIT.invalid : EXIT.ok;

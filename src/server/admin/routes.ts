@@ -49,6 +49,7 @@ function handlers(svc: AdminService): Handlers {
     getAssignment: ({ params }) => svc.getAssignment(params.tenant, params.application, params.userId),
     putAssignment: ({ params, body, dryRun }) => svc.putAssignment(params.tenant, params.application, params.userId, body, dryRun),
     deleteAssignment: ({ params, dryRun }) => svc.deleteAssignment(params.tenant, params.application, params.userId, dryRun),
+    changeAssignments: ({ params, body, dryRun }) => svc.changeAssignments(params.tenant, params.application, body, dryRun),
   } as Handlers;
 }
 
@@ -98,7 +99,8 @@ export function adminRouter(ctx: ServerContext): Router {
   router.use(express.json({ limit: '256kb', strict: false }));
 
   for (const [name, spec] of Object.entries(ADMIN_ROUTES) as [RouteName, RouteSpec][]) {
-    const expressPath = spec.path.replace(/\{(\w+)\}/g, ':$1');
+    // A literal colon (a custom method such as `assignments:batch`) is escaped: express reads `:x` as a parameter.
+    const expressPath = spec.path.replace(/:/g, '\\:').replace(/\{(\w+)\}/g, ':$1');
     const method = spec.method.toLowerCase() as 'get' | 'put' | 'post' | 'delete';
     router[method](expressPath, async (req: Request, res: Response) => {
       const params = pathParams(req, spec);

@@ -5,12 +5,13 @@
  */
 import {
   BUILTIN_SCOPES, RESERVED_TENANTS, changedFields, checkRequestedScopes, formatPath, isConfidentialKind,
-  type ApplicationBody, type AssignmentBody, type Outcome, type PutResult, type SigningAlg, type TenantBody, type UserBody,
+  type ApplicationBody, type AssignmentBatchBody, type AssignmentBatchEntry, type AssignmentBody, type Outcome, type PutResult, type SigningAlg, type TenantBody, type UserBody,
 } from '../../contract/index.ts';
 import type { ServerContext } from '../_context.ts';
 import { hashPassword, newClientSecret } from '../_crypto.ts';
-import { errors } from '../errors.ts';
+import { ServerError, errors } from '../errors.ts';
 import { newTenantKeys, rotateTenantKeys } from '../keys.ts';
+import { MissingUsersError } from '../storage/index.ts';
 import type {
   ApplicationRecord,
   AssignmentRecord,
@@ -333,5 +334,51 @@ export class AdminService {
     await this.#s.users.deleteAssignment(tenant, application, userId);
     // The user's grants and refresh tokens at this application end with the assignment.
     await this.#s.grants.revokeUserClient(tenant, userId, app.body.clientId);
+  }
+
+  /**
+   * Adds and removes several assignments of one application at once (one storage transaction):
+   * either every entry holds afterwards or nothing changed. Users to add that do not exist fail the
+   * batch with 409, one problem per entry (`add[i]`), so a caller can say exactly what failed.
+   */
+  async changeAssignments(tenant: string, application: string, body: AssignmentBatchBody, dryRun: boolean): Promise<{ results: AssignmentBatchEntry[] }> {
+    await this.#tenant(tenant);
+    const app = await this.#clientApp(tenant, application);
+    const missing = async () => {
+      const out: string[] = [];
+      for (const id of body.add) if ((await this.#s.users.get(tenant, id)) === undefined) out.push(id);
+      return out;
+    };
+    const refuse = (ids: readonly string[]): never => {
+      const problems = body.add.flatMap((id, i) => (ids.includes(id) ? [{ path: `add[${i}]`, message: `user '${id}' does not exist in tenant '${tenant}'`, code: 'not_found' }] : []));
+      throw new ServerError(409, 'conflict', `${problems.length === 1 ? problems[0]!.message : `${problems.length} users to add do not exist in tenant '${tenant}'`}; nothing was changed`, true, problems[0]!.path, problems);
+    };
+    const gone = await missing();
+    if (gone.length > 0) refuse(gone);
+    let added: readonly string[];
+    let removed: readonly string[];
+    if (dryRun) {
+      const assigned = async (id: string) => (await this.#s.users.getAssignment(tenant, application, id)) !== undefined;
+      added = [];
+      removed = [];
+      for (const id of body.add) if (!(await assigned(id))) added = [...added, id];
+      for (const id of body.remove) if (await assigned(id)) removed = [...removed, id];
+    } else {
+      try {
+        ({ added, removed } = await this.#s.users.changeAssignments(tenant, application, app.body.clientId, {
+          add: body.add, remove: body.remove, body: body.managedBy === undefined ? {} : { managedBy: body.managedBy },
+        }));
+      } catch (err) {
+        // A user deleted between the check above and the transaction.
+        if (err instanceof MissingUsersError) refuse(err.userIds);
+        throw err;
+      }
+    }
+    return {
+      results: [
+        ...body.add.map((userId) => ({ op: 'add' as const, userId, outcome: added.includes(userId) ? ('created' as const) : ('unchanged' as const) })),
+        ...body.remove.map((userId) => ({ op: 'remove' as const, userId, outcome: removed.includes(userId) ? ('deleted' as const) : ('unchanged' as const) })),
+      ],
+    };
   }
 }

@@ -11,6 +11,7 @@ import { openSqliteStorage } from './sqlite.ts';
 import type { Storage } from './types.ts';
 
 export type * from './types.ts';
+export { MissingUsersError } from './types.ts';
 
 /** Environment variable naming the database when `--database` is not given. */
 export const DATABASE_URL_ENV = 'IDFORGE_DATABASE_URL';

@@ -19,6 +19,7 @@ import {
 } from './_common.ts';
 import { KeyedLocks } from './_keyed-locks.ts';
 import { migrate } from './postgres-migrations.ts';
+import { MissingUsersError } from './types.ts';
 import type {
   ApplicationRecord,
   ApplicationStore,
@@ -268,6 +269,37 @@ class Users implements UserStore {
   }
   async deleteAssignment(tenant: string, application: string, userId: string): Promise<boolean> {
     return (await this.d.q('DELETE FROM assignments WHERE tenant = $1 AND application = $2 AND user_id = $3', [tenant, application, userId])).rowCount > 0;
+  }
+  async changeAssignments(
+    tenant: string, application: string, clientId: string,
+    change: { readonly add: readonly string[]; readonly remove: readonly string[]; readonly body: AssignmentBody },
+  ): Promise<{ readonly added: readonly string[]; readonly removed: readonly string[] }> {
+    return this.d.tx(async (q) => {
+      // FOR SHARE: a user found here cannot be deleted by another replica before this commits.
+      const missing: string[] = [];
+      for (const id of change.add) {
+        if ((await q('SELECT 1 FROM users WHERE tenant = $1 AND id = $2 FOR SHARE', [tenant, id])).rowCount === 0) missing.push(id);
+      }
+      if (missing.length > 0) throw new MissingUsersError(missing);
+      const t = now();
+      const body = JSON.stringify(change.body);
+      const added: string[] = [];
+      for (const id of change.add) {
+        const r = await q(`INSERT INTO assignments (tenant, application, user_id, body, created_at) VALUES ($1, $2, $3, $4, $5)
+          ON CONFLICT (tenant, application, user_id) DO NOTHING`, [tenant, application, id, body, t]);
+        if (r.rowCount > 0) added.push(id);
+      }
+      const removed: string[] = [];
+      for (const id of change.remove) {
+        if ((await q('DELETE FROM assignments WHERE tenant = $1 AND application = $2 AND user_id = $3', [tenant, application, id])).rowCount > 0) removed.push(id);
+        // As GrantStore.revokeUserClient: the grants and everything issued under them.
+        await q(`DELETE FROM artifacts WHERE tenant = $1 AND (
+            (account_id = $2 AND client_id = $3 AND model <> 'Session')
+            OR grant_id IN (SELECT id FROM artifacts WHERE tenant = $1 AND account_id = $2 AND client_id = $3 AND model = 'Grant'))`,
+        [tenant, id, clientId]);
+      }
+      return { added, removed };
+    });
   }
 
   async getTotp(tenant: string, userId: string): Promise<TotpRecord | undefined> {

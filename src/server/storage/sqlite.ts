@@ -15,6 +15,7 @@ import {
   nextThrottle, nowSeconds as now, otpRow, passkeyRow, tenantRow, throttleRow, toPage, totpRow, userRow, type Row,
 } from './_common.ts';
 import { KeyedLocks } from './_keyed-locks.ts';
+import { MissingUsersError } from './types.ts';
 import type {
   ApplicationRecord,
   ApplicationStore,
@@ -267,6 +268,26 @@ class Users implements UserStore {
   async deleteAssignment(tenant: string, application: string, userId: string): Promise<boolean> {
     return this.d.q('DELETE FROM assignments WHERE tenant = ? AND application = ? AND user_id = ?').run(tenant, application, userId).changes > 0;
   }
+  async changeAssignments(
+    tenant: string, application: string, clientId: string,
+    change: { readonly add: readonly string[]; readonly remove: readonly string[]; readonly body: AssignmentBody },
+  ): Promise<{ readonly added: readonly string[]; readonly removed: readonly string[] }> {
+    // IMMEDIATE: the users checked are the users written against, whatever another connection does.
+    return this.d.db.transaction(() => {
+      const missing = change.add.filter((id) => this.d.q('SELECT 1 FROM users WHERE tenant = ? AND id = ?').get(tenant, id) === undefined);
+      if (missing.length > 0) throw new MissingUsersError(missing);
+      const t = now();
+      const body = JSON.stringify(change.body);
+      const added = change.add.filter((id) => this.d.q(`INSERT INTO assignments (tenant, application, user_id, body, created_at) VALUES (?, ?, ?, ?, ?)
+        ON CONFLICT (tenant, application, user_id) DO NOTHING`).run(tenant, application, id, body, t).changes > 0);
+      const removed = change.remove.filter((id) => {
+        const gone = this.d.q('DELETE FROM assignments WHERE tenant = ? AND application = ? AND user_id = ?').run(tenant, application, id).changes > 0;
+        revokeUserClient(this.d, tenant, id, clientId);
+        return gone;
+      });
+      return { added, removed };
+    }).immediate();
+  }
 
   async getTotp(tenant: string, userId: string): Promise<TotpRecord | undefined> {
     const r = this.d.q('SELECT * FROM totp_secrets WHERE tenant = ? AND user_id = ?').get(tenant, userId) as Row | undefined;
@@ -319,6 +340,14 @@ class Users implements UserStore {
   }
 }
 
+/** GrantStore.revokeUserClient's statements, for use inside a caller's transaction. */
+function revokeUserClient(d: Db, tenant: string, accountId: string, clientId: string): void {
+  const grants = d.q(`SELECT id FROM artifacts WHERE tenant = ? AND account_id = ? AND client_id = ? AND model = 'Grant'`)
+    .all(tenant, accountId, clientId) as { id: string }[];
+  for (const g of grants) d.q('DELETE FROM artifacts WHERE tenant = ? AND grant_id = ?').run(tenant, g.id);
+  d.q(`DELETE FROM artifacts WHERE tenant = ? AND account_id = ? AND client_id = ? AND model != 'Session'`).run(tenant, accountId, clientId);
+}
+
 class Grants implements GrantStore {
   constructor(private readonly d: Db) {}
 
@@ -349,12 +378,7 @@ class Grants implements GrantStore {
     this.d.q('DELETE FROM artifacts WHERE tenant = ? AND grant_id = ?').run(tenant, grantId);
   }
   async revokeUserClient(tenant: string, accountId: string, clientId: string): Promise<void> {
-    this.d.tx(() => {
-      const grants = this.d.q(`SELECT id FROM artifacts WHERE tenant = ? AND account_id = ? AND client_id = ? AND model = 'Grant'`)
-        .all(tenant, accountId, clientId) as { id: string }[];
-      for (const g of grants) this.d.q('DELETE FROM artifacts WHERE tenant = ? AND grant_id = ?').run(tenant, g.id);
-      this.d.q(`DELETE FROM artifacts WHERE tenant = ? AND account_id = ? AND client_id = ? AND model != 'Session'`).run(tenant, accountId, clientId);
-    });
+    this.d.tx(() => revokeUserClient(this.d, tenant, accountId, clientId));
   }
   async revokeUser(tenant: string, accountId: string): Promise<void> {
     this.d.q('DELETE FROM artifacts WHERE tenant = ? AND account_id = ?').run(tenant, accountId);

@@ -123,6 +123,14 @@ export interface ThrottleRecord {
   readonly lockedUntilMs: number;
 }
 
+/** Users named by a change that do not exist (UserStore.changeAssignments); nothing was changed. */
+export class MissingUsersError extends Error {
+  override readonly name = 'MissingUsersError';
+  constructor(readonly userIds: readonly string[]) {
+    super(`no such user: ${userIds.join(', ')}`);
+  }
+}
+
 /** Tenants and their signing keys. */
 export interface TenantStore {
   get(name: string): Promise<TenantRecord | undefined>;
@@ -185,6 +193,18 @@ export interface UserStore {
   /** Upsert (createdAt kept on update). */
   putAssignment(tenant: string, application: string, userId: string, body: AssignmentBody): Promise<AssignmentRecord>;
   deleteAssignment(tenant: string, application: string, userId: string): Promise<boolean>;
+  /**
+   * Adds and removes assignments of one application in one transaction, all or nothing. An add
+   * whose user does not exist fails the whole change with MissingUsersError (naming every such
+   * user); an add of an existing assignment leaves it as it is (body and createdAt). A removed
+   * user's grants and everything issued under them at `clientId` go in the same transaction (as
+   * GrantStore.revokeUserClient; sessions stay). Returns the adds that created an assignment and
+   * the removes that deleted one.
+   */
+  changeAssignments(
+    tenant: string, application: string, clientId: string,
+    change: { readonly add: readonly string[]; readonly remove: readonly string[]; readonly body: AssignmentBody },
+  ): Promise<{ readonly added: readonly string[]; readonly removed: readonly string[] }>;
 
   getTotp(tenant: string, userId: string): Promise<TotpRecord | undefined>;
   /** Creates or replaces the user's enrolment; `lastStep` is the step of the confirming code. */

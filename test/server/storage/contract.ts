@@ -355,6 +355,39 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
         expect(await s.users.getAssignment('acme', 'portal', 'u1')).toBeUndefined();
         await expect(s.users.listAssignments('acme', 'wiki', { limit: 5, cursor: '%' })).rejects.toThrow('invalid cursor');
       });
+
+      it('changeAssignments adds and removes in one transaction: existing ones kept as they are, a removed user\'s artifacts at the client revoked, a missing user changes nothing', async () => {
+        for (const id of ['u1', 'u2', 'u3']) await s.users.put('acme', id, userBody(`${id}@acme.example`), null);
+        await s.users.putAssignment('acme', 'portal', 'u1', { managedBy: 'idforge' });
+        await s.users.putAssignment('acme', 'portal', 'u2', {});
+        await s.grants.upsert('acme', 'Grant', 'g2', { accountId: 'u2', clientId: 'web' }, 600);
+        await s.grants.upsert('acme', 'RefreshToken', 'rt2', { accountId: 'u2', clientId: 'web', grantId: 'g2' }, 600);
+        await s.grants.upsert('acme', 'Session', 's2', { accountId: 'u2' }, 600);
+        vi.setSystemTime(T0 + 5_000);
+        const r = await s.users.changeAssignments('acme', 'portal', 'web', { add: ['u1', 'u3'], remove: ['u2', 'u9'], body: { managedBy: 'console' } });
+        expect(r).toEqual({ added: ['u3'], removed: ['u2'] });
+        expect(await s.users.getAssignment('acme', 'portal', 'u1')).toEqual({ tenant: 'acme', application: 'portal', userId: 'u1', body: { managedBy: 'idforge' }, createdAt: T0S });
+        expect(await s.users.getAssignment('acme', 'portal', 'u3')).toEqual({ tenant: 'acme', application: 'portal', userId: 'u3', body: { managedBy: 'console' }, createdAt: T0S + 5 });
+        expect(await s.users.getAssignment('acme', 'portal', 'u2')).toBeUndefined();
+        expect(await s.grants.find('acme', 'Grant', 'g2')).toBeUndefined();
+        expect(await s.grants.find('acme', 'RefreshToken', 'rt2')).toBeUndefined();
+        expect(await s.grants.find('acme', 'Session', 's2')).toBeDefined();
+
+        const err = await s.users.changeAssignments('acme', 'portal', 'web', { add: ['u2', 'ghost', 'u1', 'ghost2'], remove: ['u3'], body: {} }).catch((e: unknown) => e);
+        expect(err).toMatchObject({ name: 'MissingUsersError', userIds: ['ghost', 'ghost2'] });
+        expect((await s.users.listAssignments('acme', 'portal', { limit: 10 })).items.map((a) => a.userId)).toEqual(['u1', 'u3']);
+      });
+
+      it('changeAssignments is all or nothing: a failed revocation leaves every assignment as before', async () => {
+        for (const id of ['u1', 'u2']) await s.users.put('acme', id, userBody(`${id}@acme.example`), null);
+        await s.users.putAssignment('acme', 'portal', 'u1', {});
+        await s.grants.upsert('acme', 'Grant', 'g1', { accountId: 'u1', clientId: 'web' }, 600);
+        const restore = await backend.failArtifactDeletes();
+        await expect(s.users.changeAssignments('acme', 'portal', 'web', { add: ['u2'], remove: ['u1'], body: {} })).rejects.toThrow(/injected failure/);
+        await restore();
+        expect((await s.users.listAssignments('acme', 'portal', { limit: 10 })).items.map((a) => a.userId)).toEqual(['u1']);
+        expect(await s.grants.find('acme', 'Grant', 'g1')).toBeDefined();
+      });
     });
 
     describe('login factors', () => {

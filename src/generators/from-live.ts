@@ -1,0 +1,157 @@
+/**
+ * The way back: a live tenant, as the admin API shows it, written as the model that would
+ * provision it. `idforge export` writes it to a file so a tenant made in the console (or through
+ * the admin API) can move into Git; the console uses it to propose changes to Git-owned objects as
+ * a patch of the model. Pure, like the generators it inverts: the same views give the same model.
+ *
+ * What the server does not keep cannot come back: passwords (only hashes are stored), client
+ * secrets, and client-side settings that never reach the server (a web app's callback path, a
+ * proxy's upstream, an api's routes). Those are left at the model's defaults, or filled with a
+ * placeholder the model accepts, and each such guess is returned as a note at its path, so the
+ * writer can put it beside the value and the person can check it.
+ */
+import type { z } from 'zod';
+import {
+  KINDS, isLocalHost, type ApplicationView, type AssignmentView, type Path, type ServerAddress, type TenantView, type UserView,
+} from '../contract/index.ts';
+import type { ModelFileSpec, TenantSpec } from '../schema/model.ts';
+
+export type TenantSpecInput = z.input<typeof TenantSpec>;
+export type ModelFileInput = z.input<typeof ModelFileSpec>;
+type AppInput = NonNullable<TenantSpecInput['applications']>[number];
+
+/** The live state of one tenant, as listed through the admin API. */
+export interface LiveTenant {
+  readonly tenant: TenantView;
+  readonly applications: readonly ApplicationView[];
+  readonly users: readonly UserView[];
+  /** Per client application name, its assignments. */
+  readonly assignments: Readonly<Record<string, readonly AssignmentView[]>>;
+}
+
+/** A value the export had to guess, or a difference the model cannot express, at its path in the tenant. */
+export interface ExportNote {
+  readonly path: Path;
+  readonly message: string;
+}
+
+/** Placeholder for a proxy's upstream, which only the proxy's own configuration holds. */
+export const UNKNOWN_UPSTREAM = 'http://127.0.0.1:8080';
+
+const origin = (url: string) => URL.parse(url)?.origin ?? url;
+const sorted = <T>(xs: readonly T[], key: (x: T) => string) => [...xs].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
+
+/**
+ * The redirect URI the kind's contract shape derives, matched back to its origin (and provider for
+ * a web app): the first registered URI that has that shape.
+ */
+function derivedOrigin(kind: 'web' | 'proxy' | 'spa', uris: readonly string[], tenant: string): { origin: string; provider?: string } | undefined {
+  for (const u of uris) {
+    const url = URL.parse(u);
+    if (url === null || url.search !== '' || url.hash !== '') continue;
+    if (kind === 'web') {
+      const m = /^\/connect\/([^/]+)\/callback$/.exec(url.pathname);
+      if (m !== null) return { origin: url.origin, ...(m[1] === tenant ? {} : { provider: m[1] }) };
+    } else if (kind === 'proxy') {
+      if (url.pathname === '/oauth2/callback') return { origin: url.origin };
+    } else if (url.pathname === '/' || url.pathname === '') return { origin: url.origin };
+  }
+  return undefined;
+}
+
+function applicationSpec(live: LiveTenant, app: ApplicationView, at: Path, notes: ExportNote[]): AppInput {
+  const note = (path: Path, message: string) => notes.push({ path: [...at, ...path], message });
+  const base = { name: app.name, ...(app.displayName === undefined ? {} : { displayName: app.displayName }) };
+  if (app.kind === 'api') {
+    // The server keeps the union of the routes' scopes; one route per scope gives the same union.
+    const routes = app.scopes.map((s) => ({ path: `/${s}`, scopes: [s] }));
+    if (routes.length > 0) note(['routes'], 'routes are not kept by the server: one route per scope the api offers; set the real paths');
+    return { ...base, kind: 'api', audience: app.identifier, ...(routes.length > 0 ? { routes } : {}) };
+  }
+  const kind = app.kind;
+  const found = derivedOrigin(kind, app.redirectUris, live.tenant.name);
+  const first = app.redirectUris[0] ?? 'http://localhost';
+  const appOrigin = found?.origin ?? origin(first);
+  const derived = KINDS[kind].redirectUris(appOrigin, { provider: found?.provider ?? live.tenant.name });
+  const extra = app.redirectUris.filter((u) => !derived.includes(u));
+  if (found === undefined) note(['origin'], `no redirect URI has the ${KINDS[kind].title}'s shape; the origin is taken from ${first}`);
+  const client = {
+    ...base,
+    ...(app.clientId === app.name ? {} : { clientId: app.clientId }),
+    origin: appOrigin,
+    ...(extra.length > 0 ? { redirectUris: extra } : {}),
+  };
+  if (app.postLogoutRedirectUris.length !== 1 || app.postLogoutRedirectUris[0] !== `${appOrigin}/`) {
+    note(['origin'], `the model registers ${appOrigin}/ as the only post-logout redirect URI; the server has ${JSON.stringify(app.postLogoutRedirectUris)}`);
+  }
+  if (kind === 'spa' && app.kind === 'spa') {
+    const apis = new Map(live.applications.flatMap((a) => (a.kind === 'api' ? [[a.identifier, a.name] as const] : [])));
+    const audience = app.audience.flatMap((id, i) => {
+      const name = apis.get(id);
+      if (name === undefined) note(['audience'], `audience ${id} (entry ${i}) is not the identifier of an api of this tenant; left out`);
+      return name === undefined ? [] : [name];
+    });
+    const scopes = app.offline ? app.scopes.filter((s) => s !== 'offline') : app.scopes;
+    if (!app.offline && app.scopes.includes('offline')) note(['scopes'], "the server lists scope 'offline' without offline: true; the model asks for offline: true instead");
+    return { ...client, kind: 'spa', scopes, ...(audience.length > 0 ? { audience } : {}), ...(app.offline ? { offline: true } : {}) };
+  }
+  if (app.audience.length > 0) note(['name'], `a ${kind} application has no audience in the model; the server has ${JSON.stringify(app.audience)}`);
+  if (kind === 'web') {
+    return { ...client, kind: 'web', ...(found?.provider === undefined ? {} : { provider: found.provider }), scopes: [...app.scopes] };
+  }
+  note(['upstream'], 'the app behind the proxy is not kept by the server: set it');
+  return { ...client, kind: 'proxy', upstream: UNKNOWN_UPSTREAM, scopes: [...app.scopes] };
+}
+
+/** One tenant of the model, from its live state; `at` is where the tenant sits in the file (for notes). */
+export function tenantSpecOfLive(live: LiveTenant, at: Path = []): { spec: TenantSpecInput; notes: ExportNote[] } {
+  const notes: ExportNote[] = [];
+  const t = live.tenant;
+  const apps = sorted(live.applications, (a) => a.name);
+  const users = sorted(live.users, (u) => u.id);
+  const applications = apps.map((a, i) => {
+    const spec = applicationSpec(live, a, [...at, 'applications', i], notes);
+    // name and kind first, as people write them.
+    return Object.assign({ name: spec.name, kind: spec.kind }, spec) as AppInput;
+  });
+  const assignments = apps.flatMap((a) => {
+    const ids = (live.assignments[a.name] ?? []).map((x) => x.userId).sort();
+    return a.kind === 'api' || ids.length === 0 ? [] : [{ application: a.name, users: ids }];
+  });
+  const userSpecs = users.map((u, i) => {
+    if (u.hasPassword) notes.push({ path: [...at, 'users', i, 'id'], message: 'has a password on the server (kept there as a hash; not exported)' });
+    return {
+      id: u.id,
+      email: u.email,
+      ...(u.displayName === undefined ? {} : { displayName: u.displayName }),
+      ...(u.scopes.length > 0 ? { scopes: [...u.scopes] } : {}),
+      ...(u.disabled ? { disabled: true } : {}),
+    };
+  });
+  const spec: TenantSpecInput = {
+    name: t.name,
+    displayName: t.displayName,
+    ...(t.scopes.length > 0 ? { scopes: sorted(t.scopes, (s) => s.name).map((s) => ({ name: s.name, ...(s.description === undefined ? {} : { description: s.description }) })) } : {}),
+    ...(t.login === undefined ? {} : { login: { methods: [...t.login.methods], requireSecondFactor: t.login.requireSecondFactor } }),
+    ...(userSpecs.length > 0 ? { users: userSpecs } : {}),
+    ...(applications.length > 0 ? { applications } : {}),
+    ...(assignments.length > 0 ? { assignments } : {}),
+  };
+  return { spec, notes };
+}
+
+/** The model's server section for a server address (the scheme only when the model would not infer it). */
+export function serverSpecOf(addr: ServerAddress): NonNullable<ModelFileInput['server']> {
+  const inferred = isLocalHost(addr.baseDomain) ? 'http' : 'https';
+  return {
+    baseDomain: addr.baseDomain,
+    ...(addr.scheme === inferred ? {} : { scheme: addr.scheme }),
+    ...(addr.port === undefined ? {} : { port: addr.port }),
+  };
+}
+
+/** A whole model file holding one live tenant, with the notes at their paths in the file. */
+export function modelFileOfLive(addr: ServerAddress, live: LiveTenant): { file: ModelFileInput; notes: ExportNote[] } {
+  const { spec, notes } = tenantSpecOfLive(live, ['tenants', 0]);
+  return { file: { server: serverSpecOf(addr), tenants: [spec] }, notes };
+}
