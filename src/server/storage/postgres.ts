@@ -19,7 +19,7 @@ import {
 } from './_common.ts';
 import { KeyedLocks } from './_keyed-locks.ts';
 import { migrate } from './postgres-migrations.ts';
-import { MissingUsersError } from './types.ts';
+import { MissingUsersError, NameTakenError } from './types.ts';
 import type {
   ApplicationRecord,
   ApplicationStore,
@@ -206,6 +206,17 @@ class Applications implements ApplicationStore {
       if (app === undefined) return false;
       await q('DELETE FROM assignments WHERE tenant = $1 AND application = $2', [tenant, name]);
       if (app.client_id !== null) await q('DELETE FROM artifacts WHERE tenant = $1 AND client_id = $2', [tenant, String(app.client_id)]);
+      return true;
+    });
+  }
+  async rename(tenant: string, from: string, to: string): Promise<boolean> {
+    return this.d.tx(async (q) => {
+      // Both rows locked in name order: two renames crossing each other wait instead of deadlocking.
+      const rows = (await q('SELECT name FROM applications WHERE tenant = $1 AND name IN ($2, $3) ORDER BY name COLLATE "C" FOR UPDATE', [tenant, from, to])).rows;
+      if (!rows.some((r) => r.name === from)) return false;
+      if (rows.some((r) => r.name === to)) throw new NameTakenError(`application '${to}' exists`);
+      await q('UPDATE applications SET name = $1, updated_at = $2 WHERE tenant = $3 AND name = $4', [to, now(), tenant, from]);
+      await q('UPDATE assignments SET application = $1 WHERE tenant = $2 AND application = $3', [to, tenant, from]);
       return true;
     });
   }

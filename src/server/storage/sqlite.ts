@@ -15,7 +15,7 @@ import {
   nextThrottle, nowSeconds as now, otpRow, passkeyRow, tenantRow, throttleRow, toPage, totpRow, userRow, type Row,
 } from './_common.ts';
 import { KeyedLocks } from './_keyed-locks.ts';
-import { MissingUsersError } from './types.ts';
+import { MissingUsersError, NameTakenError } from './types.ts';
 import type {
   ApplicationRecord,
   ApplicationStore,
@@ -208,6 +208,15 @@ class Applications implements ApplicationStore {
       this.d.q('DELETE FROM assignments WHERE tenant = ? AND application = ?').run(tenant, name);
       if (app.client_id !== null) this.d.q('DELETE FROM artifacts WHERE tenant = ? AND client_id = ?').run(tenant, app.client_id);
       return this.d.q('DELETE FROM applications WHERE tenant = ? AND name = ?').run(tenant, name).changes > 0;
+    });
+  }
+  async rename(tenant: string, from: string, to: string): Promise<boolean> {
+    return this.d.tx(() => {
+      if (this.d.q('SELECT 1 FROM applications WHERE tenant = ? AND name = ?').get(tenant, from) === undefined) return false;
+      if (this.d.q('SELECT 1 FROM applications WHERE tenant = ? AND name = ?').get(tenant, to) !== undefined) throw new NameTakenError(`application '${to}' exists`);
+      this.d.q('UPDATE applications SET name = ?, updated_at = ? WHERE tenant = ? AND name = ?').run(to, now(), tenant, from);
+      this.d.q('UPDATE assignments SET application = ? WHERE tenant = ? AND application = ?').run(to, tenant, from);
+      return true;
     });
   }
 }

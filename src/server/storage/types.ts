@@ -169,6 +169,17 @@ export interface ApplicationStore {
   put(tenant: string, name: string, body: StoredApplicationBody, secretHash: string | null): Promise<ApplicationRecord>;
   /** Also removes its assignments and the grants, tokens and codes issued to it, all or nothing. */
   delete(tenant: string, name: string): Promise<boolean>;
+  /**
+   * Gives an application a new name with everything it has (client id, secret, assignments; its
+   * grants and tokens name the client id, so they stay valid), all or nothing. False when `from` does
+   * not exist; throws NameTakenError when `to` does.
+   */
+  rename(tenant: string, from: string, to: string): Promise<boolean>;
+}
+
+/** A rename whose new name another object already has. */
+export class NameTakenError extends Error {
+  override readonly name = 'NameTakenError';
 }
 
 /** Users, their assignments to applications, and their login factors (TOTP, emailed codes, passkeys). */

@@ -12,6 +12,7 @@ import type { AssignmentBody, TenantBody, UserBody } from '../../../src/contract
 import type {
   ArtifactPayload, KeyRecord, PasskeyRecord, Storage, StoredApplicationBody,
 } from '../../../src/server/storage/index.ts';
+import { NameTakenError } from '../../../src/server/storage/types.ts';
 
 /** One fresh, empty database of one backend. */
 export interface Backend {
@@ -204,6 +205,25 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
         await s.applications.put('acme', 'portal', apiApp('https://portal.example'), null);
         expect(await s.applications.getByClientId('acme', 'portal-id-2')).toBeUndefined();
         expect((await s.applications.getByIdentifier('acme', 'https://portal.example'))?.name).toBe('portal');
+      });
+
+      it('rename moves an application with its client id, secret and assignments, all or nothing', async () => {
+        await s.tenants.put('acme', { displayName: 'Acme', scopes: [] });
+        await s.applications.put('acme', 'wiki', webApp('wiki-id'), 'hash-w');
+        await s.applications.put('acme', 'docs', webApp('docs-id'), null);
+        await s.users.put('acme', 'u1', { email: 'u1@acme.example', scopes: [], disabled: false }, null);
+        await s.users.putAssignment('acme', 'wiki', 'u1', {});
+        vi.setSystemTime(T0 + 5_000);
+        expect(await s.applications.rename('acme', 'wiki', 'wiki2')).toBe(true);
+        expect(await s.applications.get('acme', 'wiki')).toBeUndefined();
+        expect(await s.applications.get('acme', 'wiki2')).toMatchObject({ name: 'wiki2', secretHash: 'hash-w', createdAt: T0S, updatedAt: T0S + 5 });
+        expect((await s.applications.getByClientId('acme', 'wiki-id'))?.name).toBe('wiki2');
+        expect(await s.users.getAssignment('acme', 'wiki2', 'u1')).toBeDefined();
+        expect(await s.users.getAssignment('acme', 'wiki', 'u1')).toBeUndefined();
+        // Onto a name that exists: refused, nothing moves.
+        await expect(s.applications.rename('acme', 'wiki2', 'docs')).rejects.toThrow(NameTakenError);
+        expect(await s.users.getAssignment('acme', 'wiki2', 'u1')).toBeDefined();
+        expect(await s.applications.rename('acme', 'gone', 'other')).toBe(false);
       });
 
       it('client ids and identifiers are unique within a tenant, not across tenants', async () => {
