@@ -9,6 +9,7 @@ export * from './hosts.ts';
 export * from './json.ts';
 export * from './problems.ts';
 export * from './redirect-uri.ts';
+export * from './env-file.ts';
 export * from './scopes.ts';
 export * from './login-policy.ts';
 export * from './kinds.ts';
