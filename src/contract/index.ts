@@ -13,6 +13,7 @@ export * from './env-file.ts';
 export * from './scopes.ts';
 export * from './login-policy.ts';
 export * from './kinds.ts';
+export * from './tokens.ts';
 export * from './bodies.ts';
 export * from './errors.ts';
 export * from './credentials.ts';

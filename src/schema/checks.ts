@@ -112,15 +112,15 @@ function checkTenant(t: TenantSpec, tp: Path): Problem[] {
       out.push(...checkEnvValue(a.upstream, [...ap, 'upstream'], 'oauth2-proxy.env'));
       a.emailDomains.forEach((d, j) => out.push(...checkEnvValue(d, [...ap, 'emailDomains', j], 'oauth2-proxy.env')));
     }
+    a.audience.forEach((name, j) => {
+      const target = appsByName.get(name);
+      if (target === undefined) {
+        out.push(problem('unknown-reference', [...ap, 'audience', j], `audience ${JSON.stringify(name)} is not an application of ${where}${didYouMean(name, apiNames)}`, { ref: name }));
+      } else if (target.kind !== 'api') {
+        out.push(problem('wrong-kind', [...ap, 'audience', j], `audience ${JSON.stringify(name)} is a ${target.kind} application; an audience must name an api application`));
+      }
+    });
     if (a.kind === 'spa') {
-      a.audience.forEach((name, j) => {
-        const target = appsByName.get(name);
-        if (target === undefined) {
-          out.push(problem('unknown-reference', [...ap, 'audience', j], `audience ${JSON.stringify(name)} is not an application of ${where}${didYouMean(name, apiNames)}`, { ref: name }));
-        } else if (target.kind !== 'api') {
-          out.push(problem('wrong-kind', [...ap, 'audience', j], `audience ${JSON.stringify(name)} is a ${target.kind} application; an audience must name an api application`));
-        }
-      });
       if (a.scopes.includes('offline') && !a.offline) {
         out.push(problem('offline-mismatch', [...ap, 'scopes'], "scope 'offline' asks for refresh tokens: set 'offline: true' instead of listing it"));
       }
