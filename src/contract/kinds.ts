@@ -45,6 +45,18 @@ export interface KindFacts {
   /** The secrets idforge keeps for it. */
   readonly secrets: readonly SecretKind[];
   readonly registration: ClientRegistration | undefined;
+  /**
+   * How many api applications the model may name as its `audience`: the APIs its access tokens
+   * are JWTs for (RFC 8707). A web app or a proxy holds one access token per session, so one API;
+   * an SPA asks for a token per API; a resource server names none.
+   */
+  readonly maxAudiences: number;
+  /**
+   * Refresh tokens. `always`: idforge asks for `offline` for it, because refreshing is how its
+   * session learns that access was revoked (the proxy's cookie refresh, the web app's session
+   * check); `optional`: when the model says `offline: true`; `never`: not a client.
+   */
+  readonly refreshTokens: 'always' | 'optional' | 'never';
 }
 
 /** Code flow with a client secret (HTTP Basic at the token endpoint); refresh tokens when granted. */
@@ -62,6 +74,8 @@ export const KINDS: Readonly<Record<ApplicationKind, KindFacts>> = {
     redirectUris: (origin, { provider }) => [`${origin}/connect/${provider}/callback`],
     secrets: ['clientSecret', 'sessionSecret'],
     registration: CONFIDENTIAL_CLIENT,
+    maxAudiences: 1,
+    refreshTokens: 'always',
   },
   proxy: {
     kind: 'proxy',
@@ -72,6 +86,8 @@ export const KINDS: Readonly<Record<ApplicationKind, KindFacts>> = {
     redirectUris: (origin) => [`${origin}/oauth2/callback`],
     secrets: ['clientSecret', 'cookieSecret'],
     registration: CONFIDENTIAL_CLIENT,
+    maxAudiences: 1,
+    refreshTokens: 'always',
   },
   spa: {
     kind: 'spa',
@@ -84,6 +100,8 @@ export const KINDS: Readonly<Record<ApplicationKind, KindFacts>> = {
     secrets: [],
     // RFC 7591 ties response type id_token to the implicit grant, which RFC 9700 says not to use: code only.
     registration: { grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none', application_type: 'web' },
+    maxAudiences: Number.POSITIVE_INFINITY,
+    refreshTokens: 'optional',
   },
   api: {
     kind: 'api',
@@ -94,6 +112,8 @@ export const KINDS: Readonly<Record<ApplicationKind, KindFacts>> = {
     redirectUris: () => [],
     secrets: [],
     registration: undefined,
+    maxAudiences: 0,
+    refreshTokens: 'never',
   },
 };
 

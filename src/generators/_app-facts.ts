@@ -1,6 +1,6 @@
 /** Facts derived from the model that several generators share, computed one way only. */
 import { KINDS } from '../contract/index.ts';
-import type { ApiAppSpec, ClientAppSpec, ProxyAppSpec, SpaAppSpec, TenantSpec, WebAppSpec } from '../schema/model.ts';
+import type { ApiAppSpec, ClientAppSpec, TenantSpec, WebAppSpec } from '../schema/model.ts';
 
 /** Normalised origin: lowercase host, no default port, no trailing slash. */
 export function originOf(url: string): string {
@@ -21,10 +21,15 @@ export function redirectUrisOf(tenant: TenantSpec, app: ClientAppSpec): string[]
   return [...new Set([...derived, ...app.redirectUris])];
 }
 
-/** Scopes a client requests; `offline` is added for an SPA that wants refresh tokens. */
-export function scopesOf(app: WebAppSpec | ProxyAppSpec | SpaAppSpec): string[] {
+/**
+ * Scopes a client requests: the model's, plus `offline` where the kind always uses refresh tokens
+ * (KINDS[kind].refreshTokens) or an SPA asks for them.
+ */
+export function scopesOf(app: ClientAppSpec): string[] {
   const scopes = [...app.scopes];
-  if (app.kind === 'spa' && app.offline && !scopes.includes('offline')) scopes.push('offline');
+  const refresh = KINDS[app.kind].refreshTokens;
+  const offline = refresh === 'always' || (refresh === 'optional' && 'offline' in app && app.offline);
+  if (offline && !scopes.includes('offline')) scopes.push('offline');
   return scopes;
 }
 
@@ -34,8 +39,8 @@ export function apiByName(tenant: TenantSpec, name: string): ApiAppSpec {
   return api;
 }
 
-/** Resource identifiers (the `aud` of access tokens) for the APIs an SPA names. */
-export function audienceOf(tenant: TenantSpec, app: SpaAppSpec): string[] {
+/** Resource identifiers (the `aud` of access tokens) for the APIs a client names. */
+export function audienceOf(tenant: TenantSpec, app: ClientAppSpec): string[] {
   return app.audience.map((name) => apiByName(tenant, name).audience);
 }
 

@@ -1,6 +1,6 @@
 /** Byte-stable text in the contract's JSON normal form (sorted keys): JSON, YAML, env files. */
 import { stringify as yamlStringify } from 'yaml';
-import { normalize } from '../contract/index.ts';
+import { ENV_KEY, envValueProblem, normalize } from '../contract/index.ts';
 
 export { stableJson } from '../contract/index.ts';
 
@@ -9,16 +9,20 @@ export function stableYaml(value: unknown, header = ''): string {
 }
 
 /**
- * A dotenv file that both `docker compose --env-file`/`env_file` and a POSIX shell (`set -a; .`)
- * read the same way: keys sorted; values with spaces or shell metacharacters single-quoted.
+ * An env file in the one format Docker (`--env-file`), Compose, systemd (`EnvironmentFile=`) and
+ * kubectl (`--from-env-file`) all read unchanged (src/contract/env-file.ts): keys sorted, one
+ * `KEY=value` per line, never quoted. A value that cannot be written so is an error, not a quoted
+ * value that half of those readers would take with its quotes.
  */
 export function envFile(vars: Readonly<Record<string, string>>, header = ''): string {
   const lines = Object.keys(vars)
     .sort()
     .map((k) => {
       const v = vars[k]!;
-      if (/[\n\r']/.test(v)) throw new Error(`env value of ${k} cannot hold quotes or newlines`);
-      return /^[A-Za-z0-9_./:@,+=*-]*$/.test(v) && !v.startsWith('*') ? `${k}=${v}` : `${k}='${v}'`;
+      if (!ENV_KEY.test(k)) throw new Error(`env variable name ${JSON.stringify(k)} is not a portable name`);
+      const why = envValueProblem(v);
+      if (why !== undefined) throw new Error(`env value of ${k} ${why}: ${JSON.stringify(v)}`);
+      return `${k}=${v}`;
     });
   return `${header}${lines.join('\n')}\n`;
 }

@@ -41,6 +41,8 @@ export const GrantProvider = z.strictObject({
   response: z.array(z.enum(['tokens', 'raw', 'profile'])).min(1),
   pkce: z.literal(true),
   nonce: z.literal(true),
+  /** Extra authorization request parameters: `resource`, the API the access token is for (RFC 8707). */
+  custom_params: z.strictObject({ resource: z.string().min(1) }).optional(),
 });
 
 /** grant's configuration: `defaults` plus one provider keyed by its name. */

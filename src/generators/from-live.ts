@@ -84,23 +84,25 @@ function applicationSpec(live: LiveTenant, app: ApplicationView, at: Path, notes
   if (app.postLogoutRedirectUris.length !== 1 || app.postLogoutRedirectUris[0] !== `${appOrigin}/`) {
     note(['origin'], `the model registers ${appOrigin}/ as the only post-logout redirect URI; the server has ${JSON.stringify(app.postLogoutRedirectUris)}`);
   }
+  const apis = new Map(live.applications.flatMap((a) => (a.kind === 'api' ? [[a.identifier, a.name] as const] : [])));
+  const audience = app.audience.flatMap((id, i) => {
+    const name = apis.get(id);
+    if (name === undefined) note(['audience'], `audience ${id} (entry ${i}) is not the identifier of an api of this tenant; left out`);
+    return name === undefined ? [] : [name];
+  });
+  const aud = audience.length > 0 ? { audience } : {};
   if (kind === 'spa' && app.kind === 'spa') {
-    const apis = new Map(live.applications.flatMap((a) => (a.kind === 'api' ? [[a.identifier, a.name] as const] : [])));
-    const audience = app.audience.flatMap((id, i) => {
-      const name = apis.get(id);
-      if (name === undefined) note(['audience'], `audience ${id} (entry ${i}) is not the identifier of an api of this tenant; left out`);
-      return name === undefined ? [] : [name];
-    });
     const scopes = app.offline ? app.scopes.filter((s) => s !== 'offline') : app.scopes;
     if (!app.offline && app.scopes.includes('offline')) note(['scopes'], "the server lists scope 'offline' without offline: true; the model asks for offline: true instead");
-    return { ...client, kind: 'spa', scopes, ...(audience.length > 0 ? { audience } : {}), ...(app.offline ? { offline: true } : {}) };
+    return { ...client, kind: 'spa', scopes, ...aud, ...(app.offline ? { offline: true } : {}) };
   }
-  if (app.audience.length > 0) note(['name'], `a ${kind} application has no audience in the model; the server has ${JSON.stringify(app.audience)}`);
+  // Kinds that always use refresh tokens get `offline` from the generators (KINDS[kind].refreshTokens).
+  const scopes = KINDS[kind].refreshTokens === 'always' ? app.scopes.filter((s) => s !== 'offline') : [...app.scopes];
   if (kind === 'web') {
-    return { ...client, kind: 'web', ...(found?.provider === undefined ? {} : { provider: found.provider }), scopes: [...app.scopes] };
+    return { ...client, kind: 'web', ...(found?.provider === undefined ? {} : { provider: found.provider }), scopes, ...aud };
   }
   note(['upstream'], 'the app behind the proxy is not kept by the server: set it');
-  return { ...client, kind: 'proxy', upstream: UNKNOWN_UPSTREAM, scopes: [...app.scopes] };
+  return { ...client, kind: 'proxy', upstream: UNKNOWN_UPSTREAM, scopes, ...aud };
 }
 
 /** One tenant of the model, from its live state; `at` is where the tenant sits in the file (for notes). */

@@ -25,7 +25,7 @@ function applicationBody(tenant: TenantSpec, app: TenantSpec['applications'][num
   if (app.kind === 'spa') {
     return { kind: 'spa', ...common, audience: audienceOf(tenant, app), offline: app.offline };
   }
-  return { kind: app.kind, ...common, audience: [], clientSecret: secretFor(resolved, appKey(tenant.name, app.name), 'clientSecret') };
+  return { kind: app.kind, ...common, audience: audienceOf(tenant, app), clientSecret: secretFor(resolved, appKey(tenant.name, app.name), 'clientSecret') };
 }
 
 export function tenantSteps(tenant: TenantSpec, resolved: Resolved): PlanStep[] {

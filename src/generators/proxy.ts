@@ -2,7 +2,7 @@
 import type { Model, ProxyAppSpec, TenantSpec } from '../schema/model.ts';
 import { isLocalHost, issuerUrl } from '../contract/index.ts';
 import { GENERATED_HEADER, type Artifact } from './_artifact.ts';
-import { clientIdOf, originOf, scopesOf } from './_app-facts.ts';
+import { audienceOf, clientIdOf, originOf, scopesOf } from './_app-facts.ts';
 import { envFile, stableYaml } from './_serialize.ts';
 import { appKey, secretFor, type Resolved } from './secrets.ts';
 
@@ -34,9 +34,18 @@ export function proxyArtifacts(model: Model, tenant: TenantSpec, app: ProxyAppSp
     OAUTH2_PROXY_UPSTREAMS: app.upstream,
     OAUTH2_PROXY_CODE_CHALLENGE_METHOD: 'S256',
     OAUTH2_PROXY_HTTP_ADDRESS: `0.0.0.0:${port}`,
+    // With `offline` (KINDS.proxy.refreshTokens): refresh tokens for the cookie refresh below.
     OAUTH2_PROXY_SCOPE: scopesOf(app).join(' '),
+    // Every this often the session's tokens are refreshed at the server; a refused refresh (the
+    // assignment, the user or the application is gone) ends the session when its access token
+    // expires, instead of the cookie's 7 days.
+    OAUTH2_PROXY_COOKIE_REFRESH: `${app.cookieRefresh}s`,
     // X-Forwarded-User (the user id, from `sub`) and X-Forwarded-Email to the upstream.
     OAUTH2_PROXY_PASS_USER_HEADERS: 'true',
+    // With an audience the access token is a JWT for that API, and the upstream gets it as
+    // X-Forwarded-Access-Token to call the API for the user (oauth2-proxy's oidc provider sends no
+    // `resource`: the server gives the client's registered audience by default).
+    ...(audienceOf(tenant, app).length === 0 ? {} : { OAUTH2_PROXY_PASS_ACCESS_TOKEN: 'true' }),
     // An anonymous visitor goes straight to the login page, as the contract's session behaviour says.
     OAUTH2_PROXY_SKIP_PROVIDER_BUTTON: 'true',
     OAUTH2_PROXY_REVERSE_PROXY: 'false',

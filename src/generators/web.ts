@@ -2,7 +2,7 @@
 import type { Model, TenantSpec, WebAppSpec } from '../schema/model.ts';
 import { endpointUrl } from '../contract/index.ts';
 import { GENERATED_HEADER, type Artifact } from './_artifact.ts';
-import { clientIdOf, originOf, providerOf } from './_app-facts.ts';
+import { audienceOf, clientIdOf, originOf, providerOf, scopesOf } from './_app-facts.ts';
 import { envFile, stableJson } from './_serialize.ts';
 import type { GrantProvider } from './artifact-schemas.ts';
 import { appKey, secretFor, type Resolved } from './secrets.ts';
@@ -11,6 +11,7 @@ export function webArtifacts(model: Model, tenant: TenantSpec, app: WebAppSpec, 
   const key = appKey(tenant.name, app.name);
   // grant substitutes `[subdomain]` with the provider's `subdomain`: the tenant.
   const url = (route: 'authorization' | 'token' | 'userinfo') => endpointUrl(model.server, '[subdomain]', route);
+  const [resource] = audienceOf(tenant, app);
   const provider: GrantProvider = {
     oauth: 2,
     authorize_url: url('authorization'),
@@ -19,13 +20,16 @@ export function webArtifacts(model: Model, tenant: TenantSpec, app: WebAppSpec, 
     subdomain: tenant.name,
     key: clientIdOf(app),
     secret: secretFor(resolved, key, 'clientSecret'),
-    scope: [...app.scopes],
+    // With `offline` (KINDS.web.refreshTokens): the template checks the session by refreshing.
+    scope: scopesOf(app),
     scope_delimiter: ' ',
     callback: app.callback,
     response: [...app.response],
     // RFC 9700 §2.1.1: PKCE for confidential clients too; nonce binds the ID token to the login.
     pkce: true,
     nonce: true,
+    // RFC 8707: the access token is a JWT for this API (its `aud`), which the app may call with it.
+    ...(resource === undefined ? {} : { custom_params: { resource } }),
   };
   const config = {
     defaults: { origin: originOf(app.origin), prefix: '/connect', transport: 'session', state: true },

@@ -4,7 +4,7 @@
  * every problem instead of stopping at the first.
  */
 import {
-  BUILTIN_SCOPES, RESERVED_TENANTS, checkLoginPolicy, checkRedirectUrl, checkRequestedScopes, checkScopeDefinitions, didYouMean,
+  BUILTIN_SCOPES, RESERVED_TENANTS, checkEnvValue, checkLoginPolicy, checkRedirectUrl, checkRequestedScopes, checkScopeDefinitions, didYouMean,
   isLocalHost, problem, type Path,
 } from '../contract/index.ts';
 import type { Model, TenantSpec } from './model.ts';
@@ -58,6 +58,9 @@ function checkTenant(t: TenantSpec, tp: Path): Problem[] {
     else out.push(problem('duplicate-audience', [...tp, 'applications', i, 'audience'], `audience ${JSON.stringify(a.audience)} is already the audience of api '${t.applications[seen]!.name}': each api needs an audience of its own`, { related: [...tp, 'applications', seen, 'audience'] }));
   }
 
+  // The tenant's display name is oauth2-proxy's provider name in every proxy's oauth2-proxy.env.
+  if (t.applications.some((a) => a.kind === 'proxy')) out.push(...checkEnvValue(t.displayName, [...tp, 'displayName'], "its proxy applications' oauth2-proxy.env"));
+
   const custom = new Set(t.scopes.map((s) => s.name));
   const allScopes = new Set([...BUILTIN_SCOPES, ...custom]);
   const userIds = new Set(t.users.map((u) => u.id));
@@ -105,16 +108,19 @@ function checkTenant(t: TenantSpec, tp: Path): Problem[] {
       } catch {
         out.push(problem('invalid-url', [...ap, 'upstream'], `${JSON.stringify(a.upstream)} is not an absolute http(s) URL`));
       }
+      // The model's words that generators/proxy.ts writes into oauth2-proxy.env, unquoted.
+      out.push(...checkEnvValue(a.upstream, [...ap, 'upstream'], 'oauth2-proxy.env'));
+      a.emailDomains.forEach((d, j) => out.push(...checkEnvValue(d, [...ap, 'emailDomains', j], 'oauth2-proxy.env')));
     }
+    a.audience.forEach((name, j) => {
+      const target = appsByName.get(name);
+      if (target === undefined) {
+        out.push(problem('unknown-reference', [...ap, 'audience', j], `audience ${JSON.stringify(name)} is not an application of ${where}${didYouMean(name, apiNames)}`, { ref: name }));
+      } else if (target.kind !== 'api') {
+        out.push(problem('wrong-kind', [...ap, 'audience', j], `audience ${JSON.stringify(name)} is a ${target.kind} application; an audience must name an api application`));
+      }
+    });
     if (a.kind === 'spa') {
-      a.audience.forEach((name, j) => {
-        const target = appsByName.get(name);
-        if (target === undefined) {
-          out.push(problem('unknown-reference', [...ap, 'audience', j], `audience ${JSON.stringify(name)} is not an application of ${where}${didYouMean(name, apiNames)}`, { ref: name }));
-        } else if (target.kind !== 'api') {
-          out.push(problem('wrong-kind', [...ap, 'audience', j], `audience ${JSON.stringify(name)} is a ${target.kind} application; an audience must name an api application`));
-        }
-      });
       if (a.scopes.includes('offline') && !a.offline) {
         out.push(problem('offline-mismatch', [...ap, 'scopes'], "scope 'offline' asks for refresh tokens: set 'offline: true' instead of listing it"));
       }

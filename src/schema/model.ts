@@ -5,7 +5,7 @@
  * checks.ts, so that one pass reports every problem. Defaults are documented where defined.
  */
 import { z } from 'zod';
-import { DNS_LABEL, LoginPolicyBody, NAME, NAME_RULES, SCOPE, UNMANAGED_POLICIES, USER_ID, isLocalHost } from '../contract/index.ts';
+import { DEFAULT_PROXY_COOKIE_REFRESH, DNS_LABEL, KINDS, LoginPolicyBody, NAME, NAME_RULES, SCOPE, UNMANAGED_POLICIES, USER_ID, isLocalHost, type ClientKind } from '../contract/index.ts';
 
 const dnsLabel = z.string().regex(DNS_LABEL, { error: NAME_RULES.dnsLabel });
 const name = z.string().regex(NAME, { error: NAME_RULES.name });
@@ -69,6 +69,17 @@ const appCommon = {
 /** Redirect URIs beyond the one derived from the kind's contract shape. Default: none. */
 const extraRedirects = { redirectUris: z.array(url).default([]) };
 
+/**
+ * Names of api applications of the same tenant whose JWT access tokens the client asks for, at
+ * most as many as its kind's tokens can name (KINDS[kind].maxAudiences). Default: none (an opaque
+ * access token, good for userinfo only).
+ */
+function audience(kind: ClientKind) {
+  const list = z.array(name);
+  const max = KINDS[kind].maxAudiences;
+  return (Number.isFinite(max) ? list.max(max) : list).default([]);
+}
+
 export const WebAppSpec = z.strictObject({
   ...appCommon,
   ...extraRedirects,
@@ -79,7 +90,9 @@ export const WebAppSpec = z.strictObject({
   provider: name.optional(),
   /** Where the app sends the user after login, e.g. /hello. Default: /hello. */
   callback: routePath.default('/hello'),
-  /** Requested scopes. Default: openid, profile, email. */
+  /** The api whose access tokens grant asks for, e.g. [orders-api]. Default: none. */
+  audience: audience('web'),
+  /** Requested scopes; `offline` is always added (the session checks its refresh token). Default: openid, profile, email. */
   scopes: z.array(scopeName).default(['openid', 'profile', 'email']),
   /** What grant exposes after login. Default: all three. */
   response: z.array(z.enum(['tokens', 'raw', 'profile'])).min(1).default(['tokens', 'raw', 'profile']),
@@ -95,7 +108,18 @@ export const ProxyAppSpec = z.strictObject({
   upstream: url,
   /** Email domains allowed through. Default: any (`*`), as in the contract's example. */
   emailDomains: z.array(z.string().min(1)).min(1).default(['*']),
-  /** Requested scopes. Default: openid, email, profile. */
+  /**
+   * The api whose access tokens the proxy asks for and passes upstream (X-Forwarded-Access-Token),
+   * e.g. [orders-api]. Default: none (no token is passed upstream).
+   */
+  audience: audience('proxy'),
+  /**
+   * Seconds after which oauth2-proxy refreshes a session's tokens at the server (its
+   * `cookie_refresh`). A refused refresh (the user lost the assignment) ends the session when its
+   * access token expires. Keep it below the server's access token lifetime. Default: 25.
+   */
+  cookieRefresh: z.int().min(1).max(86_400).default(DEFAULT_PROXY_COOKIE_REFRESH),
+  /** Requested scopes; `offline` is always added (refresh tokens for cookie refresh). Default: openid, email, profile. */
   scopes: z.array(scopeName).default(['openid', 'email', 'profile']),
 });
 
@@ -106,7 +130,7 @@ export const SpaAppSpec = z.strictObject({
   /** Origin of the single-page app; it is also its redirect URI. */
   origin: url,
   /** Names of api applications of the same tenant whose tokens the SPA requests. Default: none. */
-  audience: z.array(name).default([]),
+  audience: audience('spa'),
   /** Requested scopes. Default: openid, profile, email. */
   scopes: z.array(scopeName).default(['openid', 'profile', 'email']),
   /** Ask for refresh tokens (adds the `offline` scope). Default: false. */

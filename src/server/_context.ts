@@ -1,6 +1,7 @@
 /** What every part of the server shares: storage, master key, public address. Built once by startServer. */
 import type { ServerAddress } from '../contract/index.ts';
 import type { MasterKey } from './_crypto.ts';
+import type { TokenSettings } from './config.ts';
 import type { SigningAlg } from './keys.ts';
 import type { LoginSettings } from './login/options.ts';
 import type { Storage } from './storage/types.ts';
@@ -14,6 +15,8 @@ export interface ServerContext {
   readonly log: (line: string) => void;
   /** Guessing defence, emailed codes and mail delivery (login/options.ts). */
   readonly login: LoginSettings;
+  /** Access token lifetime and refresh token reuse grace (config.ts). */
+  readonly tokens: TokenSettings;
   /** Drops a tenant's cached oidc-provider so the next request sees new keys, scopes or settings. */
   readonly evictTenant: (tenant: string) => void;
 }

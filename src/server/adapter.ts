@@ -88,8 +88,23 @@ export class TenantApps {
   }
 }
 
+/**
+ * Refresh token reuse grace. oidc-provider rotates a refresh token on use and, when a used
+ * (`consumed`) token comes back, takes it for theft and revokes the whole grant. Two refreshes in
+ * parallel with one token (a duplicated tab, a retried request whose answer was lost) would sign
+ * the user out, so for `grace` seconds after its first use a token reads as unused: the second
+ * refresh rotates it again and gets its own new token. The first use's time is kept, so reuse
+ * never extends the window; after it the theft rule applies. Refused refreshes (a revoked
+ * assignment) are refused all the same: revocation deletes the tokens.
+ */
+function withinReuseGrace(payload: AdapterPayload | undefined, grace: number): boolean {
+  const consumed = payload?.consumed;
+  return typeof consumed === 'number' && grace > 0 && Date.now() / 1000 - consumed <= grace;
+}
+
 export function adapterClass(ctx: ServerContext, tenant: string, apps: TenantApps): new (name: string) => Adapter {
   const { grants } = ctx.storage;
+  const grace = ctx.tokens.refreshTokenReuseGrace;
   return class TenantAdapter implements Adapter {
     constructor(readonly name: string) {}
 
@@ -102,7 +117,12 @@ export function adapterClass(ctx: ServerContext, tenant: string, apps: TenantApp
         const app = await apps.byClientId(id);
         return app === undefined ? undefined : (clientMetadata(app) as AdapterPayload | undefined);
       }
-      return (await grants.find(tenant, this.name, id)) as AdapterPayload | undefined;
+      const payload = (await grants.find(tenant, this.name, id)) as AdapterPayload | undefined;
+      if (this.name === 'RefreshToken' && withinReuseGrace(payload, grace)) {
+        const { consumed: _first, ...unused } = payload!;
+        return unused;
+      }
+      return payload;
     }
     async findByUserCode(userCode: string): Promise<AdapterPayload | undefined> {
       return (await grants.findByUserCode(tenant, this.name, userCode)) as AdapterPayload | undefined;
@@ -111,6 +131,8 @@ export function adapterClass(ctx: ServerContext, tenant: string, apps: TenantApp
       return (await grants.findByUid(tenant, this.name, uid)) as AdapterPayload | undefined;
     }
     async consume(id: string): Promise<void> {
+      // A refresh token reused within the grace keeps its first use's time (see withinReuseGrace).
+      if (this.name === 'RefreshToken' && (await grants.find(tenant, this.name, id))?.consumed !== undefined) return;
       await grants.consume(tenant, this.name, id);
     }
     async destroy(id: string): Promise<void> {

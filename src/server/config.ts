@@ -1,17 +1,22 @@
 /**
  * Server settings and their defaults, one block per key.
  */
+import { DEFAULT_ACCESS_TOKEN_LIFETIME, REVOCATION_DEADLINE } from '../contract/index.ts';
+import { StartupError } from './errors.ts';
 import type { SigningAlg } from './keys.ts';
 import type { LoginOptions } from './login/options.ts';
 
 /**
  * Token and artifact lifetimes, in seconds. Access tokens are JWTs that resource servers verify
  * offline and nobody can revoke, so they are short; refresh tokens carry long sessions instead and
- * are revocable (rotated on every use for public clients, dropped when an assignment goes).
+ * are revocable (rotated on every use, dropped when an assignment, a user or an application goes).
  */
 export const LIFETIMES = {
-  /** JWT access tokens for users: 10 minutes. */
-  AccessToken: 10 * 60,
+  /**
+   * JWT access tokens for users: 50 s by default (`accessTokenLifetime`), so a revoked user's
+   * tokens are worthless within the contract's 60 s (src/contract/tokens.ts).
+   */
+  AccessToken: DEFAULT_ACCESS_TOKEN_LIFETIME,
   /** client_credentials JWTs (machine clients, the admin bootstrap client): 10 minutes. */
   ClientCredentials: 10 * 60,
   /** ID tokens: 1 hour; they prove a login, clients should not use them as API credentials. */
@@ -72,6 +77,42 @@ export interface ServerOptions {
   readonly log?: (line: string) => void;
   /** Lockout, backoff, emailed-code lifetime, mail delivery: defaults in login/options.ts. */
   readonly login?: LoginOptions;
+  /**
+   * Seconds a user's JWT access token lives. Default 50 (LIFETIMES.AccessToken): APIs accept a
+   * token until it expires, so this bounds how long access outlives a revoked assignment, and
+   * the generated clients refresh at half of it. At most 3600 (signing keys are published for
+   * the longest token life after retirement).
+   */
+  readonly accessTokenLifetime?: number;
+  /**
+   * Seconds a used refresh token may be used again (each use rotates it). Default 5: two refreshes
+   * in parallel with one token (a duplicated tab, a retried request) both succeed; a use later
+   * than this is taken for theft and ends the whole grant (RFC 9700 §4.14.2). 0 turns it off.
+   * Okta allows 0-60 s, Amazon Cognito 0-60 s, Ory Hydra a configurable period.
+   */
+  readonly refreshTokenReuseGrace?: number;
+}
+
+/** Token settings the server runs with (ServerOptions, defaults applied and checked). */
+export interface TokenSettings {
+  readonly accessTokenLifetime: number;
+  readonly refreshTokenReuseGrace: number;
+}
+
+export const TOKEN_DEFAULTS: TokenSettings = { accessTokenLifetime: LIFETIMES.AccessToken, refreshTokenReuseGrace: 5 };
+
+/** The options' token settings, or a StartupError naming the option. */
+export function tokenSettings(o: Pick<ServerOptions, 'accessTokenLifetime' | 'refreshTokenReuseGrace'>): TokenSettings {
+  const seconds = (name: string, v: number | undefined, fallback: number, min: number, max: number) => {
+    if (v === undefined) return fallback;
+    if (!Number.isInteger(v) || v < min || v > max) throw new StartupError(`${name} must be a whole number of seconds from ${min} to ${max}, got ${v}`);
+    return v;
+  };
+  return {
+    accessTokenLifetime: seconds('accessTokenLifetime', o.accessTokenLifetime, TOKEN_DEFAULTS.accessTokenLifetime, 1, LIFETIMES.IdToken),
+    // Longer than the revocation deadline would let a stolen token outlive a revocation check.
+    refreshTokenReuseGrace: seconds('refreshTokenReuseGrace', o.refreshTokenReuseGrace, TOKEN_DEFAULTS.refreshTokenReuseGrace, 0, REVOCATION_DEADLINE),
+  };
 }
 
 export const DEFAULTS = {

@@ -14,14 +14,14 @@ import type { ServerContext } from './_context.ts';
 import { createApp, createHandler } from './app.ts';
 import { ensureSystemTenant, openMasterKey, writeAdminCredentials } from './bootstrap.ts';
 import type { AdminCredentials } from '../contract/index.ts';
-import { DEFAULTS, type ServerOptions } from './config.ts';
+import { DEFAULTS, tokenSettings, type ServerOptions } from './config.ts';
 import { StartupError } from './errors.ts';
 import { loginSettings } from './login/options.ts';
 import { DATABASE_URL_ENV, openStorage, purgeExpired, type Storage } from './storage/index.ts';
 import { ProviderCache } from './tenancy.ts';
 
 export type { ServerOptions } from './config.ts';
-export { LIFETIMES, SYSTEM_TENANT, ADMIN_AUDIENCE, ADMIN_SCOPE, BOOTSTRAP_CREDENTIALS_FILE } from './config.ts';
+export { LIFETIMES, TOKEN_DEFAULTS, SYSTEM_TENANT, ADMIN_AUDIENCE, ADMIN_SCOPE, BOOTSTRAP_CREDENTIALS_FILE } from './config.ts';
 export type { AdminCredentials } from '../contract/index.ts';
 export { PASSWORD_HASH_PARAMS, MASTER_KEY_ENV } from './_crypto.ts';
 export { ServerError, StartupError } from './errors.ts';
@@ -56,6 +56,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const scheme = options.scheme ?? DEFAULTS.scheme;
   const host = options.host ?? DEFAULTS.host;
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const tokens = tokenSettings(options);
   mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
   const env = options.env ?? process.env;
   const storage: Storage = await openStorage({ dataDir: options.dataDir, database: options.database ?? env[DATABASE_URL_ENV], log });
@@ -71,7 +72,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   let address: ServerAddress | undefined;
   const providers: ProviderCache = new ProviderCache(
     {
-      storage, master, log, login, keyAlg: options.keyAlg ?? DEFAULTS.keyAlg,
+      storage, master, log, login, tokens, keyAlg: options.keyAlg ?? DEFAULTS.keyAlg,
       address: () => {
         if (address === undefined) throw new Error('server address used before listening');
         return address;
@@ -80,7 +81,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     options.providerCacheSize ?? DEFAULTS.providerCacheSize,
   );
   const ctx: ServerContext = {
-    storage, master, log, login, keyAlg: options.keyAlg ?? DEFAULTS.keyAlg,
+    storage, master, log, login, tokens, keyAlg: options.keyAlg ?? DEFAULTS.keyAlg,
     address: () => {
       if (address === undefined) throw new Error('server address used before listening');
       return address;

@@ -2,15 +2,17 @@
  * One tenant's oidc-provider instance. Everything protocol-shaped is oidc-provider's; this file
  * only feeds it the tenant's keys, clients, users and policies.
  */
+import type { IncomingMessage } from 'node:http';
 import Provider, { errors as oidcErrors, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
-import { OIDC_ROUTES, issuerUrl } from '../contract/index.ts';
+import { OIDC_ROUTES, endpointUrl, issuerUrl } from '../contract/index.ts';
 import type { ServerContext } from './_context.ts';
 import { SCOPE_CLAIMS, STANDARD_SCOPES, findAccount, grantableScopes, isAssigned } from './accounts.ts';
 import { TenantApps, adapterClass } from './adapter.ts';
 import { LIFETIMES } from './config.ts';
-import { activeKey, privateJwks } from './keys.ts';
-import { renderPage } from './login/pages.ts';
+import { activeKey, privateJwks, publicJwks } from './keys.ts';
+import { PAGE_HEADERS, SECURITY_HEADERS, renderPage } from './login/pages.ts';
 import type { TenantRecord } from './storage/types.ts';
+import { jwtUserinfo } from './userinfo-jwt.ts';
 
 /** Every route oidc-provider serves, below the issuer path; fixed in src/contract/urls.ts. */
 const ROUTES = {
@@ -64,10 +66,15 @@ export async function buildProvider(ctx: ServerContext, tenant: string): Promise
       scope: [...new Set([...STANDARD_SCOPES, ...api.body.scopes])].join(' '),
       audience: identifier,
       accessTokenFormat: 'jwt' as const,
-      accessTokenTTL: LIFETIMES.AccessToken,
+      accessTokenTTL: ctx.tokens.accessTokenLifetime,
       jwt: { sign: { alg, kid: signing.kid } },
     };
   };
+
+  const issuer = issuerUrl(ctx.address(), tenant);
+  const userinfoUrl = endpointUrl(ctx.address(), tenant, 'userinfo');
+  const accounts = findAccount(ctx, tenant, apps);
+  const userinfo = jwtUserinfo({ issuer, userinfoUrl, publicJwks: publicJwks(keys, master), apps, findAccount: accounts });
 
   const clientAudience = async (clientId: string): Promise<readonly string[]> => {
     const app = await apps.byClientId(clientId);
@@ -82,7 +89,12 @@ export async function buildProvider(ctx: ServerContext, tenant: string): Promise
       keys: [master.derive(`cookies:${tenant}`).toString('base64url')],
     },
     routes: ROUTES,
-    scopes,
+    // Listed in discovery: `offline_access` is accepted as the standard name of `offline`.
+    scopes: [...scopes, 'offline_access'],
+    // Discovery lists what clients can use: the code flow only (no implicit, id_token or hybrid
+    // response types, RFC 9700 §2.1.2), client secrets or no authentication (public clients).
+    responseTypes: ['code'],
+    clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'none'],
     claims: { ...SCOPE_CLAIMS },
     // Profile and email claims in the ID token too (oauth2-proxy reads email from it).
     conformIdTokenClaims: false,
@@ -92,17 +104,41 @@ export async function buildProvider(ctx: ServerContext, tenant: string): Promise
       response_types: ['code'],
       token_endpoint_auth_method: 'client_secret_basic',
     },
-    findAccount: findAccount(ctx, tenant, apps) as Configuration['findAccount'],
+    findAccount: accounts as Configuration['findAccount'],
     interactions: {
       url: async (_ctx, interaction) => `${INTERACTION_PATH}/${interaction.uid}`,
     },
     features: {
       devInteractions: { enabled: false },
       clientCredentials: { enabled: true },
-      introspection: { enabled: true },
+      // A client may introspect only its own tokens: one client of a tenant must not learn who
+      // holds another's tokens. APIs are not clients here (they verify JWTs offline, against the
+      // tenant's JWKS), so no other caller is entitled.
+      introspection: { enabled: true, allowedPolicy: async (_oidc, client, token) => token.clientId === client.clientId },
       revocation: { enabled: true },
       userinfo: { enabled: true },
-      rpInitiatedLogout: { enabled: true },
+      rpInitiatedLogout: {
+        enabled: true,
+        // oidc-provider's own pages load a web font from Google and carry no anti-framing headers.
+        logoutSource: async (koa, form) => {
+          koa.set(PAGE_HEADERS);
+          koa.body = renderPage({
+            title: 'Sign out?',
+            tenantName: record.body.displayName,
+            body: `<p>Do you want to sign out of ${escapeHtml(record.body.displayName)}? You will have to sign in again to use its applications.</p>
+${form}
+<button autofocus type="submit" form="op.logoutForm" value="yes" name="logout">Yes, sign me out</button>
+<button type="submit" form="op.logoutForm" class="secondary">No, stay signed in</button>`,
+          });
+        },
+        postLogoutSuccessSource: async (koa) => {
+          koa.set(PAGE_HEADERS);
+          koa.body = renderPage({ title: 'Signed out', tenantName: record.body.displayName, body: '<p>You are signed out. You can close this page.</p>' });
+        },
+      },
+      // Advertised by default but used by no client idforge registers.
+      pushedAuthorizationRequests: { enabled: false },
+      dPoP: { enabled: false },
       resourceIndicators: {
         enabled: true,
         // A client's audience list is its default resource, so clients that never send
@@ -121,17 +157,17 @@ export async function buildProvider(ctx: ServerContext, tenant: string): Promise
       },
     },
     pkce: {
-      // Public clients must use PKCE (S256, the only method oidc-provider 9 accepts).
-      required: (_ctx, client) => client.clientAuthMethod === 'none',
+      // Every client, confidential ones too (RFC 9700 §2.1.1): S256, the only method oidc-provider 9 accepts.
+      required: () => true,
     },
-    // Refresh tokens only with the contract's `offline` scope (not offline_access).
+    // Refresh tokens with the contract's `offline` scope (offline_access is read as offline, below).
     issueRefreshToken: async (_ctx, client, code) =>
       client.grantTypeAllowed('refresh_token') && code.scopes.has('offline'),
     // Every refresh rotates the token: a stolen refresh token is detected on its first reuse.
     rotateRefreshToken: true,
     expiresWithSession: async (_ctx, code) => !code.scopes.has('offline'),
     ttl: {
-      AccessToken: LIFETIMES.AccessToken,
+      AccessToken: ctx.tokens.accessTokenLifetime,
       ClientCredentials: LIFETIMES.ClientCredentials,
       IdToken: LIFETIMES.IdToken,
       AuthorizationCode: LIFETIMES.AuthorizationCode,
@@ -149,6 +185,9 @@ export async function buildProvider(ctx: ServerContext, tenant: string): Promise
         // The contract's `scp`: the granted scopes as an array (`scope` stays, as RFC 9068 has it).
         jwt: (_ctx, token, jwt) => {
           jwt.payload.scp = token.scope ? token.scope.split(' ') : [];
+          // A user's token with openid is good at the userinfo endpoint too (userinfo-jwt.ts).
+          const user = 'accountId' in token && token.accountId !== undefined;
+          if (user && token.scopes.has('openid')) jwt.payload.aud = [...[jwt.payload.aud ?? []].flat(), userinfoUrl];
         },
       },
     },
@@ -190,6 +229,7 @@ export async function buildProvider(ctx: ServerContext, tenant: string): Promise
       // Browsers may call the token endpoint only from a registered redirect URI's origin (SPAs).
       (client.redirectUris ?? []).some((u) => URL.parse(u)?.origin === origin),
     renderError: async (oidc, out, _error) => {
+      oidc.set(PAGE_HEADERS);
       oidc.type = 'html';
       oidc.body = renderPage({
         title: 'Sign-in error',
@@ -200,7 +240,7 @@ export async function buildProvider(ctx: ServerContext, tenant: string): Promise
     },
   };
 
-  const provider = new Provider(issuerUrl(ctx.address(), tenant), configuration);
+  const provider = new Provider(issuer, configuration);
   // Behind a TLS-terminating proxy the request is http; trust X-Forwarded-Proto for public URLs.
   provider.proxy = ctx.address().scheme === 'https';
 
@@ -211,8 +251,66 @@ export async function buildProvider(ctx: ServerContext, tenant: string): Promise
       return typeof this.clientSecret === 'string' && typeof actual === 'string' && master.verifyClientSecret(this.clientSecret, actual);
     };
 
+  provider.use(async (koa, next) => {
+    // Before the route: every page oidc-provider renders (errors, logout, the form_post page) is
+    // refused in frames, and form_post adds its inline script's hash to this script-src.
+    koa.set(SECURITY_HEADERS);
+    if (koa.path === ROUTES.authorization) await offlineAccessIsOffline(koa);
+    if (koa.path === ROUTES.userinfo && (await userinfo(koa))) return;
+    await next();
+  });
+
   provider.on('server_error', (_oidc: unknown, err: Error) => ctx.log(`tenant ${tenant}: server_error: ${err.message}`));
   return { provider, tenant: record, callback: provider.callback() };
+}
+
+/** What an authorization request needs of koa's context to be read and rewritten. */
+interface AuthorizationRequest {
+  method: string;
+  querystring: string;
+  readonly url: string;
+  readonly query: Record<string, unknown>;
+  readonly req: IncomingMessage;
+  is(type: string): string | false | null;
+}
+
+/**
+ * OpenID Connect's `offline_access` is the standard name of the contract's `offline` (seed §2,
+ * §5.4): both give refresh tokens. oidc-provider follows OIDC Core §11 and silently drops
+ * offline_access unless the request also says prompt=consent, so clients that send the standard
+ * name got no refresh token and no error; the request is read as if it said `offline`.
+ *
+ * A POST authorization request (OIDC Core §3.1.2.1 allows GET and POST with the same parameters)
+ * is read here and passed on as the equivalent GET, as its body can be read only once.
+ */
+async function offlineAccessIsOffline(koa: AuthorizationRequest): Promise<void> {
+  // oidc-provider finds its mount path (/oauth2) as the part of originalUrl before koa's url.
+  const req = koa.req as IncomingMessage & { originalUrl?: string };
+  const mount = req.originalUrl === undefined ? undefined : req.originalUrl.slice(0, Math.max(0, req.originalUrl.indexOf(koa.url)));
+  let params: URLSearchParams;
+  if (koa.method === 'GET') {
+    if (typeof koa.query.scope !== 'string' || !koa.query.scope.split(' ').includes('offline_access')) return;
+    params = new URLSearchParams(koa.querystring);
+  } else if (koa.method === 'POST' && koa.is('application/x-www-form-urlencoded')) {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of koa.req as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      // oidc-provider's own limit for request bodies.
+      if (size > 56 * 1024) throw new oidcErrors.InvalidRequest('request entity too large');
+      chunks.push(chunk);
+    }
+    params = new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
+    delete koa.req.headers['content-type'];
+    delete koa.req.headers['content-length'];
+    koa.method = 'GET';
+  } else {
+    return;
+  }
+  const scope = params.get('scope');
+  if (scope !== null) params.set('scope', [...new Set(scope.split(' ').map((s) => (s === 'offline_access' ? 'offline' : s)))].join(' '));
+  koa.querystring = params.toString();
+  if (mount !== undefined) req.originalUrl = `${mount}${koa.url}`;
 }
 
 export function escapeHtml(s: string): string {

@@ -1,12 +1,13 @@
 import { resolve } from 'node:path';
-import { BOOTSTRAP_CREDENTIALS_FILE, DATABASE_URL_ENV, LOGIN_DEFAULTS, StartupError, startServer, type LoginOptions } from './index.ts';
+import { BOOTSTRAP_CREDENTIALS_FILE, DATABASE_URL_ENV, LOGIN_DEFAULTS, StartupError, TOKEN_DEFAULTS, startServer, type LoginOptions } from './index.ts';
 import { EXIT, UsageError, type Command } from '../command/io.ts';
 import { parseCommandArgs } from '../command/args.ts';
 
 const USAGE =
   'usage: idforge serve --data-dir <dir> [--database <postgres-url>] [--port <n>] [--base-domain <domain>] [--scheme http|https] [--host <addr>] [--public-port <n>] [--trusted-proxies <n>] [--key-alg RS256|ES256]\n' +
   '                     [--smtp-url <url> | --mail-outbox <dir>] [--mail-from <addr>] [--otp-lifetime <s>] [--otp-attempts <n>]\n' +
-  '                     [--lockout-threshold <n>] [--lockout-seconds <s>] [--failure-window <s>] [--address-lockout-threshold <n>] [--backoff-ms <ms>]';
+  '                     [--lockout-threshold <n>] [--lockout-seconds <s>] [--failure-window <s>] [--address-lockout-threshold <n>] [--backoff-ms <ms>]\n' +
+  '                     [--access-token-lifetime <s>] [--refresh-reuse-grace <s>]';
 
 const HELP = `${USAGE}
 
@@ -27,6 +28,12 @@ Runs the authorization server until SIGINT or SIGTERM.
   --trusted-proxies  proxies in front whose X-Forwarded-For entries are believed (default 1 with
                  https, 0 with http); the client address is read that many hops from the right
   --key-alg      signing algorithm for new tenants' keys (default RS256)
+
+Tokens (see src/server/README.md, "Tokens" and "Revocation"):
+  --access-token-lifetime  seconds a user's JWT access token lives (default ${TOKEN_DEFAULTS.accessTokenLifetime}, at most 3600): the
+                 longest a removed assignment, user or application still opens an API
+  --refresh-reuse-grace    seconds a used refresh token still works once more, for parallel
+                 refreshes and retries (default ${TOKEN_DEFAULTS.refreshTokenReuseGrace}, at most 60; 0 = off)
 
 Sign-in (see src/server/README.md, "Login methods"):
   --smtp-url     send emailed sign-in codes by SMTP, e.g. smtps://user:pass@mail.example.com
@@ -79,6 +86,8 @@ export const run: Command = async (argv, io) => {
       'failure-window': { type: 'string' },
       'address-lockout-threshold': { type: 'string' },
       'backoff-ms': { type: 'string' },
+      'access-token-lifetime': { type: 'string' },
+      'refresh-reuse-grace': { type: 'string' },
     },
     USAGE,
   );
@@ -120,6 +129,8 @@ export const run: Command = async (argv, io) => {
       ...(values['trusted-proxies'] === undefined ? {} : { trustedProxies: count(values['trusted-proxies'], '--trusted-proxies', true) }),
       keyAlg,
       login,
+      ...(values['access-token-lifetime'] === undefined ? {} : { accessTokenLifetime: count(values['access-token-lifetime'], '--access-token-lifetime') }),
+      ...(values['refresh-reuse-grace'] === undefined ? {} : { refreshTokenReuseGrace: count(values['refresh-reuse-grace'], '--refresh-reuse-grace', true) }),
       env: io.env,
       log: (line) => io.stderr(`idforge serve: ${line}\n`),
     });

@@ -11,10 +11,15 @@ if ! command -v "$OAUTH2_PROXY_BIN" >/dev/null 2>&1; then
   exit 127
 fi
 
-# oauth2-proxy reads every OAUTH2_PROXY_* variable from its environment.
-set -a
-. ./oauth2-proxy.env
-set +a
+# oauth2-proxy reads every OAUTH2_PROXY_* variable from its environment. The file is read the way
+# `docker run --env-file` reads it (one KEY=value per line, the value literal, # lines skipped),
+# not sourced: values hold spaces and are never quoted.
+while IFS= read -r line || [ -n "$line" ]; do
+  case $line in
+    '' | '#'*) continue ;;
+  esac
+  export "$line"
+done < ./oauth2-proxy.env
 
 node upstream.js &
 upstream_pid=$!

@@ -6,6 +6,12 @@
 // Flow: GET /connect/<provider> redirects to the identity service; the service returns the browser
 // to /connect/<provider>/callback; grant exchanges the code and redirects to the configured
 // callback path (for example /hello), which answers with what grant stored in the session.
+//
+// Session check: a session is only as good as the user's access at the identity service. Once
+// half of the access token's life has passed, the next request renews the tokens with the refresh
+// token; when the service refuses (the user's assignment, the user or this application was
+// removed), the session ends there and then. So access ends within half an access token's life
+// (25 s by default), and the access token in the session is always valid for calling the API.
 import { readFileSync } from 'node:fs';
 import express from 'express';
 import session from 'express-session';
@@ -55,7 +61,7 @@ app.get('/', (req, res) => {
 
 // One route per provider's callback path; several providers may share one path.
 for (const path of new Set(providers.map((p) => config[p].callback).filter(Boolean))) {
-  app.get(path, (req, res) => {
+  app.get(path, checkSession, (req, res) => {
     const result = req.session.grant?.response;
     if (!result) {
       res.status(401).json({ error: 'login_required', message: `Not signed in: start at ${prefix}/${providers[0]}.` });
@@ -80,6 +86,65 @@ for (const path of new Set(providers.map((p) => config[p].callback).filter(Boole
 app.get('/logout', (req, res, next) => {
   req.session.destroy((err) => (err ? next(err) : res.redirect('/')));
 });
+
+/**
+ * Renews the session's tokens once half of the access token's life has passed, and ends the
+ * session when the identity service refuses. Runs before every route that serves signed-in users.
+ */
+async function checkSession(req, res, next) {
+  const grantSession = req.session.grant;
+  const result = grantSession?.response;
+  if (!result?.access_token || result.error) return next();
+  const provider = config[grantSession.provider];
+  const now = Date.now();
+  // When the tokens arrived (grant's callback), or were last renewed here.
+  req.session.tokensAt ??= now;
+  const lifetime = Number(result.raw?.expires_in) > 0 ? Number(result.raw.expires_in) * 1000 : 60_000;
+  if (now - req.session.tokensAt < lifetime / 2) return next();
+
+  const ended = (why) => {
+    req.session.destroy(() => {
+      res.status(401).json({ error: 'login_required', message: `Your session has ended: ${why}. Sign in again at ${prefix}/${grantSession.provider}.` });
+    });
+  };
+  let answer;
+  try {
+    answer = !provider || !result.refresh_token ? undefined : await refresh(provider, result.refresh_token);
+  } catch (err) {
+    // The service could not be reached: keep the session while its access token is valid.
+    if (now - req.session.tokensAt < lifetime) return next();
+    return ended(`the identity service could not renew it (${err.message})`);
+  }
+  if (answer === undefined) return ended('it cannot be renewed (no refresh token)');
+  if (!answer.ok) return ended(`the identity service refused to renew it (${answer.error}${answer.description ? `: ${answer.description}` : ''})`);
+  Object.assign(result, {
+    access_token: answer.body.access_token,
+    refresh_token: answer.body.refresh_token ?? result.refresh_token,
+    ...(answer.body.id_token ? { id_token: answer.body.id_token } : {}),
+    raw: answer.body,
+  });
+  req.session.tokensAt = now;
+  next();
+}
+
+/** The refresh token grant (RFC 6749 section 6), authenticated like grant's code exchange. */
+async function refresh(provider, refreshToken) {
+  const url = provider.access_url.replace('[subdomain]', provider.subdomain ?? '');
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      accept: 'application/json',
+      authorization: `Basic ${Buffer.from(`${encodeURIComponent(provider.key)}:${encodeURIComponent(provider.secret)}`).toString('base64')}`,
+    },
+    body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: refreshToken }),
+  });
+  const body = await response.json().catch(() => ({}));
+  if (response.ok) return { ok: true, body };
+  // 4xx: the service answered no (invalid_grant: the grant was revoked); 5xx: try again later.
+  if (response.status >= 500) throw new Error(`HTTP ${response.status}`);
+  return { ok: false, error: String(body.error ?? `HTTP ${response.status}`), description: body.error_description };
+}
 
 app.listen(port, () => {
   console.log(`listening on ${origin.origin} (port ${port}); sign in at ${origin.origin}${prefix}/${providers[0]}`);

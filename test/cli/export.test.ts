@@ -39,10 +39,10 @@ beforeAll(async () => {
   await c.call('putTenant', { tenant }, { body: { displayName: 'Studio', scopes: [{ name: 'admin', description: 'administer' }, { name: 'billing' }], login: { methods: ['password', 'otp'], requireSecondFactor: false } } });
   await c.call('putApplication', { tenant, application: 'ledger' }, { body: { kind: 'api', identifier: 'https://ledger.studio.example', scopes: ['billing'], managedBy: 'console' } });
   await c.call('putApplication', { tenant, application: 'crm' }, {
-    body: { kind: 'web', displayName: 'CRM', clientId: 'crm', redirectUris: [`${o('crm')}/connect/studio/callback`], postLogoutRedirectUris: [`${o('crm')}/`], scopes: ['openid', 'profile', 'email'], audience: [], clientSecret: SECRETS.crm, managedBy: 'console' },
+    body: { kind: 'web', displayName: 'CRM', clientId: 'crm', redirectUris: [`${o('crm')}/connect/studio/callback`], postLogoutRedirectUris: [`${o('crm')}/`], scopes: ['openid', 'profile', 'email', 'offline'], audience: [], clientSecret: SECRETS.crm, managedBy: 'console' },
   });
   await c.call('putApplication', { tenant, application: 'wiki' }, {
-    body: { kind: 'proxy', clientId: 'wiki-proxy', redirectUris: [`${o('wiki')}/oauth2/callback`], postLogoutRedirectUris: [`${o('wiki')}/`], scopes: ['openid', 'email', 'profile'], audience: [], clientSecret: SECRETS.wiki, managedBy: 'console' },
+    body: { kind: 'proxy', clientId: 'wiki-proxy', redirectUris: [`${o('wiki')}/oauth2/callback`], postLogoutRedirectUris: [`${o('wiki')}/`], scopes: ['openid', 'email', 'profile', 'offline'], audience: [], clientSecret: SECRETS.wiki, managedBy: 'console' },
   });
   await c.call('putApplication', { tenant, application: 'board' }, {
     body: { kind: 'spa', redirectUris: [o('board'), `${o('board')}/`], postLogoutRedirectUris: [`${o('board')}/`], clientId: 'board', scopes: ['openid', 'profile', 'email', 'billing', 'offline'], audience: ['https://ledger.studio.example'], offline: true, managedBy: 'console' },

@@ -9,7 +9,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { parseDocument, YAMLSeq } from 'yaml';
+import { parseDocument, YAMLSeq, type Document } from 'yaml';
+import { AdminClient } from '../../src/admin-client/index.ts';
 import { REPO_ROOT, freePorts, runToCompletion, startProcess, stopAll, waitForPort, type RunningProcess } from '../support/processes.ts';
 
 export const TENANT = 'acme';
@@ -35,6 +36,10 @@ export interface StartedApp {
 export interface Stack {
   readonly dir: string;
   readonly issuer: string;
+  /** The server's data dir (admin credentials). */
+  readonly dataDir: string;
+  /** The typed admin client, as `idforge apply` uses it. */
+  admin(): Promise<AdminClient>;
   /** u-alice: admin scope, assigned everywhere. u-bob: no admin, not assigned to the wiki. */
   readonly users: { readonly alice: TestUser; readonly bob: TestUser; readonly carol: TestUser };
   readonly apps: Readonly<Partial<Record<AppName, StartedApp>>>;
@@ -48,6 +53,10 @@ export interface StackOptions {
   readonly apps: readonly AppName[];
   /** Binary for the proxy's run script (tests use the one built by scripts/ensure-tools.sh). */
   readonly oauth2ProxyBin?: string;
+  /** Extra `idforge serve` flags, e.g. a short `--access-token-lifetime`. */
+  readonly serverArgs?: readonly string[];
+  /** Changes to the (port-patched) example model before it is applied and compiled. */
+  readonly patchModel?: (doc: Document) => void;
 }
 
 const password = (): string => `${randomBytes(12).toString('base64url')}-Aa1`;
@@ -56,7 +65,7 @@ const password = (): string => `${randomBytes(12).toString('base64url')}-Aa1`;
  * The example model with every port replaced by a free one (so test files run side by side) and
  * one extra user, carol, who is assigned to nothing: the "unassigned user" of every pattern.
  */
-function patchModel(text: string, ports: Map<number, number>): string {
+function patchModel(text: string, ports: Map<number, number>, more?: (doc: Document) => void): string {
   const swap = (p: string): string => String(ports.get(Number(p)) ?? p);
   const replaced = text
     .replace(/((?:localhost|127\.0\.0\.1):)(\d{2,5})\b/g, (_m, host: string, p: string) => `${host}${swap(p)}`)
@@ -65,6 +74,7 @@ function patchModel(text: string, ports: Map<number, number>): string {
   const users = doc.getIn(['tenants', 0, 'users']);
   if (!(users instanceof YAMLSeq)) throw new Error('examples/acme.yaml: tenants[0].users is not a list');
   users.add(doc.createNode({ id: 'u-carol', email: 'carol@acme.example', displayName: 'Carol Contractor', password: { env: 'ACME_CAROL_PASSWORD' } }));
+  more?.(doc);
   return doc.toString();
 }
 
@@ -83,7 +93,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const newPorts = await freePorts(oldPorts.length);
   const ports = new Map(oldPorts.map((p, i) => [p, newPorts[i] as number]));
   const modelFile = join(dir, 'acme.yaml');
-  writeFileSync(modelFile, patchModel(original, ports));
+  writeFileSync(modelFile, patchModel(original, ports, options.patchModel));
 
   const model = parseDocument(readFileSync(modelFile, 'utf8')).toJS() as {
     server: { port: number };
@@ -106,10 +116,13 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const idforge = (name: string, ...args: string[]) => runToCompletion(label(name), process.execPath, [IDFORGE, ...args], { cwd: dir, env });
 
   const dataDir = join(dir, 'data');
-  const server = startProcess(label('server'), process.execPath, [IDFORGE, 'serve', '--data-dir', dataDir, '--port', String(serverPort), '--base-domain', 'localhost'], { cwd: dir, env });
+  const server = startProcess(label('server'), process.execPath, [IDFORGE, 'serve', '--data-dir', dataDir, '--port', String(serverPort), '--base-domain', 'localhost', ...(options.serverArgs ?? [])], { cwd: dir, env });
+  let admin: Promise<AdminClient> | undefined;
   const stack: Stack = {
     dir,
     issuer: `http://${TENANT}.localhost:${serverPort}/oauth2/`,
+    dataDir,
+    admin: () => (admin ??= AdminClient.forDataDir(dataDir)),
     users,
     apps: {},
     app(name) {

@@ -15,7 +15,7 @@ describe('reverse proxy (oauth2-proxy + upstream echo app)', () => {
   let browser: Browser;
 
   beforeAll(async () => {
-    stack = await startStack({ label: 'proxy', apps: ['wiki'], oauth2ProxyBin: toolPath('oauth2-proxy') });
+    stack = await startStack({ label: 'proxy', apps: ['wiki', 'orders-api'], oauth2ProxyBin: toolPath('oauth2-proxy') });
     browser = await launchBrowser();
   });
   afterAll(async () => {
@@ -66,6 +66,27 @@ describe('reverse proxy (oauth2-proxy + upstream echo app)', () => {
 
     await page.reload();
     expect((await jsonOf<{ headers: Record<string, string> }>(page)).headers['x-forwarded-email']).toBe(stack.users.alice.email);
+    await context.close();
+  });
+
+  it('passes the upstream a JWT for orders-api (its audience), which the scaffolded API accepts', async () => {
+    const wiki = stack.app('wiki');
+    const api = stack.app('orders-api').origin;
+    const context = await newContext(browser);
+    const page = await context.newPage();
+    await page.goto(`${wiki.origin}/`);
+    await signIn(page, stack.users.alice);
+    await page.waitForURL(`${wiki.origin}/`);
+    const token = (await jsonOf<{ headers: Record<string, string> }>(page)).headers['x-forwarded-access-token'] ?? '';
+    expect(token.split('.')).toHaveLength(3);
+    const claims = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8'));
+    expect(claims).toMatchObject({ iss: stack.issuer, sub: stack.users.alice.id, client_id: 'wiki', scp: expect.arrayContaining(['openid', 'email']) });
+    // What the app behind the proxy does with it (contract §5.10): call the API for the user.
+    const whoami = await fetch(`${api}/whoami`, { headers: { Authorization: `Bearer ${token}` } });
+    expect(whoami.status).toBe(200);
+    expect(await whoami.json()).toMatchObject({ sub: stack.users.alice.id, client_id: 'wiki' });
+    // The proxy's token carries no admin scope (the wiki does not ask for it).
+    expect((await fetch(`${api}/admin`, { headers: { Authorization: `Bearer ${token}` } })).status).toBe(403);
     await context.close();
   });
 

@@ -14,7 +14,7 @@ describe('web app (express + express-session + grant)', () => {
   let browser: Browser;
 
   beforeAll(async () => {
-    stack = await startStack({ label: 'web', apps: ['portal'] });
+    stack = await startStack({ label: 'web', apps: ['portal', 'orders-api'] });
     browser = await launchBrowser();
   });
   afterAll(async () => {
@@ -51,6 +51,38 @@ describe('web app (express + express-session + grant)', () => {
     expect(result.raw).toMatchObject({ access_token: result.access_token, token_type: expect.stringMatching(/^bearer$/i) });
     expect(result.profile).toMatchObject({ sub: stack.users.alice.id, email: stack.users.alice.email });
     await context.close();
+  });
+
+  it('gets a JWT access token for orders-api (its audience) and calls the scaffolded API with it', async () => {
+    const portal = stack.app('portal');
+    const api = stack.app('orders-api').origin;
+    const tokenOf = async (user: typeof stack.users.alice) => {
+      const context = await newContext(browser);
+      const page = await context.newPage();
+      await page.goto(`${portal.origin}/connect/${PROVIDER}`);
+      await signIn(page, user);
+      await page.waitForURL(`${portal.origin}/hello`);
+      const result = await jsonOf<Record<string, any>>(page);
+      await context.close();
+      return result;
+    };
+    const alice = await tokenOf(stack.users.alice);
+    expect(alice.access_token.split('.')).toHaveLength(3);
+    const claims = JSON.parse(Buffer.from(alice.access_token.split('.')[1], 'base64url').toString('utf8'));
+    expect(claims).toMatchObject({ iss: stack.issuer, sub: stack.users.alice.id, client_id: 'portal', scp: expect.arrayContaining(['openid', 'admin']) });
+    expect([claims.aud].flat()).toContain(api);
+    // The refresh token the session check renews with.
+    expect(alice.refresh_token).toEqual(expect.any(String));
+
+    const call = (path: string, token: string) => fetch(`${api}${path}`, { headers: { Authorization: `Bearer ${token}` } });
+    const whoami = await call('/whoami', alice.access_token);
+    expect(whoami.status).toBe(200);
+    expect(await whoami.json()).toMatchObject({ sub: stack.users.alice.id, client_id: 'portal' });
+    expect((await call('/admin', alice.access_token)).status).toBe(200);
+    // Bob holds no admin scope: the web app's token opens /whoami, not /admin.
+    const bob = await tokenOf(stack.users.bob);
+    expect((await call('/whoami', bob.access_token)).status).toBe(200);
+    expect((await call('/admin', bob.access_token)).status).toBe(403);
   });
 
   it('denies a user who is not assigned to the app and tells them why', async () => {

@@ -96,6 +96,7 @@ describe('the delete guard refuses mass deletions in preview', { timeout: 300_00
       // Three of the four applications go.
       const apps = doc.getIn(['tenants', 0, 'applications']) as { items: { get(k: string): unknown }[] };
       apps.items = apps.items.filter((a) => a.get('name') === 'portal');
+      doc.deleteIn(['tenants', 0, 'applications', 0, 'audience']); // orders-api goes too
       const as = doc.getIn(['tenants', 0, 'assignments']) as { items: { get(k: string): unknown }[] };
       as.items = as.items.filter((a) => a.get('application') === 'portal');
     });

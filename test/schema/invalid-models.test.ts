@@ -231,6 +231,15 @@ describe('semantic problems', () => {
   it('refuses the reserved tenant name of the server itself', () => {
     expect(check('tenants:\n  - name: system\n    displayName: Mine now\n')).toMatchInlineSnapshot(`"model.yaml:2:11  tenant name 'system' is reserved for the server's own tenant, which issues admin tokens: choose another name  (at tenants[0].name)"`);
   });
+  it('rejects a web app audience that is not an api, as for an spa', () => {
+    expect(check(tenant('', '      - name: portal\n        kind: web\n        origin: https://portal.acme.example\n        audience: [portal]\n'))).toMatchInlineSnapshot(`"model.yaml:20:20  audience "portal" is a web application; an audience must name an api application  (at tenants[0].applications[1].audience[0])"`);
+  });
+  it('rejects a proxy audience that is not an application', () => {
+    expect(check(tenant('', '      - name: wiki\n        kind: proxy\n        origin: https://wiki.acme.example\n        upstream: http://127.0.0.1:4181\n        audience: [order-api]\n'))).toMatchInlineSnapshot(`"model.yaml:21:20  audience "order-api" is not an application of tenant 'acme' (did you mean 'orders-api'?)  (at tenants[0].applications[1].audience[0])"`);
+  });
+  it('lets a web app or a proxy name one api only: it holds one access token per session', () => {
+    expect(check(tenant('', '      - name: reports-api\n        kind: api\n        audience: https://reports.acme.example\n      - name: portal\n        kind: web\n        origin: https://portal.acme.example\n        audience: [orders-api, reports-api]\n'))).toMatchInlineSnapshot(`"model.yaml:23:19  'audience' must have at most 1 entry  (at tenants[0].applications[2].audience)"`);
+  });
   it('refuses two apis with one audience in a tenant', () => {
     expect(check(tenant('', '      - name: orders-v2\n        kind: api\n        audience: https://orders.acme.example\n'))).toMatchInlineSnapshot(`"model.yaml:19:19  audience "https://orders.acme.example" is already the audience of api 'orders-api': each api needs an audience of its own at model.yaml:13:19  (at tenants[0].applications[1].audience)"`);
   });

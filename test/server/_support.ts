@@ -172,6 +172,11 @@ export async function relyingParty(issuer: string, clientId: string, secret?: st
   return config;
 }
 
+/** PKCE parameters for an authorization URL (every client must send them); the verifier is not needed when no code is redeemed. */
+export async function pkceParams(): Promise<{ code_challenge: string; code_challenge_method: 'S256' }> {
+  return { code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()), code_challenge_method: 'S256' };
+}
+
 /**
  * Runs the authorization code flow as a browser would: authorize, log in on the form, come back.
  * Returns the callback URL (with code or error) and the last page seen before it.

@@ -65,7 +65,8 @@ describe('idforge apply', () => {
     const withoutApi = original
       .replace(/      # Single-page app.*\n      - name: dashboard\n(?:        .*\n)+/, '')
       .replace(/      # Resource server.*\n      - name: orders-api\n(?:        .*\n)+/, '')
-      .replace('      - application: dashboard\n        groups: [staff]\n', '');
+      .replace('      - application: dashboard\n        groups: [staff]\n', '')
+      .replaceAll('        audience: [orders-api]\n', '');
     expect(withoutApi).not.toContain('orders-api');
     const run = async (text: string) => {
       writeFileSync(model, text);

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import * as oidc from 'openid-client';
 import { LOGIN_DEFAULTS } from '../../src/server/index.ts';
 import { lockedMessage } from '../../src/server/login/throttle.ts';
-import { Browser, adminClient, fixtureTenant, relyingParty, testServer, type Fixture } from './_support.ts';
+import { Browser, adminClient, fixtureTenant, pkceParams, relyingParty, testServer, type Fixture } from './_support.ts';
 
 const BURST = 20;
 const lines: string[] = [];
@@ -26,7 +26,7 @@ afterAll(async () => {
 it(`${BURST} parallel wrong passwords for one account: at most the threshold are verified, the rest refused as locked`, async () => {
   const config = await relyingParty(server.issuer('acme'), acme.web.clientId, acme.web.clientSecret);
   const browser = new Browser();
-  const url = oidc.buildAuthorizationUrl(config, { redirect_uri: acme.web.redirectUri, scope: 'openid', state: oidc.randomState() });
+  const url = oidc.buildAuthorizationUrl(config, { redirect_uri: acme.web.redirectUri, scope: 'openid', state: oidc.randomState(), ...(await pkceParams()) });
   // One login form (its CSRF token and interaction cookie), posted BURST times at once.
   const login = await browser.follow(url.href, acme.web.redirectUri);
   const answers = await Promise.all(Array.from({ length: BURST }, (_, i) =>

@@ -40,9 +40,12 @@ ${p.body}
  * no framing (clickjacking on the login form). No form-action restriction: after the POST the
  * browser is redirected on to the client's origin.
  */
-export const PAGE_HEADERS: Readonly<Record<string, string>> = {
+export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'content-security-policy': "default-src 'none'; script-src 'self'; img-src data:; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'",
   'x-frame-options': 'DENY',
+  'x-content-type-options': 'nosniff',
   'referrer-policy': 'no-referrer',
-  'cache-control': 'no-store',
 };
+
+/** Every page the server renders: the security headers, and never cached (forms carry CSRF tokens). */
+export const PAGE_HEADERS: Readonly<Record<string, string>> = { ...SECURITY_HEADERS, 'cache-control': 'no-store' };

@@ -226,10 +226,18 @@ ${hidden(l, uid)}
     const clientId = String(details.params.client_id ?? '');
     const appName = await clientLabel(l.provider, clientId);
     if (details.prompt.name === 'consent') {
-      // Only reached when loadExistingGrant refused: the signed-in user is not assigned.
+      // Reached when the client asked for prompt=consent, or when loadExistingGrant refused
+      // (the signed-in user is not assigned).
       const accountId = details.session?.accountId;
       const user = accountId === undefined ? undefined : await ctx.storage.users.get(l.tenant.name, accountId);
       if (user !== undefined && !(await isAssigned(ctx, l.tenant.name, clientId, user.id))) return deniedPage(res, l, uid, user, appName);
+      // The tenant's applications are first-party: the assignment is the consent, and
+      // loadExistingGrant has already put in the grant what this user may be given. So
+      // prompt=consent (which some client libraries always send) shows no screen: the person
+      // signs in if needed and goes straight back to the application.
+      if (user !== undefined && !user.body.disabled && details.grantId !== undefined) {
+        return l.provider.interactionFinished(req, res, { consent: { grantId: details.grantId } }, { mergeWithLastSubmission: true });
+      }
       return l.provider.interactionFinished(req, res, { error: 'access_denied', error_description: 'consent could not be established' }, { mergeWithLastSubmission: false });
     }
     const progress = (await ctx.storage.grants.find(l.tenant.name, PROGRESS_MODEL, uid)) as Progress | undefined;

@@ -30,10 +30,12 @@ const settings = {
   }),
   // Login state must survive the round trip through the identity service, whatever the cache.
   stateStore: new WebStorageStateStore({ store: window.sessionStorage }),
-  // Renew before expiry only when a refresh token can be had; there is no silent iframe page.
-  automaticSilentRenew: scopes.includes('offline') || scopes.includes('offline_access'),
+  // Renewal is scheduled below (half-way through each access token's life), not by the library:
+  // its fixed 60 s before expiry would renew without pause when tokens live less than that.
+  automaticSilentRenew: false,
   loadUserInfo: false,
 };
+const offline = scopes.includes('offline') || scopes.includes('offline_access');
 
 const manager = new UserManager(settings);
 const $ = (id) => document.getElementById(id);
@@ -48,9 +50,14 @@ async function main() {
   for (const button of document.querySelectorAll('[data-api-path]')) {
     button.addEventListener('click', () => act(() => callApi(button.dataset.apiPath)));
   }
-  manager.events.addUserLoaded(render);
+  manager.events.addUserLoaded((user) => {
+    render(user);
+    scheduleRenewal(user);
+  });
   manager.events.addUserUnloaded(() => render(null));
-  manager.events.addSilentRenewError((err) => showError(err));
+  // Without a refresh token (no `offline`), or when renewing failed, the user is signed out when
+  // the access token expires: the API would refuse it from then on anyway.
+  manager.events.addAccessTokenExpired(() => manager.removeUser());
 
   const params = new URLSearchParams(location.search);
   if (params.has('state') && (params.has('code') || params.has('error'))) {
@@ -64,17 +71,44 @@ async function main() {
       history.replaceState(null, '', location.pathname);
     }
   }
-  render(await manager.getUser());
+  const user = await manager.getUser();
+  render(user);
+  scheduleRenewal(user);
+}
+
+/**
+ * Access tokens are short-lived JWTs (the API checks them offline), so a signed-in user's token is
+ * renewed half-way through its life. The renewal is also how this page learns that the identity
+ * service ended the user's access (assignment removed, user disabled): it refuses the refresh
+ * token, and the user is signed out here at once.
+ */
+let renewal;
+function scheduleRenewal(user) {
+  clearTimeout(renewal);
+  if (!offline || !user?.refresh_token || user.expired || user.expires_in === undefined) return;
+  renewal = setTimeout(() => act(refresh), Math.max(1, user.expires_in / 2) * 1000);
 }
 
 async function refresh() {
   const user = await manager.getUser();
   if (!user?.refresh_token) throw new Error('No refresh token: the offline scope was not granted.');
-  // With a refresh token, signinSilent uses the refresh_token grant (no iframe, no redirect).
-  render(await manager.signinSilent({ resource: audience.length > 0 ? audience[0] : undefined }));
+  try {
+    // With a refresh token, signinSilent uses the refresh_token grant (no iframe, no redirect).
+    await manager.signinSilent({ resource: audience.length > 0 ? audience[0] : undefined });
+  } catch (err) {
+    // An OAuth error is the service's answer (invalid_grant: access was revoked): sign out. A
+    // network failure is not: keep the user until the access token expires.
+    if (err?.error) {
+      await manager.removeUser();
+      throw new Error(`Your session has ended: the identity service refused to renew it (${err.error}${err.error_description ? `: ${err.error_description}` : ''}).`);
+    }
+    scheduleRenewal(await manager.getUser());
+    throw err;
+  }
 }
 
 async function signOut() {
+  clearTimeout(renewal);
   // Revoke the refresh token (the access token is a short-lived JWT, which the service cannot
   // revoke), then forget the user locally.
   await manager.revokeTokens(['refresh_token']).catch(() => undefined);
