@@ -263,4 +263,6 @@ export interface Page<T> {
 
 export const SecretRotation = z.object({ clientId: z.string(), clientSecret: z.string() });
 export const SecretVerification = z.strictObject({ clientSecret: z.string().min(1).max(256) });
+/** POST .../applications/{application}/rename: the application's new name. */
+export const RenameBody = z.strictObject({ to: ApplicationName });
 export const SecretVerificationResult = z.object({ matches: z.boolean() });

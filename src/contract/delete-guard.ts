@@ -26,9 +26,16 @@ export const isMostOf = (deleting: number, existing: number): boolean => deletin
 /**
  * What going from `before` to `after` would delete beyond the guard's bounds. Users and assignments
  * are judged by count (the guard's inventory is small on purpose); applications and tenants by name.
- * `renamed` maps a tenant's new name to its previous one: a rename deletes nothing.
+ * `renamed` maps a tenant's new name to its previous one, `renamedApps` an application's: a rename
+ * deletes nothing.
  */
-export function massDeletions(before: Inventory, after: Inventory, renamed: Readonly<Record<string, string>> = {}): MassDeletion[] {
+export function massDeletions(
+  before: Inventory,
+  after: Inventory,
+  renamed: Readonly<Record<string, string>> = {},
+  /** Per tenant, an application's new name → its previous one (a rename deletes nothing). */
+  renamedApps: Readonly<Record<string, Readonly<Record<string, string>>>> = {},
+): MassDeletion[] {
   const out: MassDeletion[] = [];
   const previousOf = new Map(Object.entries(renamed).map(([now, was]) => [was, now]));
   for (const [tenant, was] of Object.entries(before).sort(([a], [b]) => (a < b ? -1 : 1))) {
@@ -37,7 +44,8 @@ export function massDeletions(before: Inventory, after: Inventory, renamed: Read
       if (was.users > 0) out.push({ tenant, kind: 'tenant', deleting: 1, existing: 1 });
       continue;
     }
-    const goneApps = was.applications.filter((a) => !now.applications.includes(a)).length;
+    const movedFrom = new Set(Object.values(renamedApps[tenant] ?? {}));
+    const goneApps = was.applications.filter((a) => !now.applications.includes(a) && !movedFrom.has(a)).length;
     if (isMostOf(goneApps, was.applications.length)) out.push({ tenant, kind: 'application', deleting: goneApps, existing: was.applications.length });
     const goneUsers = Math.max(0, was.users - now.users);
     if (isMostOf(goneUsers, was.users)) out.push({ tenant, kind: 'user', deleting: goneUsers, existing: was.users });

@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import {
   ApplicationBody, ApplicationView, AssignmentBatchBody, AssignmentBatchResult, AssignmentBody, AssignmentView, KeyList, Page, PutResult, RotateKeysBody,
-  SecretRotation, SecretVerification, SecretVerificationResult, TenantBody, TenantView, UserBody, UserView,
+  RenameBody, SecretRotation, SecretVerification, SecretVerificationResult, TenantBody, TenantView, UserBody, UserView,
 } from './bodies.ts';
 import { DNS_LABEL, NAME, NAME_RULES, USER_ID } from './names.ts';
 
@@ -69,6 +69,11 @@ export const ADMIN_ROUTES = {
   deleteApplication: route({
     method: 'DELETE', path: '/tenants/{tenant}/applications/{application}', tag: 'application', summary: 'Delete an application', query: 'dryRun',
     conflicts: 'an api still named in client audiences',
+  }),
+  renameApplication: route({
+    method: 'POST', path: '/tenants/{tenant}/applications/{application}/rename', tag: 'application',
+    summary: 'Give an application a new name, keeping its client id, secret, assignments and issued tokens (a rename declared in the model with previousName)',
+    body: RenameBody, response: ApplicationView, conflicts: 'the new name is taken',
   }),
   verifyClientSecret: route({
     method: 'POST', path: '/tenants/{tenant}/applications/{application}/secret/verify', tag: 'application',

@@ -106,7 +106,8 @@ async function holderOf(inputs: ApplicationInputs, fresh: boolean): Promise<{ na
   return { name: holder.name, ours };
 }
 
-const IMMUTABLE = ['tenant', 'name'] as const;
+/** The tenant identifies the registration; a new name is a rename in place (a declared previousName aliases the resource). */
+const IMMUTABLE = ['tenant'] as const;
 const IMMUTABLE_BODY = ['kind', 'clientId'] as const;
 
 function shapeOf(kind: string): Record<string, unknown> {
@@ -163,7 +164,7 @@ export const applicationProvider: Required<
     // One name, one object on the server: a replacement (a new kind or client id, or `up --replace`)
     // must delete the old registration first, or deleting it after the create would delete the new one.
     return {
-      changes: replaces.length > 0 || newSecret || !jsonEqual(olds.body, news.body),
+      changes: replaces.length > 0 || newSecret || olds.name !== news.name || !jsonEqual(olds.body, news.body),
       replaces,
       deleteBeforeReplace: true,
     };
@@ -212,7 +213,12 @@ export const applicationProvider: Required<
   async update(_id, olds, news) {
     const { AdminClient } = await import('../admin-client/index.ts');
     const clientSecret = isConfidential(news.body) ? (news.clientSecret ?? olds.clientSecret) : undefined;
-    await new AdminClient(news.connection).call('putApplication', { tenant: news.tenant, application: news.name }, {
+    const client = new AdminClient(news.connection);
+    // A declared rename: the server moves the application with its client id, secret, assignments and tokens.
+    if (olds.name !== news.name && (await client.find('getApplication', { tenant: news.tenant, application: news.name })) === undefined) {
+      await client.call('renameApplication', { tenant: news.tenant, application: olds.name }, { body: { to: news.name } });
+    }
+    await client.call('putApplication', { tenant: news.tenant, application: news.name }, {
       body: { ...news.body, ...(clientSecret === undefined ? {} : { clientSecret }) } as ApplicationBody,
     });
     return { outs: defined({ ...news, clientId: clientIdOf(news.body), clientSecret }) };

@@ -21,6 +21,8 @@ export interface DeleteGuardArgs {
   readonly inventory: pulumi.Input<Inventory>;
   /** Tenant renames declared in the model: new name → previous name. */
   readonly renamed?: pulumi.Input<Record<string, string>>;
+  /** Application renames declared in the model (previousName), per tenant: new name → previous name. */
+  readonly renamedApps?: pulumi.Input<Record<string, Record<string, string>>>;
   /** Let this run delete beyond the guard's bounds. */
   readonly allow?: pulumi.Input<boolean>;
 }
@@ -28,6 +30,7 @@ export interface DeleteGuardArgs {
 export interface DeleteGuardInputs {
   readonly inventory: Inventory;
   readonly renamed: Record<string, string>;
+  readonly renamedApps: Record<string, Record<string, string>>;
   readonly allow: boolean;
 }
 
@@ -37,13 +40,14 @@ const DeleteGuardInputsSchema = z.strictObject({
     z.strictObject({ applications: z.array(z.string()), users: z.number().int().min(0), assignments: z.number().int().min(0) }),
   ),
   renamed: z.record(z.string(), z.string()).default({}),
+  renamedApps: z.record(z.string(), z.record(z.string(), z.string())).default({}),
   allow: z.boolean().default(false),
 });
 
 /** Why the guard refuses a change of inventory, or undefined when it lets it through. */
 export function refusal(olds: DeleteGuardInputs, news: DeleteGuardInputs): string | undefined {
   if (news.allow) return undefined;
-  const found = massDeletions(olds.inventory, news.inventory, news.renamed);
+  const found = massDeletions(olds.inventory, news.inventory, news.renamed, news.renamedApps);
   if (found.length === 0) return undefined;
   return `${found.map(formatMassDeletion).join('\n')}\n` +
     'If that is intended, allow it for one run: `pulumi config set idforge:allowDelete true`, `pulumi up`, ' +
@@ -61,7 +65,9 @@ export const deleteGuardProvider: Required<Omit<pulumi.dynamic.ResourceProvider<
   async diff(_id, olds, news) {
     const refused = refusal(olds, news);
     if (refused !== undefined) throw new Error(refused);
-    return { changes: !jsonEqual(olds.inventory, news.inventory) || olds.allow !== news.allow || !jsonEqual(olds.renamed, news.renamed) };
+    // Renames are how a change is judged, not part of what the stack holds: dropping a previousName
+    // once it was applied everywhere is no change.
+    return { changes: !jsonEqual(olds.inventory, news.inventory) || olds.allow !== news.allow };
   },
   async create(inputs) {
     return { id: 'delete-guard', outs: inputs };

@@ -115,7 +115,8 @@ export class IdentityStack extends pulumi.ComponentResource {
     }));
     // First of all, the delete guard: every other resource depends on it, so a change that would
     // delete too much fails the preview (and the up) before anything is touched.
-    const guard = new DeleteGuard('delete-guard', { inventory: inventoryOf(specs), allow: args.allowDelete ?? false }, { parent: this });
+    const renamedApps = Object.fromEntries(model.tenants.map((t) => [t.name, Object.fromEntries(t.applications.flatMap((a) => (a.previousName === undefined ? [] : [[a.name, a.previousName]])))]));
+    const guard = new DeleteGuard('delete-guard', { inventory: inventoryOf(specs), renamedApps, allow: args.allowDelete ?? false }, { parent: this });
     const child = { parent: this, dependsOn: [guard] };
     const adopt = args.adopt ? { adopt: true } : {};
 
@@ -137,8 +138,14 @@ export class IdentityStack extends pulumi.ComponentResource {
 
     const secrets: Record<string, Record<string, pulumi.Output<string>>> = {};
     const secretOf = (key: string): Record<string, pulumi.Output<string>> => (secrets[key] ??= {});
+    // Declared renames (previousName): the renamed application's resources answer to their old names too.
+    const previousOf = new Map<string, string>(model.tenants.flatMap((t) => t.applications.flatMap((a) => (a.previousName === undefined ? [] : [[`${t.name}/${a.name}`, `${t.name}/${a.previousName}`] as [string, string]]))));
+    const aliased = (key: string, suffix = ''): pulumi.CustomResourceOptions => {
+      const was = previousOf.get(key);
+      return was === undefined ? {} : { aliases: [{ name: `${was}${suffix}` }] };
+    };
     for (const need of requiredSecrets(model)) {
-      secretOf(need.key)[need.kind] = new StableSecret(`${need.key}/${need.kind}`, { bytes: SECRET_BYTES[need.kind] }, child).value;
+      secretOf(need.key)[need.kind] = new StableSecret(`${need.key}/${need.kind}`, { bytes: SECRET_BYTES[need.kind] }, { ...child, ...aliased(need.key, `/${need.kind}`) }).value;
     }
 
     const provisioned: pulumi.Resource[] = [];
@@ -157,7 +164,7 @@ export class IdentityStack extends pulumi.ComponentResource {
         const app = new Application(
           `${t}/${a.name}`,
           { connection, tenant: t, name: a.name, body: a.body, siblings: spec.applications.map((x) => x.name).sort(), ...(clientSecret ? { clientSecret } : {}), ...adopt },
-          needsApis ? { parent: this, dependsOn: [guard, tenant, ...apis] } : inTenant,
+          { ...(needsApis ? { parent: this, dependsOn: [guard, tenant, ...apis] } : inTenant), ...aliased(`${t}/${a.name}`) },
         );
         if (a.body.kind === 'api') apis.push(app);
         return app;

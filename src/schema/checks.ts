@@ -47,6 +47,21 @@ function checkTenant(t: TenantSpec, tp: Path): Problem[] {
   out.push(...checkUnique(t.users, (u) => u.email.toLowerCase(), [...tp, 'users'], 'email', 'email'));
   out.push(...checkUnique(t.groups, (g) => g.name, [...tp, 'groups'], 'name', 'group'));
   out.push(...checkUnique(t.applications, (a) => a.name, [...tp, 'applications'], 'name', 'application'));
+  // A declared rename: from a name no application of the model has any more, and each only once.
+  const current = new Set(t.applications.map((a) => a.name));
+  const renamedFrom = new Map<string, number>();
+  t.applications.forEach((a, i) => {
+    if (a.previousName === undefined) return;
+    const at = [...tp, 'applications', i, 'previousName'];
+    if (current.has(a.previousName)) {
+      out.push(problem('rename-clash', at, a.previousName === a.name
+        ? `previousName is the application's own name: drop it, or give the old name`
+        : `application '${a.previousName}' is still in the model: a rename leaves its old name behind`));
+    }
+    const first = renamedFrom.get(a.previousName);
+    if (first !== undefined) out.push(problem('duplicate-name', at, `'${a.previousName}' is already the previous name of another application`, { related: [...tp, 'applications', first, 'previousName'] }));
+    else renamedFrom.set(a.previousName, i);
+  });
   out.push(...checkUnique(t.applications.filter((a) => a.kind !== 'api'), (a) => a.clientId ?? a.name, [...tp, 'applications'], 'clientId', 'client id'));
   // An api's audience is the resource it stands for: two apis with one audience would be one resource.
   const apis = t.applications.map((a, i) => ({ a, i })).filter((x) => x.a.kind === 'api');

@@ -65,6 +65,12 @@ const appCommon = {
   clientId: z.string().regex(USER_ID, { error: NAME_RULES.userId }).optional(),
   /** Present only so checks.ts can explain why a secret never belongs in the model. */
   clientSecret: z.unknown().optional(),
+  /**
+   * The name the application had until now: a rename in place (client id, secret, assignments and
+   * issued tokens kept), not a new application and the deletion of the old one. Remove it once every
+   * environment has applied the rename. Default: none.
+   */
+  previousName: name.optional(),
 };
 /** Redirect URIs beyond the one derived from the kind's contract shape. Default: none. */
 const extraRedirects = { redirectUris: z.array(url).default([]) };

@@ -80,6 +80,31 @@ describe('preview = up', { timeout: 300_000 }, () => {
     await p.must(['preview', '--expect-no-changes'], PASSWORDS);
   });
 
+  it('a rename declared with previousName is an update: the same client, secret, assignments and tokens', async () => {
+    const secret = await portalSecret();
+    const before = await admin.find('getApplication', { tenant: 'acme', application: 'portal' });
+    await editModel((doc) => {
+      doc.setIn(['tenants', 0, 'applications', 0, 'name'], 'intranet');
+      doc.setIn(['tenants', 0, 'applications', 0, 'previousName'], 'portal');
+      doc.setIn(['tenants', 0, 'applications', 0, 'clientId'], 'portal');
+      const as = doc.getIn(['tenants', 0, 'assignments']) as { items: { get(k: string): unknown; set(k: string, v: unknown): void }[] };
+      for (const a of as.items) if (a.get('application') === 'portal') a.set('application', 'intranet');
+    });
+    const steps = await p.previewSteps(PASSWORDS);
+    expect(steps.filter((s) => s.op !== 'update').map((s) => `${s.op} ${urnName(s.urn)}`)).toEqual([]);
+    expect(steps.map((s) => urnName(s.urn))).toContain('acme/intranet');
+    await p.up(PASSWORDS);
+    expect(await admin.find('getApplication', { tenant: 'acme', application: 'portal' })).toBeUndefined();
+    const after = await admin.find('getApplication', { tenant: 'acme', application: 'intranet' });
+    expect(after).toMatchObject({ clientId: 'portal', createdAt: (before as { createdAt: string }).createdAt });
+    expect((await admin.call('verifyClientSecret', { tenant: 'acme', application: 'intranet' }, { body: { clientSecret: secret } })).matches).toBe(true);
+    expect((await admin.listAll('listAssignments', { tenant: 'acme', application: 'intranet' }))!.map((a) => a.userId)).toEqual(['u-alice', 'u-bob']);
+    await p.must(['preview', '--expect-no-changes'], PASSWORDS);
+    // Once applied everywhere the previousName goes, and nothing changes.
+    await editModel((doc) => doc.deleteIn(['tenants', 0, 'applications', 0, 'previousName']));
+    await p.must(['preview', '--expect-no-changes'], PASSWORDS);
+  });
+
   it('renaming an application that keeps its client id frees the id first: the up succeeds', async () => {
     await editModel((doc) => {
       doc.setIn(['tenants', 0, 'applications', 1, 'name'], 'wiki2');

@@ -228,6 +228,9 @@ describe('semantic problems', () => {
   it('rejects a redirect URI with dot segments, which browsers would resolve elsewhere', () => {
     expect(check(tenant('', '      - name: shop\n        kind: web\n        origin: https://shop.acme.example\n        redirectUris: ["https://shop.acme.example/../cb"]\n'))).toMatchInlineSnapshot(`"model.yaml:20:24  "https://shop.acme.example/../cb" must not contain "." or ".." path segments: redirect URIs are compared as written  (at tenants[0].applications[1].redirectUris[0])"`);
   });
+  it('refuses a previousName that is still in the model', () => {
+    expect(check(tenant('', '      - name: shop\n        kind: api\n        audience: https://shop.acme.example\n        previousName: orders-api\n'))).toMatchInlineSnapshot(`"model.yaml:20:23  application 'orders-api' is still in the model: a rename leaves its old name behind  (at tenants[0].applications[1].previousName)"`);
+  });
   it('refuses the reserved tenant name of the server itself', () => {
     expect(check('tenants:\n  - name: system\n    displayName: Mine now\n')).toMatchInlineSnapshot(`"model.yaml:2:11  tenant name 'system' is reserved for the server's own tenant, which issues admin tokens: choose another name  (at tenants[0].name)"`);
   });

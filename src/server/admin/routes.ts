@@ -37,6 +37,7 @@ function handlers(svc: AdminService): Handlers {
     getApplication: ({ params }) => svc.getApplication(params.tenant, params.application),
     putApplication: ({ params, body, dryRun }) => svc.putApplication(params.tenant, params.application, body, dryRun),
     deleteApplication: ({ params, dryRun }) => svc.deleteApplication(params.tenant, params.application, dryRun),
+    renameApplication: ({ params, body }) => svc.renameApplication(params.tenant, params.application, body.to),
     verifyClientSecret: ({ params, body }) => svc.verifyClientSecret(params.tenant, params.application, body.clientSecret),
     rotateClientSecret: ({ params }) => svc.rotateClientSecret(params.tenant, params.application),
 

@@ -22,6 +22,7 @@ import type {
   TenantRecord,
   UserRecord,
 } from '../storage/types.ts';
+import { NameTakenError } from '../storage/types.ts';
 
 export type { Outcome, PutResult } from '../../contract/index.ts';
 
@@ -223,6 +224,18 @@ export class AdminService {
     if (dryRun) return;
     await this.#s.applications.delete(tenant, name);
     this.ctx.evictTenant(tenant);
+  }
+
+  async renameApplication(tenant: string, name: string, to: string) {
+    await this.getApplication(tenant, name);
+    try {
+      if (!(await this.#s.applications.rename(tenant, name, to))) throw errors.notFound(`application '${name}' does not exist in tenant '${tenant}'`);
+    } catch (err) {
+      if (err instanceof NameTakenError) throw errors.conflict(`application '${to}' already exists in tenant '${tenant}'`, 'to');
+      throw err;
+    }
+    this.ctx.evictTenant(tenant);
+    return this.getApplication(tenant, to);
   }
 
   async verifyClientSecret(tenant: string, name: string, clientSecret: string): Promise<{ matches: boolean }> {
