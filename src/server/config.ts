@@ -3,6 +3,8 @@
  */
 import type { SigningAlg } from './keys.ts';
 import type { LoginOptions } from './login/options.ts';
+import { tableDefault } from './options.ts';
+import type { NamedLocks } from './storage/_keyed-locks.ts';
 
 /**
  * Token and artifact lifetimes, in seconds. Access tokens are JWTs that resource servers verify
@@ -39,6 +41,13 @@ export interface ServerOptions {
    * Default: IDFORGE_DATABASE_URL from `env`; when that is unset too, SQLite.
    */
   readonly database?: string;
+  /**
+   * File holding the master key (32 bytes, base64url). Every replica of one database must use
+   * the same key: give them the same file. Made (mode 0600, never overwritten) when missing and the
+   * database holds nothing yet. Default: IDFORGE_MASTER_KEY_FILE from `env`, else the key in
+   * IDFORGE_MASTER_KEY, else `<dataDir>/master.key`.
+   */
+  readonly masterKeyFile?: string;
   /** Base domain; tenants are `<tenant>.<baseDomain>`. Default `localhost`. */
   readonly baseDomain?: string;
   /** Port to listen on; 0 (default) picks a free one. */
@@ -64,23 +73,49 @@ export interface ServerOptions {
   readonly publicPort?: number;
   /** Signing algorithm of new tenants' keys. Default RS256. */
   readonly keyAlg?: SigningAlg;
-  /** How many tenants' oidc-provider instances stay in memory (LRU). Default 500. */
+  /**
+   * How many tenants' oidc-provider instances stay built (least recently used go first). Default
+   * 2000. Discovery and JWKS are answered without one, from a small per-tenant cache.
+   */
   readonly providerCacheSize?: number;
+  /**
+   * close() (and SIGTERM under `idforge serve`) first stops accepting and answers /readyz with 503,
+   * then waits this long at most for requests in flight before it ends the rest. Default 25 s:
+   * inside Kubernetes' 30 s grace period.
+   */
+  readonly shutdownTimeoutSeconds?: number;
+  /** One JSON line per request in the log (method, path, status, ms, tenant, request id). Default off. */
+  readonly accessLog?: boolean;
   /** Environment (master key). Default `process.env`. */
   readonly env?: Readonly<Record<string, string | undefined>>;
   /** Where to log one-line notices (and login audit lines, JSON); default stderr. */
   readonly log?: (line: string) => void;
   /** Lockout, backoff, emailed-code lifetime, mail delivery: defaults in login/options.ts. */
   readonly login?: LoginOptions;
+  /**
+   * Set by `idforge serve --workers` in each worker: what the processes serving one port share
+   * through the cluster primary (sign-in locks on SQLite, the metrics of every worker).
+   */
+  readonly cluster?: ClusterLink;
 }
 
+/** What a worker gets from the cluster primary. */
+export interface ClusterLink {
+  /** Serializes sign-in attempts between the workers (SQLite; PostgreSQL's advisory locks need none). */
+  readonly locks: NamedLocks;
+  /** The metrics of every worker, summed (prom-client's AggregatorRegistry in the primary). */
+  readonly metricsText: () => Promise<string>;
+}
+
+/** In-process defaults: `idforge serve`'s (options.ts), except the port: in-process hosts (tests) want a free one. */
 export const DEFAULTS = {
-  baseDomain: 'localhost',
+  baseDomain: tableDefault('baseDomain') as string,
   port: 0,
-  host: '127.0.0.1',
-  scheme: 'http' as const,
-  keyAlg: 'RS256' as SigningAlg,
-  providerCacheSize: 500,
+  host: tableDefault('host') as string,
+  scheme: tableDefault('scheme') as 'http' | 'https',
+  keyAlg: tableDefault('keyAlg') as SigningAlg,
+  providerCacheSize: tableDefault('providerCacheSize') as number,
+  shutdownTimeoutSeconds: tableDefault('shutdownTimeoutSeconds') as number,
 };
 
 export { SYSTEM_TENANT, ADMIN_AUDIENCE, ADMIN_SCOPE } from '../contract/index.ts';

@@ -18,9 +18,15 @@ import { DEFAULTS, type ServerOptions } from './config.ts';
 import { StartupError } from './errors.ts';
 import { loginSettings } from './login/options.ts';
 import { DATABASE_URL_ENV, openStorage, purgeExpired, type Storage } from './storage/index.ts';
+import { OpsState } from './ops/index.ts';
+import { jsonLogLine } from './ops/log.ts';
+import { ServerMetrics } from './ops/metrics.ts';
 import { ProviderCache } from './tenancy.ts';
+import { SYSTEM_TENANT } from './config.ts';
 
-export type { ServerOptions } from './config.ts';
+export type { ServerOptions, ClusterLink } from './config.ts';
+export { jsonLogLine } from './ops/log.ts';
+export { MASTER_KEY_FILE_ENV } from './_crypto.ts';
 export { LIFETIMES, SYSTEM_TENANT, ADMIN_AUDIENCE, ADMIN_SCOPE, BOOTSTRAP_CREDENTIALS_FILE } from './config.ts';
 export type { AdminCredentials } from '../contract/index.ts';
 export { PASSWORD_HASH_PARAMS, MASTER_KEY_ENV } from './_crypto.ts';
@@ -42,9 +48,12 @@ export interface RunningServer {
   readonly adminCredentials: AdminCredentials;
   /** Where state lives: `sqlite <file>` or `postgres <host>:<port>/<database>`. */
   readonly storage: string;
-  /** Live oidc-provider instances (for benchmarks and tests of the LRU bound). */
+  /** Live oidc-provider instances (for benchmarks and tests of the cache bound). */
   providerCount(): number;
-  /** Stops accepting, ends open connections, closes storage. Idempotent. */
+  /**
+   * Stops accepting, answers /readyz with 503, lets requests in flight finish (at most
+   * `shutdownTimeoutSeconds`), ends the rest, closes storage. Idempotent.
+   */
   close(): Promise<void>;
 }
 
@@ -55,45 +64,82 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const baseDomain = options.baseDomain ?? DEFAULTS.baseDomain;
   const scheme = options.scheme ?? DEFAULTS.scheme;
   const host = options.host ?? DEFAULTS.host;
-  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const log = options.log ?? ((line: string) => process.stderr.write(`${jsonLogLine(line)}\n`));
   mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
   const env = options.env ?? process.env;
-  const storage: Storage = await openStorage({ dataDir: options.dataDir, database: options.database ?? env[DATABASE_URL_ENV], log });
+  const storage: Storage = await openStorage({
+    dataDir: options.dataDir, database: options.database ?? env[DATABASE_URL_ENV], log,
+    ...(options.cluster === undefined ? {} : { locks: options.cluster.locks }),
+  });
   let master;
   try {
-    master = await openMasterKey(options.dataDir, env, storage);
+    master = await openMasterKey(options.dataDir, env, storage, options.masterKeyFile);
   } catch (err) {
     await storage.close();
     throw err;
   }
-  const login = loginSettings(options.login ?? {}, options.dataDir, baseDomain, log);
-
   let address: ServerAddress | undefined;
-  const providers: ProviderCache = new ProviderCache(
+  const addressOf = () => {
+    if (address === undefined) throw new Error('server address used before listening');
+    return address;
+  };
+  const keyAlg = options.keyAlg ?? DEFAULTS.keyAlg;
+
+  let providers: ProviderCache | undefined;
+  const metrics = new ServerMetrics({ tenantCount: () => storage.tenants.count(), runtimes: () => providers?.size ?? 0 });
+  const plainLogin = loginSettings(options.login ?? {}, options.dataDir, baseDomain, log);
+  const login = { ...plainLogin, audit: (event: Readonly<Record<string, unknown>>) => { metrics.audit(event); plainLogin.audit(event); } };
+
+  providers = new ProviderCache(
+    { storage, master, log, login, keyAlg, address: addressOf },
+    options.providerCacheSize ?? DEFAULTS.providerCacheSize,
     {
-      storage, master, log, login, keyAlg: options.keyAlg ?? DEFAULTS.keyAlg,
-      address: () => {
-        if (address === undefined) throw new Error('server address used before listening');
-        return address;
+      built: (runtime) => {
+        metrics.built();
+        runtime.provider.on('grant.success', (c: { oidc?: { params?: { grant_type?: unknown } } }) => metrics.grant(c.oidc?.params?.grant_type, true));
+        runtime.provider.on('grant.error', (c: { oidc?: { params?: { grant_type?: unknown } } }) => metrics.grant(c.oidc?.params?.grant_type, false));
       },
     },
-    options.providerCacheSize ?? DEFAULTS.providerCacheSize,
   );
+  const cache = providers;
+  if (options.cluster !== undefined) metrics.shareWithCluster();
+  // Changes made through any replica (this one included) drop what is kept for the tenant.
+  const unsubscribe = storage.changes.subscribe((tenant) => {
+    metrics.invalidated();
+    cache.evict(tenant);
+  });
   const ctx: ServerContext = {
-    storage, master, log, login, keyAlg: options.keyAlg ?? DEFAULTS.keyAlg,
-    address: () => {
-      if (address === undefined) throw new Error('server address used before listening');
-      return address;
+    storage, master, log, login, keyAlg, address: addressOf,
+    evictTenant: (t) => {
+      // At once here, so the admin's next request sees the change; within a second elsewhere.
+      cache.evict(t);
+      storage.changes.publish(t).catch((err: unknown) => log(`cannot announce the change of tenant ${t} to other replicas: ${(err as Error).message}`));
     },
-    evictTenant: (t) => providers.evict(t),
   };
+  const ops = new OpsState(
+    metrics,
+    [
+      { name: 'storage', run: () => storage.ping() },
+      { name: 'changes', run: async () => { if (!storage.changes.listening) throw new Error('not listening for changes made by other replicas'); } },
+      {
+        name: 'keys',
+        run: async () => {
+          // The system tenant's provider holds its unsealed keys: it builds only if they open.
+          if ((await cache.get(SYSTEM_TENANT)) === undefined) throw new Error('the system tenant is missing');
+        },
+      },
+    ],
+    options.accessLog ?? false,
+    log,
+    options.cluster?.metricsText,
+  );
 
   let server: Server | undefined;
   let timer: NodeJS.Timeout | undefined;
   try {
     await ensureSystemTenant(ctx);
-    const app = createApp(ctx, providers, options.trustedProxies ?? (scheme === 'https' ? 1 : 0));
-    server = createServer(createHandler(ctx, providers, app));
+    const app = createApp(ctx, cache, options.trustedProxies ?? (scheme === 'https' ? 1 : 0));
+    server = createServer(createHandler(ctx, cache, app, ops));
     // Keep-alive beyond typical proxy idle timeouts, so proxies never reuse a socket we just closed.
     server.keepAliveTimeout = 65_000;
     const wanted = options.port ?? DEFAULTS.port;
@@ -125,6 +171,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     const addr = address;
     let closing: Promise<void> | undefined;
     const srv = server;
+    const drainMs = (options.shutdownTimeoutSeconds ?? DEFAULTS.shutdownTimeoutSeconds) * 1000;
     return {
       url: adminBaseUrl(addr).slice(0, -'/admin/v1'.length),
       port,
@@ -133,15 +180,19 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       issuer: (t) => issuerUrl(addr, t),
       adminCredentials,
       storage: storage.description,
-      providerCount: () => providers.size,
+      providerCount: () => cache.size,
       close: () => {
         closing ??= (async () => {
           clearInterval(timer);
-          await new Promise<void>((resolve) => {
-            srv.close(() => resolve());
-            srv.closeAllConnections();
-          });
-          providers.clear();
+          ops.startDraining();
+          const closed = new Promise<void>((resolve) => srv.close(() => resolve()));
+          // Idle keep-alive connections go now; busy ones after their response (Connection: close).
+          srv.closeIdleConnections();
+          if (!(await ops.drained(drainMs))) log(`shutdown: ${ops.inFlight} request(s) still in flight after ${drainMs / 1000} s; closing their connections`);
+          srv.closeAllConnections();
+          await closed;
+          unsubscribe();
+          cache.clear();
           login.mailer.close();
           await storage.close();
         })();
@@ -150,6 +201,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     };
   } catch (err) {
     clearInterval(timer);
+    unsubscribe();
     server?.close();
     await storage.close();
     throw err;
