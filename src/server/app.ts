@@ -17,7 +17,7 @@ import { PUBLISHED_PATHS, resolveHost, type ProviderCache, type PublishedPath } 
 /**
  * The node request handler. Every request gets a request id (X-Request-Id, echoed), is counted
  * and timed by route (metrics), and is logged when the access log is on. Health, readiness and
- * metrics on the base host are answered here. Tenant protocol requests (/oauth2/...) go straight
+ * metrics on the base host (and on any host that is no tenant's, such as an IP address) are answered here. Tenant protocol requests (/oauth2/...) go straight
  * to the tenant's oidc-provider, skipping express: the token endpoint is the hot path and
  * express's request decoration is pure overhead there; discovery and JWKS are answered from the
  * tenant's published documents when kept (tenancy.ts). Everything else goes through express.
@@ -45,7 +45,8 @@ export function createHandler(ctx: ServerContext, providers: ProviderCache, app:
   };
 
   function dispatch(req: IncomingMessage, res: ServerResponse, url: string, target: ReturnType<typeof resolveHost>): void {
-    if (target.kind === 'base' && serveOps(ops, req, res, url)) return;
+    // Also for hosts that are no tenant's (a pod's IP): kubelet probes and Prometheus scrapes send those.
+    if (target.kind !== 'tenant' && serveOps(ops, req, res, url)) return;
     if (url.startsWith('/oauth2/') || url === '/oauth2') {
       if (target.kind === 'tenant') {
         const below = url.slice('/oauth2'.length);

@@ -31,6 +31,8 @@ describe('health, readiness, metrics', () => {
     // A tenant host has no such route: health is the operator's, not a tenant's.
     expect((await localhostFetch(`${server.issuer('system').replace('/oauth2/', '')}/readyz`)).status).toBe(404);
     expect((await localhostFetch(`${server.url}/healthz`, { method: 'POST' })).status).toBe(405);
+    // A host that is no tenant's (a kubelet probe or a scrape by pod IP) gets them too.
+    expect((await localhostFetch(`http://127.0.0.1:${server.port}/readyz`)).status).toBe(200);
   });
 
   it('/metrics counts requests by route and status, grants by type and outcome, sign-ins by outcome, and tenants', async () => {

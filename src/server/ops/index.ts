@@ -1,5 +1,6 @@
 /**
- * What an operator and a platform ask of a running server, on its base host:
+ * What an operator and a platform ask of a running server, on its base host (and on any host that
+ * is no tenant's, e.g. the pod IP a kubelet probe or a Prometheus scrape uses):
  *
  *   GET /healthz   200 while the process serves (liveness: restart it when this fails)
  *   GET /readyz    200 when the storage answers, the change feed listens and the keys unseal;
@@ -106,7 +107,7 @@ function json(res: ServerResponse, status: number, body: unknown): void {
   res.end(text);
 }
 
-/** Answers /healthz, /readyz and /metrics on the base host; false for every other request. */
+/** Answers /healthz, /readyz and /metrics; false for every other request. */
 export function serveOps(ops: Ops, req: IncomingMessage, res: ServerResponse, url: string): boolean {
   const path = url.split('?')[0];
   if (path !== '/healthz' && path !== '/readyz' && path !== '/metrics') return false;

@@ -33,8 +33,8 @@ export function routeLabel(host: 'base' | 'tenant' | 'unknown', url: string): st
     if (path.startsWith('/static/')) return 'static';
     return 'tenant_other';
   }
+  if (path === '/healthz' || path === '/readyz' || path === '/metrics') return path.slice(1);
   if (host === 'base') {
-    if (path === '/healthz' || path === '/readyz' || path === '/metrics') return path.slice(1);
     if (path === '/admin/v1' || path.startsWith('/admin/v1/')) return 'admin';
     return 'base_other';
   }
