@@ -55,6 +55,12 @@ export interface ServerOptions {
   /** Interface to bind; default `127.0.0.1`. */
   readonly host?: string;
   /**
+   * Listen with SO_REUSEPORT (Linux), so several replicas on one machine share the port and the
+   * kernel spreads connections over them (the Pulumi AuthServer's local-replicas mode). Default off:
+   * a second server on the port is then an error, as it should be by mistake.
+   */
+  readonly reusePort?: boolean;
+  /**
    * Scheme of the public URLs (issuer). Default `http`. With `https` the server expects a TLS
    * terminating proxy in front and trusts its X-Forwarded-* headers.
    */

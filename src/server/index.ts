@@ -158,7 +158,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
             : err,
         ),
       );
-      server!.listen(wanted, host, () => resolve());
+      server!.listen({ port: wanted, host, reusePort: options.reusePort === true }, () => resolve());
     });
     const port = (server.address() as AddressInfo).port;
     address = { scheme, baseDomain, port: options.publicPort ?? port };

@@ -70,6 +70,10 @@ export const SERVE_OPTIONS: readonly OptionRow[] = [
     flag: '--scheme', key: 'scheme', kind: { oneOf: ['http', 'https'] }, default: 'http', group: 'server',
     help: 'scheme of public URLs; with https, put a TLS-terminating proxy in front: the server trusts its X-Forwarded-* headers',
   },
+  {
+    flag: '--reuse-port', key: 'reusePort', kind: 'flag', default: false, group: 'server',
+    help: 'let other processes listen on the same port (SO_REUSEPORT, Linux): the kernel spreads connections over local replicas',
+  },
   { flag: '--host', key: 'host', kind: 'text', meta: '<addr>', default: '127.0.0.1', group: 'server', help: 'address to bind (0.0.0.0 in a container)' },
   {
     flag: '--public-port', key: 'publicPort', kind: 'port', meta: '<n>', group: 'server', defaultText: 'the listening port',
