@@ -43,7 +43,7 @@ describe('AuthServer local-replicas mode', () => {
       mode: 'local-replicas', scheme: 'http', baseDomain: 'localhost', port: await freePort(),
       local: { dataDir: join(dir.path, 'server'), startTimeoutSeconds: 60, replicas: { count: 2, database: db.url } }, tenants: ['acme'],
     };
-    const { outs } = await authServerProvider.create(inputs);
+    const outs = (await authServerProvider.create(inputs)).outs!;
     const dirs = processDataDirs(inputs);
     try {
       expect(outs.pids).toHaveLength(2);
@@ -62,7 +62,7 @@ describe('AuthServer local-replicas mode', () => {
       const read = await authServerProvider.read(inputs.local.dataDir, outs);
       expect((read.props as AuthServerOutputs).pids).toEqual([0, 0]);
       expect(await authServerProvider.diff(inputs.local.dataDir, read.props as AuthServerOutputs, inputs)).toMatchObject({ changes: true, replaces: [] });
-      const { outs: repaired } = await authServerProvider.update(inputs.local.dataDir, outs, inputs);
+      const repaired = (await authServerProvider.update(inputs.local.dataDir, outs, inputs)).outs!;
       repaired.pids!.forEach((p, i) => expect(isOurProcess(p, dirs[i]!)).toBe(true));
       expect((await new AdminClient(repaired.connection).raw('GET', '/admin/v1/tenants/acme')).status).toBe(200);
       Object.assign(outs, repaired);
