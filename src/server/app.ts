@@ -30,14 +30,15 @@ export function createHandler(ctx: ServerContext, providers: ProviderCache, app:
     const requestId = requestIdFrom(req.headers['x-request-id']);
     res.setHeader('x-request-id', requestId);
     const route = routeLabel(target.kind, url);
-    ops.begin(res);
-    res.once('finish', () => {
+    ops.begin(res, () => {
       const ms = performance.now() - started;
-      ops.metrics.request(route, res.statusCode, ms / 1000);
+      // A connection closed before the answer was sent counts as 499 (nginx's "client closed request").
+      const status = res.writableFinished ? res.statusCode : 499;
+      ops.metrics.request(route, status, ms / 1000);
       if (ops.accessLog) {
         ops.log(JSON.stringify({
           time: new Date().toISOString(), level: 'info', msg: 'request', requestId, method: req.method, host: req.headers.host, path: url.split('?')[0],
-          route, status: res.statusCode, ms: Math.round(ms * 10) / 10, ...(target.kind === 'tenant' ? { tenant: target.tenant } : {}),
+          route, status, ms: Math.round(ms * 10) / 10, ...(target.kind === 'tenant' ? { tenant: target.tenant } : {}),
         }));
       }
     });

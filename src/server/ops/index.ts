@@ -26,8 +26,8 @@ export interface Ops {
   /** The metrics text to serve: this process's, or (workers) the sum over the cluster. */
   metricsText(): Promise<string>;
   readonly checks: readonly ReadinessCheck[];
-  /** Counts the request in flight until its response closes. */
-  begin(res: ServerResponse): void;
+  /** Counts the request in flight until its response closes; then calls `done` (metrics, access log). */
+  begin(res: ServerResponse, done: () => void): void;
   readonly draining: boolean;
 }
 
@@ -35,7 +35,7 @@ export interface Ops {
 const CHECK_TIMEOUT_MS = 2_000;
 
 export class OpsState implements Ops {
-  #inFlight = 0;
+  readonly #inFlight = new Set<ServerResponse>();
   #draining = false;
   #idle: (() => void) | undefined;
 
@@ -47,18 +47,14 @@ export class OpsState implements Ops {
     readonly metricsText: () => Promise<string> = () => metrics.text(),
   ) {}
 
-  begin(res: ServerResponse): void {
-    this.#inFlight++;
-    // Decided when the answer's head is written: a request that began before shutdown started
-    // still tells its client not to reuse the connection.
-    const writeHead = res.writeHead;
-    res.writeHead = ((...args: Parameters<typeof res.writeHead>) => {
-      if (this.#draining && !res.headersSent) res.setHeader('connection', 'close');
-      return writeHead.apply(res, args);
-    }) as typeof res.writeHead;
+  begin(res: ServerResponse, done: () => void): void {
+    this.#inFlight.add(res);
+    if (this.#draining) res.setHeader('connection', 'close');
+    // One listener per request ('close' follows 'finish', and also ends an aborted request).
     res.once('close', () => {
-      this.#inFlight--;
-      if (this.#inFlight === 0) this.#idle?.();
+      this.#inFlight.delete(res);
+      done();
+      if (this.#inFlight.size === 0) this.#idle?.();
     });
   }
 
@@ -67,17 +63,21 @@ export class OpsState implements Ops {
   }
 
   get inFlight(): number {
-    return this.#inFlight;
+    return this.#inFlight.size;
   }
 
-  /** From now on /readyz answers 503 and responses close their connections. */
+  /**
+   * From now on /readyz answers 503 and responses close their connections, also those of requests
+   * in flight whose answer has not started yet.
+   */
   startDraining(): void {
     this.#draining = true;
+    for (const res of this.#inFlight) if (!res.headersSent) res.setHeader('connection', 'close');
   }
 
   /** Resolves when no request is in flight, or after `ms`; true when none is left. */
   async drained(ms: number): Promise<boolean> {
-    if (this.#inFlight === 0) return true;
+    if (this.#inFlight.size === 0) return true;
     let timer: NodeJS.Timeout | undefined;
     const done = await Promise.race([
       new Promise<boolean>((r) => { this.#idle = () => r(true); }),
