@@ -97,7 +97,7 @@ export const SERVE_OPTIONS: readonly OptionRow[] = [
     help: 'one JSON line per request (method, path, status, duration, tenant, request id); errors are logged either way',
   },
   {
-    flag: '--provider-cache-size', key: 'providerCacheSize', kind: 'positive', meta: '<n>', default: 2000, group: 'operations',
+    flag: '--provider-cache-size', key: 'providerCacheSize', kind: 'positive', meta: '<n>', default: 1000, group: 'operations',
     help: "tenants' oidc-provider instances kept built per process (least recently used go first); discovery and JWKS never need one",
   },
   { flag: '--smtp-url', key: 'login.smtpUrl', kind: 'text', meta: '<url>', group: 'sign-in', help: 'send emailed sign-in codes by SMTP, e.g. smtps://user:pass@mail.example.com' },

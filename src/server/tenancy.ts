@@ -6,7 +6,9 @@
  *   tenants: served without the tenant's oidc-provider instance. A provider answers them once per
  *   tenant (and after each change of it), and its answer is kept as it was sent.
  * - oidc-provider instances, bounded (least recently used go first): an evicted tenant's provider
- *   is rebuilt from storage on its next request that needs one (everything it needs is persistent).
+ *   is rebuilt on its next request that needs one (everything it needs is persistent), from the
+ *   tenant's record, keys and applications as read for the previous build (kept for up to 20,000
+ *   tenants, a few KB each), so a rebuild costs no database round trips.
  *
  * Both are dropped for a tenant when it changes, in this process at once and in every other
  * process on the database through the storage's change feed (within a second).
@@ -15,6 +17,66 @@ import type { ServerResponse } from 'node:http';
 import { DNS_LABEL } from '../contract/index.ts';
 import type { ServerContext } from './_context.ts';
 import { buildProvider, type TenantRuntime } from './provider.ts';
+import type { Storage } from './storage/types.ts';
+
+/** Tenants whose reads are kept for rebuilding their provider. */
+const READS_CAPACITY = 20_000;
+
+/**
+ * The storage a provider build sees: the tenant's record, keys and application lookups are kept
+ * per tenant and dropped with the tenant's provider (ProviderCache.evict), so they are never
+ * older than the provider they build. Everything else (users, grants, ...) goes to storage.
+ */
+class TenantReads {
+  readonly #kept = new Map<string, Map<string, Promise<unknown>>>();
+  readonly view: Storage;
+
+  constructor(storage: Storage) {
+    const memo = <A extends unknown[], T>(key: (...a: A) => string, load: (...a: A) => Promise<T>) => (tenant: string, ...rest: A): Promise<T> => {
+      let kept = this.#kept.get(tenant);
+      const k = key(...rest);
+      const hit = kept?.get(k) as Promise<T> | undefined;
+      if (hit !== undefined) return hit;
+      const loaded = load(...rest);
+      // Failures and absent tenants are not kept: a retry or a creation must see the database.
+      loaded.then((v) => { if (v === undefined) this.#kept.get(tenant)?.delete(k); }, () => this.#kept.get(tenant)?.delete(k));
+      if (kept === undefined) {
+        this.#kept.set(tenant, (kept = new Map()));
+        if (this.#kept.size > READS_CAPACITY) this.#kept.delete(this.#kept.keys().next().value as string);
+      }
+      kept.set(k, loaded);
+      return loaded;
+    };
+    const wrap = <T extends object>(store: T, overrides: Partial<T>): T => new Proxy(store, {
+      get: (target, prop) => {
+        if (Object.hasOwn(overrides, prop)) return overrides[prop as keyof T];
+        const v = Reflect.get(target, prop);
+        return typeof v === 'function' ? v.bind(target) : v;
+      },
+    });
+    this.view = {
+      ...storage,
+      tenants: wrap(storage.tenants, {
+        get: (name: string) => memo(() => 'record', () => storage.tenants.get(name))(name),
+        listKeys: (tenant: string) => memo(() => 'keys', () => storage.tenants.listKeys(tenant))(tenant),
+      }),
+      applications: wrap(storage.applications, {
+        list: (tenant: string, page: { cursor?: string | undefined; limit: number }) =>
+          memo(() => `list ${page.cursor ?? ''} ${page.limit}`, () => storage.applications.list(tenant, page))(tenant),
+        getByClientId: (tenant: string, clientId: string) => memo(() => `client ${clientId}`, () => storage.applications.getByClientId(tenant, clientId))(tenant),
+        getByIdentifier: (tenant: string, id: string) => memo(() => `api ${id}`, () => storage.applications.getByIdentifier(tenant, id))(tenant),
+      }),
+    };
+  }
+
+  forget(tenant: string): void {
+    this.#kept.delete(tenant);
+  }
+
+  clear(): void {
+    this.#kept.clear();
+  }
+}
 
 export type HostTarget =
   | { readonly kind: 'base' }
@@ -56,6 +118,8 @@ export interface ProviderCacheHooks {
 export class ProviderCache {
   readonly #entries = new Map<string, Promise<TenantRuntime | undefined>>();
   readonly #published = new Map<string, Map<PublishedPath, Published>>();
+  readonly #reads: TenantReads;
+  readonly #buildCtx: ServerContext;
   /** Bumped by every eviction of a tenant: a document captured from an older provider is not kept. */
   readonly #generation = new Map<string, number>();
   #allGeneration = 0;
@@ -64,7 +128,10 @@ export class ProviderCache {
     private readonly ctx: Omit<ServerContext, 'evictTenant'> & { evictTenant?: (t: string) => void },
     private readonly capacity: number,
     private readonly hooks: ProviderCacheHooks = {},
-  ) {}
+  ) {
+    this.#reads = new TenantReads(ctx.storage);
+    this.#buildCtx = { ...(ctx as ServerContext), storage: this.#reads.view };
+  }
 
   /** The tenant's runtime, built on first use; undefined when the tenant does not exist. */
   get(tenant: string): Promise<TenantRuntime | undefined> {
@@ -75,7 +142,7 @@ export class ProviderCache {
       this.#entries.set(tenant, hit);
       return hit;
     }
-    const built = buildProvider(this.ctx as ServerContext, tenant).then(
+    const built = buildProvider(this.#buildCtx, tenant).then(
       (p) => {
         // Unknown tenants are not cached: creating the tenant must take effect immediately.
         if (p === undefined && this.#entries.get(tenant) === built) this.#entries.delete(tenant);
@@ -141,6 +208,7 @@ export class ProviderCache {
     if (tenant === '*') return this.clear();
     this.#entries.delete(tenant);
     this.#published.delete(tenant);
+    this.#reads.forget(tenant);
     this.#generation.set(tenant, (this.#generation.get(tenant) ?? 0) + 1);
     // Generations only need to outlive a request in flight; forget them in bulk now and then.
     if (this.#generation.size > PUBLISHED_CAPACITY) {
@@ -152,6 +220,7 @@ export class ProviderCache {
   clear(): void {
     this.#entries.clear();
     this.#published.clear();
+    this.#reads.clear();
     this.#generation.clear();
     this.#allGeneration += 1_000_000;
   }
