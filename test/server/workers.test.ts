@@ -64,7 +64,8 @@ it('two workers on one port share SQLite, count a guessing burst once, survive a
   const healthy = async () => (await localhostFetch(`${url}/healthz`, { signal: AbortSignal.timeout(3_000) })).status;
   await expect.poll(() => healthy().catch(() => 0), { timeout: 30_000, interval: 100 }).toBe(200);
   await expect.poll(() => children(proc.pid).filter((p) => p !== victim).length, { timeout: 60_000, interval: 200 }).toBe(2);
-  expect(proc.output()).toContain(`worker ${victim} exited (SIGKILL); starting a new one`);
+  // (Polled: the primary's line may still be on its way through the pipe.)
+  await expect.poll(() => proc.output(), { timeout: 10_000 }).toContain(`worker ${victim} exited (SIGKILL); starting a new one`);
   for (let i = 0; i < 10; i++) expect(await healthy()).toBe(200);
 
   await proc.stop();
