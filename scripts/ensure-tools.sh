@@ -21,6 +21,8 @@
 #   chromium                       Debian's; playwright-core drives /usr/bin/chromium
 #   libnss-myhostname              so *.localhost (tenant subdomains) resolves to loopback for every process
 #   postgresql                     only if no postgres/initdb binary exists (the scale-out storage backend)
+#   haproxy                        the load balancer in front of two server replicas in the replica tests
+#   kubernetes-validate            PyPI, into a venv in tools/venv: schema-checks deploy/kubernetes offline
 #   pulumi                         built from scripts/go/pulumi (wrapper module pinning pkg/v3 + sdk/v3)
 #   pulumi-language-nodejs         built from scripts/go/pulumi-language-nodejs (see its main.go for why)
 #   pulumi-resource-pulumi-nodejs  the dynamic-provider launcher (scripts/; execs @pulumi/pulumi's dynamic provider)
@@ -48,6 +50,7 @@ die() {
 [ -n "${OAUTH2_PROXY_VERSION:-}" ] || die "OAUTH2_PROXY_VERSION is not set in scripts/tool-versions.env"
 
 [ -n "${NODE_VERSION:-}" ] || die "NODE_VERSION is not set in scripts/tool-versions.env"
+[ -n "${KUBERNETES_VALIDATE_VERSION:-}" ] || die "KUBERNETES_VALIDATE_VERSION is not set in scripts/tool-versions.env"
 
 ONLY="${1:-all}"
 case "$ONLY" in all | node) ;; *) die "unknown argument '$ONLY' (usage: scripts/ensure-tools.sh [node])" ;; esac
@@ -200,6 +203,35 @@ if ! POSTGRES_BIN="$(find_postgres)"; then
 fi
 POSTGRES_BIN_DIR="$(dirname "$(readlink -f "$POSTGRES_BIN")")"
 report postgresql "" "$POSTGRES_BIN_DIR (found)"
+
+# HAProxy: the real load balancer the replica tests put in front of two servers.
+if [ -x /usr/sbin/haproxy ] || command -v haproxy >/dev/null 2>&1; then
+  HAPROXY_BIN="$(command -v haproxy 2>/dev/null || echo /usr/sbin/haproxy)"
+  report haproxy "" "$HAPROXY_BIN (found)"
+else
+  apt_install haproxy
+  HAPROXY_BIN=/usr/sbin/haproxy
+  [ -x "$HAPROXY_BIN" ] || die "haproxy was installed but $HAPROXY_BIN is missing"
+fi
+
+# kubernetes-validate (PyPI, pinned in tool-versions.env): it ships the Kubernetes JSON schemas, so the
+# manifests in deploy/kubernetes are schema-checked with no cluster and no network. Into its own venv.
+VENV="$TOOLS_DIR/venv"
+KV_BIN="$VENV/bin/kubernetes-validate"
+if [ -x "$KV_BIN" ] && [ "$("$KV_BIN" --version 2>/dev/null)" = "$KUBERNETES_VALIDATE_VERSION" ]; then
+  report kubernetes-validate "$KUBERNETES_VALIDATE_VERSION" "$(rel "$KV_BIN") (installed earlier)"
+else
+  started=$SECONDS
+  PYTHON="$(command -v python3 || true)"
+  [ -n "$PYTHON" ] || die "python3 is not on PATH (needed for kubernetes-validate; apt-get install python3 python3-venv)"
+  if ! "$PYTHON" -m venv --help >/dev/null 2>&1; then apt_install python3-venv; fi
+  rm -rf "$VENV"
+  "$PYTHON" -m venv "$VENV" >"$LOGS/kubernetes-validate.log" 2>&1 \
+    || { tail -n 15 "$LOGS/kubernetes-validate.log" >&2; die "python3 -m venv $VENV failed; the log is $LOGS/kubernetes-validate.log"; }
+  "$VENV/bin/pip" install --disable-pip-version-check -q "kubernetes-validate==$KUBERNETES_VALIDATE_VERSION" >>"$LOGS/kubernetes-validate.log" 2>&1 \
+    || { tail -n 15 "$LOGS/kubernetes-validate.log" >&2; die "pip install kubernetes-validate failed; the log is $LOGS/kubernetes-validate.log"; }
+  report kubernetes-validate "$KUBERNETES_VALIDATE_VERSION" "$(rel "$KV_BIN") (installed from PyPI in $(since "$started"))"
+fi
 
 # ---------------------------------------------------------------------------------------------------------------
 # Go tools: a compatible one already on PATH is used; otherwise it is built into $BIN from a wrapper module.
@@ -374,6 +406,8 @@ summary pulumi-resource-pulumi-nodejs "$BIN/pulumi-resource-pulumi-nodejs" "@pul
 summary oauth2-proxy "$OAUTH2_BIN" "$(first_line "$OAUTH2_BIN" --version)"
 summary chromium /usr/bin/chromium "$(first_line /usr/bin/chromium --version)"
 summary postgres "$POSTGRES_BIN_DIR/postgres" "$(first_line "$POSTGRES_BIN_DIR/postgres" --version)"
+summary haproxy "$HAPROXY_BIN" "$(first_line "$HAPROXY_BIN" -v)"
+summary kubernetes-validate "$KV_BIN" "$(first_line "$KV_BIN" --version)"
 summary acme.localhost "(nss myhostname)" "$LOCALHOST_ADDRS"
 echo "To use them in a shell: . scripts/tools-env.sh"
 exit 0

@@ -1,11 +1,13 @@
 /**
- * Bench support: the server as a separate process pinned to one core (`taskset -c 0`), so the
- * load generator (this process; run it with `taskset -c 1`) does not share the server's core.
+ * Bench support: the server as a separate process, either pinned to one core (`taskset -c 0`, one
+ * worker) so the load generator (this process; run it with `taskset -c 1`) does not share the
+ * server's core, or on every core (`--workers <CPUs>`, unpinned). CPU and memory are read from
+ * /proc for the server's whole process tree (the cluster primary and its workers).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { AdminClient } from '../../src/admin-client/index.ts';
 
@@ -38,13 +40,44 @@ export interface BenchServer {
   stop(): Promise<void>;
 }
 
-export async function startBenchServer(options: { keyAlg?: 'RS256' | 'ES256'; core?: number } = {}): Promise<BenchServer> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'idforge-bench-'));
+/** The pids of `pid` and every process below it. */
+function processTree(pid: number): number[] {
+  const out = [pid];
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      for (const c of readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').split(' ').filter(Boolean)) out.push(...processTree(Number(c)));
+    }
+  } catch {
+    /* gone */
+  }
+  return out;
+}
+
+export interface BenchServerOptions {
+  readonly keyAlg?: 'RS256' | 'ES256';
+  /** Pin to this core with one worker (default 0); null: every core, `workers` processes. */
+  readonly core?: number | null;
+  /** Worker processes when not pinned (default: the number of CPUs). */
+  readonly workers?: number;
+  /** A data dir already provisioned (bench/server/_provision.ts); default a new empty one. */
+  readonly dataDir?: string;
+  readonly extraArgs?: readonly string[];
+}
+
+export async function startBenchServer(options: BenchServerOptions = {}): Promise<BenchServer> {
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'idforge-bench-'));
   const port = await freePort();
-  const args = [BIN, 'serve', '--data-dir', dataDir, '--port', String(port), '--key-alg', options.keyAlg ?? 'RS256'];
+  const pinned = options.core !== null;
+  // BENCH_BIN runs another checkout's bin/idforge.js (before/after figures); it may not know --workers.
+  const bin = process.env.BENCH_BIN ?? BIN;
+  const workers = pinned ? 1 : (options.workers ?? availableParallelism());
+  const args = [bin, 'serve', '--data-dir', dataDir, '--port', String(port), '--key-alg', options.keyAlg ?? 'RS256',
+    ...(process.env.BENCH_BIN === undefined ? ['--workers', String(workers)] : []), ...(options.extraArgs ?? [])];
   // BENCH_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", to profile the server.
   const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const child: ChildProcess = spawn('taskset', ['-c', String(options.core ?? 0), process.execPath, ...nodeArgs, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child: ChildProcess = pinned
+    ? spawn('taskset', ['-c', String(options.core ?? 0), process.execPath, ...nodeArgs, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+    : spawn(process.execPath, [...nodeArgs, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.on('data', (d) => { output += String(d); });
   child.stderr!.on('data', (d) => { output += String(d); });
@@ -58,14 +91,30 @@ export async function startBenchServer(options: { keyAlg?: 'RS256' | 'ES256'; co
     port, dataDir, pid: child.pid!, base, client,
     issuer: (t) => `http://${t}.localhost:${port}/oauth2/`,
     rss() {
-      const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
-      // taskset execs node, so the pid is node's own.
-      return Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) * 1024;
+      // The largest process's: the limit that matters is per process (the primary serves nothing).
+      let max = 0;
+      for (const pid of processTree(child.pid!)) {
+        try {
+          // taskset execs node, so the pid is node's own.
+          max = Math.max(max, Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024);
+        } catch {
+          /* gone */
+        }
+      }
+      return max;
     },
     cpuSeconds() {
-      // Fields 14 and 15 of /proc/<pid>/stat, in clock ticks (100 per second on Linux).
-      const fields = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      return (Number(fields[11]) + Number(fields[12])) / 100;
+      // Fields 14 and 15 of /proc/<pid>/stat, in clock ticks (100 per second on Linux), summed over the tree.
+      let ticks = 0;
+      for (const pid of processTree(child.pid!)) {
+        try {
+          const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+          ticks += Number(fields[11]) + Number(fields[12]);
+        } catch {
+          /* gone */
+        }
+      }
+      return ticks / 100;
     },
     async admin(method, path, body) {
       const r = await client.raw(method, path, body);
@@ -74,7 +123,7 @@ export async function startBenchServer(options: { keyAlg?: 'RS256' | 'ES256'; co
     async stop() {
       child.kill('SIGTERM');
       await new Promise((r) => child.once('exit', r));
-      rmSync(dataDir, { recursive: true, force: true });
+      if (options.dataDir === undefined) rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }

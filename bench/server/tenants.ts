@@ -1,98 +1,106 @@
 /**
- * Memory with many tenants: RSS of the server process with 10, 1,000 and 10,000 tenants
- * provisioned (each: tenant with keys, an api, an SPA, a user, an assignment), before and after
- * every tenant has served discovery + JWKS once (which builds its oidc-provider instance; the
- * LRU keeps at most 500). Prints figures; never part of the tests.
+ * Flat tenancy: with 10, 1,000 and 10,000 tenants and every request going to a tenant picked
+ * uniformly at random, discovery, JWKS and client_credentials throughput and latency, and the
+ * server's RSS, with the server pinned to one core. The target: p99 at 1,000 and 10,000 tenants
+ * within ±20% of the 10-tenant figure, RSS under 1 GB per process. Prints figures; never part of
+ * the tests.
  *
- *   taskset -c 1 npx tsx bench/server/tenants.ts [counts=10,1000,10000] [keyAlg=ES256]
+ *   taskset -c 1 npx tsx bench/server/tenants.ts [counts=10,1000,10000] [seconds=10] [connections=16] [keyAlg=ES256]
  *
- * ES256 by default because the bench provisions 20,000 keys: RSA-2048 generation costs ~0.1 s
- * each on one core (about half an hour in all) and tells nothing about memory.
+ * Tenants are written straight into the data dir (_provision.ts) before the server starts; then
+ * every tenant is touched once (discovery, JWKS, a token: its first-use cost), then the runs.
+ * ES256 by default: provisioning 20,000 RSA keys would take half an hour and say nothing here.
+ * BENCH_BIN=<other checkout>/bin/idforge.js measures another version (before/after).
  */
+import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
-import { routePath } from '../../src/contract/index.ts';
-import { mb, startBenchServer } from './_harness.ts';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+import { BENCH_CLIENT, BENCH_SECRET, provisionTenants } from './_provision.ts';
+import { mb, startBenchServer, type BenchServer } from './_harness.ts';
 
 const counts = (process.argv[2] ?? '10,1000,10000').split(',').map(Number);
-const keyAlg = (process.argv[3] ?? 'ES256') as 'RS256' | 'ES256';
-const CONCURRENCY = 16;
+const seconds = Number(process.argv[3] ?? 10);
+const connections = Number(process.argv[4] ?? 16);
+const keyAlg = (process.argv[5] ?? 'ES256') as 'RS256' | 'ES256';
+const name = (i: number) => `t${String(i).padStart(5, '0')}`;
+const BASIC = `Basic ${Buffer.from(`${BENCH_CLIENT}:${BENCH_SECRET}`).toString('base64')}`;
+const TOKEN_BODY = 'grant_type=client_credentials&scope=admin';
 
-const server = await startBenchServer({ keyAlg, core: 0 });
-const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
-// The typed client's token (cached and renewed by it); the calls below stay keep-alive raw HTTP.
-let token = await server.client.token();
-setInterval(async () => { token = await server.client.token(); }, 4 * 60_000).unref();
+interface Row { tenants: number; what: string; rps: number; p50: number; p99: number; bad: number }
+const rows: Row[] = [];
+const memory: { tenants: number; provisionS: number; touchS: number; rssStart: number; rssEnd: number; runtimes: string }[] = [];
 
-/** Keep-alive HTTP to 127.0.0.1 with the right Host: tens of thousands of calls, no DNS. */
-function call(method: string, host: string, path: string, body?: unknown, auth = true): Promise<number> {
-  const data = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-  return new Promise((done, fail) => {
-    const req = request({
-      host: '127.0.0.1', port: server.port, method, path, agent,
-      headers: {
-        host: `${host}:${server.port}`,
-        ...(auth ? { authorization: `Bearer ${token}` } : {}),
-        ...(data ? { 'content-type': 'application/json', 'content-length': String(data.length) } : {}),
-      },
-    }, (res) => {
-      res.resume();
-      res.on('end', () => done(res.statusCode ?? 0));
-    });
+async function touchAll(server: BenchServer, n: number): Promise<void> {
+  const agent = new Agent({ keepAlive: true, maxSockets: connections });
+  const call = (t: string, method: string, path: string, body?: string) => new Promise<number>((done, fail) => {
+    const req = request({ host: '127.0.0.1', port: server.port, method, path, agent, headers: {
+      host: `${t}.localhost:${server.port}`, ...(body === undefined ? {} : { authorization: BASIC, 'content-type': 'application/x-www-form-urlencoded', 'content-length': body.length }),
+    } }, (res) => { res.resume(); res.on('end', () => done(res.statusCode ?? 0)); });
     req.on('error', fail);
-    req.end(data);
+    req.end(body);
   });
-}
-
-async function pool<T>(items: readonly T[], fn: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-    while (next < items.length) await fn(items[next++]!);
+  await Promise.all(Array.from({ length: connections }, async () => {
+    while (next < n) {
+      const t = name(next++);
+      for (const [m, p, b] of [['GET', '/oauth2/.well-known/openid-configuration'], ['GET', '/oauth2/.well-known/jwks.json'], ['POST', '/oauth2/token', TOKEN_BODY]] as const) {
+        const status = await call(t, m, p, b);
+        if (status !== 200) throw new Error(`${m} ${t}${p} → ${status}`);
+      }
+    }
   }));
+  agent.destroy();
 }
 
-async function provision(name: string): Promise<void> {
-  const api = `https://api.${name}.test`;
-  const puts: [string, unknown][] = [
-    [routePath('getTenant', { tenant: name }), { displayName: `Tenant ${name}`, scopes: [{ name: 'admin' }] }],
-    [routePath('getApplication', { tenant: name, application: 'api' }), { kind: 'api', identifier: api, scopes: ['admin'] }],
-    [routePath('getApplication', { tenant: name, application: 'spa' }), { kind: 'spa', clientId: `${name}-spa`, redirectUris: [`http://spa.${name}.test`], audience: [api], scopes: ['openid', 'admin'] }],
-    [routePath('getUser', { tenant: name, userId: 'u1' }), { email: `u1@${name}.test`, scopes: ['admin'] }],
-    [routePath('getAssignment', { tenant: name, application: 'spa', userId: 'u1' }), {}],
-  ];
-  for (const [path, body] of puts) {
-    const status = await call('PUT', 'localhost', path, body);
-    if (status !== 201 && status !== 200) throw new Error(`PUT ${path} → ${status}`);
-  }
+/** One autocannon run; each request to a tenant picked uniformly at random. */
+async function spread(server: BenchServer, n: number, what: string, path: string, post: boolean): Promise<Row> {
+  const r = await new Promise<autocannon.Result>((done, fail) => {
+    autocannon({
+      url: `http://127.0.0.1:${server.port}${path}`, duration: seconds, connections,
+      ...(post ? { method: 'POST', body: TOKEN_BODY, headers: { authorization: BASIC, 'content-type': 'application/x-www-form-urlencoded' } } : {}),
+      requests: [{
+        setupRequest: (req) => ({ ...req, headers: { ...req.headers, host: `${name(Math.floor(Math.random() * n))}.localhost:${server.port}` } }),
+      }],
+    }, (err, res) => (err ? fail(err) : done(res)));
+  });
+  return { tenants: n, what, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, bad: r.non2xx + r.errors };
 }
 
-async function touch(name: string): Promise<void> {
-  for (const p of ['/oauth2/.well-known/openid-configuration', '/oauth2/.well-known/jwks.json']) {
-    const status = await call('GET', `${name}.localhost`, p, undefined, false);
-    if (status !== 200) throw new Error(`GET ${name}${p} → ${status}`);
-  }
-}
-
-const rows: string[] = [];
-const baseline = server.rss();
-let have = 0;
 for (const n of counts) {
-  const names = Array.from({ length: n - have }, (_, i) => `t${String(have + i).padStart(5, '0')}`);
-  const t0 = Date.now();
-  await pool(names, provision);
-  const provisionS = (Date.now() - t0) / 1000;
-  have = n;
-  const provisioned = server.rss();
-  const all = Array.from({ length: n }, (_, i) => `t${String(i).padStart(5, '0')}`);
-  const t1 = Date.now();
-  await pool(all, touch);
-  const touchS = (Date.now() - t1) / 1000;
-  const touched = server.rss();
-  rows.push(`${String(n).padStart(6)}  ${mb(provisioned).padStart(8)}  ${mb(touched).padStart(10)}   ${provisionS.toFixed(1).padStart(6)} s (${((names.length * 5) / provisionS).toFixed(0)} PUT/s)   ${touchS.toFixed(1).padStart(6)} s`);
-  console.log(rows.at(-1));
+  const dataDir = mkdtempSync(join(tmpdir(), 'idforge-bench-tenants-'));
+  try {
+    const t0 = Date.now();
+    await provisionTenants(dataDir, Array.from({ length: n }, (_, i) => name(i)), keyAlg);
+    const provisionS = (Date.now() - t0) / 1000;
+    const server = await startBenchServer({ keyAlg, core: 0, dataDir });
+    try {
+      const rssStart = server.rss();
+      const t1 = Date.now();
+      await touchAll(server, n);
+      const touchS = (Date.now() - t1) / 1000;
+      for (const [what, path, post] of [['discovery', '/oauth2/.well-known/openid-configuration', false], ['jwks', '/oauth2/.well-known/jwks.json', false], ['token (client_credentials)', '/oauth2/token', true]] as const) {
+        rows.push(await spread(server, n, what, path, post));
+        console.log(JSON.stringify(rows.at(-1)));
+      }
+      const metrics = await (await fetch(`http://127.0.0.1:${server.port}/metrics`)).text().catch(() => '');
+      memory.push({ tenants: n, provisionS, touchS, rssStart, rssEnd: server.rss(), runtimes: /^idforge_tenant_runtimes (\d+)/m.exec(metrics)?.[1] ?? '?' });
+    } finally {
+      await server.stop();
+    }
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
 }
-await server.stop();
-agent.destroy();
-console.log(`\nserver pinned to core 0, ${keyAlg} keys, provider LRU 500, RSS at start ${mb(baseline)}, node ${process.version}`);
-console.log('tenants  RSS after  RSS after    provisioning (new tenants)    discovery+JWKS of all');
-console.log('         provision  all served');
-for (const r of rows) console.log(r);
+
+console.log(`\nserver pinned to core 0 (one worker), ${keyAlg} keys, ${connections} connections, ${seconds}s per run, requests spread uniformly over all tenants, node ${process.version}${process.env.BENCH_BIN ? `, BENCH_BIN=${process.env.BENCH_BIN}` : ''}`);
+console.log('tenants  what                          req/s    p50 ms  p99 ms  p99 vs 10 tenants (target ±20%)  non-2xx+errors');
+for (const r of rows) {
+  const base = rows.find((b) => b.what === r.what && b.tenants === Math.min(...counts));
+  const vs = base === undefined || base.p99 === 0 ? '' : `${r.p99 >= base.p99 ? '+' : ''}${(((r.p99 - base.p99) / base.p99) * 100).toFixed(0)}%`;
+  console.log(`${String(r.tenants).padStart(7)}  ${r.what.padEnd(28)} ${r.rps.toFixed(0).padStart(7)} ${String(r.p50).padStart(8)} ${String(r.p99).padStart(7)}  ${vs.padStart(8)}                         ${r.bad}`);
+}
+console.log('tenants  provisioned in  first touch of all (discovery+JWKS+token each)  RSS at start  RSS after runs (target < 1 GB)  runtimes built');
+for (const m of memory) console.log(`${String(m.tenants).padStart(7)}  ${`${m.provisionS.toFixed(1)} s`.padStart(14)}  ${`${m.touchS.toFixed(1)} s`.padStart(46)}  ${mb(m.rssStart).padStart(12)}  ${mb(m.rssEnd).padStart(30)}  ${m.runtimes.padStart(14)}`);
+console.log(`load average during the run: ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);

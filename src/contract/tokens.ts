@@ -19,5 +19,12 @@ export const REVOCATION_DEADLINE = 60;
  */
 export const DEFAULT_ACCESS_TOKEN_LIFETIME = 50;
 
+/**
+ * Default seconds a used refresh token may be used again (`idforge serve --refresh-reuse-grace`):
+ * two refreshes in parallel with one token (a duplicated tab, a retried request) both succeed; a
+ * use later than this is taken for theft (RFC 9700 §4.14.2). Okta and Cognito allow 0-60 s.
+ */
+export const DEFAULT_REFRESH_REUSE_GRACE = 5;
+
 /** Default seconds between oauth2-proxy's refreshes of a session (half the access token's life). */
 export const DEFAULT_PROXY_COOKIE_REFRESH = Math.floor(DEFAULT_ACCESS_TOKEN_LIFETIME / 2);

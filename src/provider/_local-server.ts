@@ -1,7 +1,10 @@
 /**
- * Running `idforge serve` as a managed background process: start detached with a pid file and a
+ * Running `idforge serve` as managed background processes: start detached with a pid file and a
  * log in the data dir, wait until it answers, read the bootstrap admin credentials it wrote, stop
- * it by pid (checking that the pid still is our server, since pids are reused).
+ * it by pid (checking that the pid still is our server, since pids are reused). In local-replicas
+ * mode there are N such processes, each with its own data dir `<dataDir>/replica-<i>`, all on one
+ * PostgreSQL database and one master key file, sharing the port (SO_REUSEPORT: the kernel spreads
+ * connections over them).
  */
 import { spawn } from 'node:child_process';
 import { closeSync, existsSync, openSync, readFileSync, statSync } from 'node:fs';
@@ -70,7 +73,7 @@ export const CREDENTIALS_FILE = ADMIN_CREDENTIALS_FILE;
  * (src/server/bootstrap.ts), read and checked by the admin client; its adminUrl is the server that wrote it.
  */
 export async function readAdminCredentials(inputs: AuthServerInputs): Promise<AdminEndpoint> {
-  return endpointFromCredentials(await readCredentialsFile(inputs.local.dataDir));
+  return endpointFromCredentials(await readCredentialsFile(processDataDirs(inputs)[0]!));
 }
 
 function sleep(ms: number): Promise<void> {
@@ -82,23 +85,66 @@ async function logTail(dataDir: string): Promise<string> {
   return text.split('\n').slice(-20).join('\n');
 }
 
-/** Starts the server and waits until it answers; returns its pid and admin connection. */
-export async function startServer(inputs: AuthServerInputs): Promise<{ pid: number; connection: AdminEndpoint }> {
-  const { dataDir } = inputs.local;
+/** The data dir of each process: the one data dir, or (local-replicas) one below it per replica. */
+export function processDataDirs(inputs: Pick<AuthServerInputs, 'local'>): string[] {
+  const { dataDir, replicas } = inputs.local;
+  return replicas === undefined ? [dataDir] : Array.from({ length: replicas.count }, (_, i) => join(dataDir, `replica-${i}`));
+}
+
+/** `idforge serve` arguments (after `serve`) of the process with data dir `dataDir`. */
+function serveArgs(inputs: AuthServerInputs, dataDir: string): string[] {
+  const base = ['--data-dir', dataDir, '--port', String(inputs.port), '--base-domain', inputs.baseDomain];
+  const r = inputs.local.replicas;
+  if (r === undefined) return base;
+  // One process per replica (the replicas are the unit here), the port shared with the others.
+  return [...base, '--database', r.database, '--master-key-file', r.masterKeyFile ?? join(inputs.local.dataDir, 'master.key'), '--reuse-port', '--workers', '1'];
+}
+
+/** Starts every process (one, or one per replica) and waits until each answers; returns their pids and the admin connection. */
+export async function startServers(inputs: AuthServerInputs): Promise<{ pid: number; pids: number[]; connection: AdminEndpoint }> {
+  const dirs = processDataDirs(inputs);
   const baseUrl = adminBaseUrl({ scheme: inputs.scheme, baseDomain: inputs.baseDomain, port: inputs.port }).slice(0, -ADMIN_BASE_PATH.length);
-  await mkdir(dataDir, { recursive: true, mode: 0o700 });
-  // A server left over from lost state would hold the port and the database: stop it first.
-  const stale = Number((await readFile(join(dataDir, PID_FILE), 'utf8').catch(() => '0')).trim());
-  if (stale) await stopServer(stale, dataDir);
+  // Servers left over from lost state would hold the port and the database: stop them first.
+  for (const dir of [inputs.local.dataDir, ...dirs]) {
+    const stale = Number((await readFile(join(dir, PID_FILE), 'utf8').catch(() => '0')).trim());
+    if (stale) await stopServer(stale, dir);
+  }
   if (await answers(baseUrl)) {
     throw new Error(`port ${inputs.port} is already served by another process: stop it or choose another port`);
   }
+  const pids: number[] = [];
+  try {
+    // The first alone (it migrates the schema and makes the master key and system tenant), then the rest.
+    pids.push(await startServer(inputs, dirs[0]!));
+    pids.push(...(await Promise.all(dirs.slice(1).map((d) => startServer(inputs, d)))));
+  } catch (err) {
+    await stopServers(pids, dirs);
+    throw err;
+  }
+  return { pid: pids[0]!, pids, connection: await readAdminCredentials(inputs) };
+}
+
+/** Are all of them (`pids[i]` the process of `dirs[i]`) alive and is the port answering? */
+export async function allServing(pids: readonly number[], baseUrl: string, dirs: readonly string[]): Promise<boolean> {
+  return pids.length === dirs.length && pids.every((p, i) => isOurProcess(p, dirs[i]!)) && (await answers(baseUrl));
+}
+
+export async function stopServers(pids: readonly number[], dirs: readonly string[]): Promise<void> {
+  await Promise.all(dirs.map((d, i) => stopServer(pids[i] ?? 0, d)));
+}
+
+/** Starts one process with data dir `dataDir` and waits until it answers and has written its credentials; returns its pid. */
+async function startServer(inputs: AuthServerInputs, dataDir: string): Promise<number> {
+  const baseUrl = adminBaseUrl({ scheme: inputs.scheme, baseDomain: inputs.baseDomain, port: inputs.port }).slice(0, -ADMIN_BASE_PATH.length);
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
   const [cmd, ...cmdArgs] = inputs.local.command ?? defaultCommand();
-  const log = openSync(join(dataDir, LOG_FILE), 'a', 0o600);
+  const logFile = join(dataDir, LOG_FILE);
+  const log = openSync(logFile, 'a', 0o600);
+  const logStart = statSync(logFile).size;
   const startedAt = Date.now();
   const child = spawn(
     cmd as string,
-    [...cmdArgs, 'serve', '--data-dir', dataDir, '--port', String(inputs.port), '--base-domain', inputs.baseDomain],
+    [...cmdArgs, 'serve', ...serveArgs(inputs, dataDir)],
     { detached: true, stdio: ['ignore', log, log], env: { ...process.env, ...inputs.local.env }, cwd: REPO_ROOT },
   );
   closeSync(log);
@@ -117,7 +163,15 @@ export async function startServer(inputs: AuthServerInputs): Promise<{ pid: numb
       return false;
     }
   };
-  while (!(await answers(baseUrl)) || !credentialsWritten()) {
+  // This process's own word that it listens (with local replicas the port may be another's).
+  const listening = (): boolean => {
+    try {
+      return readFileSync(logFile).subarray(logStart).includes('idforge server listening on');
+    } catch {
+      return false;
+    }
+  };
+  while (!(await answers(baseUrl)) || !credentialsWritten() || !listening()) {
     if (exited !== undefined) {
       throw new Error(`idforge serve exited (code ${exited}) before answering; last log lines:\n${await logTail(dataDir)}`);
     }
@@ -127,7 +181,7 @@ export async function startServer(inputs: AuthServerInputs): Promise<{ pid: numb
     }
     await sleep(100);
   }
-  return { pid, connection: await readAdminCredentials(inputs) };
+  return pid;
 }
 
 /** Stops the server (SIGTERM, then SIGKILL after 10 s) and removes its pid file. */

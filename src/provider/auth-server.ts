@@ -4,7 +4,10 @@
  * Local mode (the embedded default) runs `idforge serve` as a detached background process that
  * outlives `pulumi up`, with its data dir and port, a pid file and a log in the data dir. Created =
  * started and healthy; settings changed = restarted; deleted = stopped (the data dir stays: it is
- * the server's database and key store). The inputs are grouped by mode (`local: {...}`) so that a
+ * the server's database and key store). Local-replicas mode runs `local.replicas.count` such
+ * processes on one PostgreSQL database and one master key file, each with its data dir
+ * `<dataDir>/replica-<i>`, all on the one port (SO_REUSEPORT: the kernel spreads connections);
+ * one that dies is drift, and the next `up` starts them again. The inputs are grouped by mode (`local: {...}`) so that a
  * `container` or `kubernetes` mode can add its own group without changing the addresses or the
  * outputs that tenants and applications consume.
  *
@@ -31,11 +34,26 @@ export interface LocalServerArgs {
   readonly env?: pulumi.Input<Record<string, pulumi.Input<string>>>;
   /** How long to wait for the server to answer after start. Default: 60 s. */
   readonly startTimeoutSeconds?: pulumi.Input<number>;
+  /** Required in `local-replicas` mode, refused in `local` mode. */
+  readonly replicas?: pulumi.Input<LocalReplicasArgs>;
+}
+
+/** Local-replicas mode: N server processes on one PostgreSQL database, sharing the port. */
+export interface LocalReplicasArgs {
+  /** How many `idforge serve` processes. */
+  readonly count: pulumi.Input<number>;
+  /** PostgreSQL URL every replica uses, `postgres://user:password@host:port/database` (kept secret). */
+  readonly database: pulumi.Input<string>;
+  /** The master key file every replica uses; made on the first start when missing. Default `<dataDir>/master.key`. */
+  readonly masterKeyFile?: pulumi.Input<string>;
 }
 
 export interface AuthServerArgs {
-  /** Where the server runs. Only `local` exists today. Immutable. */
-  readonly mode?: pulumi.Input<'local'>;
+  /**
+   * Where the server runs: `local` (default: one process, SQLite in the data dir) or
+   * `local-replicas` (`local.replicas.count` processes on PostgreSQL). Immutable.
+   */
+  readonly mode?: pulumi.Input<'local' | 'local-replicas'>;
   /** Default: http (local mode serves plain HTTP on loopback). */
   readonly scheme?: pulumi.Input<'http'>;
   /** Tenants are `<tenant>.<baseDomain>`. Default: localhost. */
@@ -47,7 +65,7 @@ export interface AuthServerArgs {
 }
 
 export interface AuthServerInputs {
-  readonly mode: 'local';
+  readonly mode: 'local' | 'local-replicas';
   readonly scheme: 'http';
   readonly baseDomain: string;
   readonly port: number;
@@ -56,6 +74,7 @@ export interface AuthServerInputs {
     readonly command?: string[];
     readonly env?: Record<string, string>;
     readonly startTimeoutSeconds: number;
+    readonly replicas?: { readonly count: number; readonly database: string; readonly masterKeyFile?: string };
   };
   readonly tenants: string[];
 }
@@ -64,16 +83,23 @@ export interface AuthServerOutputs extends AuthServerInputs {
   readonly baseUrl: string;
   readonly adminUrl: string;
   readonly issuers: Record<string, string>;
-  /** Process id of the running server; 0 when a refresh found it stopped. */
+  /** Process id of the running server (local-replicas: of the first replica); 0 when a refresh found it stopped. */
   readonly pid: number;
+  /**
+   * Process ids of every server process (one in local mode); all 0 when a refresh found one
+   * stopped. Absent in state written before local-replicas mode: then `[pid]`.
+   */
+  readonly pids?: number[];
   /** Secret. */
   readonly connection: AdminEndpoint;
   /** Where the server keeps its bootstrap admin credentials, rewritten on every start (not a secret: a path). */
   readonly credentialsFile: string;
 }
 
+const absolute = (what: string) => z.string().refine((d) => d.startsWith('/'), { error: `${what} must be an absolute path` });
+
 const AuthServerInputsSchema = z.strictObject({
-  mode: z.literal('local', { error: "only 'local' mode exists so far" }).default('local'),
+  mode: z.enum(['local', 'local-replicas'], { error: "mode must be 'local' or 'local-replicas'" }).default('local'),
   scheme: z.literal('http', { error: "local mode serves plain HTTP: use 'http'" }).default('http'),
   baseDomain: z
     .string()
@@ -87,13 +113,26 @@ const AuthServerInputsSchema = z.strictObject({
     command: z.array(z.string()).min(1).optional(),
     env: z.record(z.string(), z.string()).optional(),
     startTimeoutSeconds: z.number().positive().max(600).default(60),
+    replicas: z.strictObject({
+      count: z.number().int().min(1).max(32),
+      database: z.string().regex(/^postgres(ql)?:\/\//, { error: 'must be a postgres://user:password@host:port/database URL' }),
+      masterKeyFile: absolute('masterKeyFile').optional(),
+    }).optional(),
   }),
   tenants: z.array(TenantName).default([]),
+}).superRefine((v, ctx) => {
+  // A mode's own settings, and no other's: a misplaced group is a mistake, not a no-op.
+  if (v.mode === 'local-replicas' && v.local.replicas === undefined) {
+    ctx.addIssue({ code: 'custom', path: ['local', 'replicas'], message: "local-replicas mode needs local.replicas: { count, database }" });
+  }
+  if (v.mode === 'local' && v.local.replicas !== undefined) {
+    ctx.addIssue({ code: 'custom', path: ['local', 'replicas'], message: "local.replicas is for mode 'local-replicas'; set mode: 'local-replicas' or remove it" });
+  }
 });
 
 /** Settings a running process was started with: any change means a restart. */
 const RESTART_KEYS = ['scheme', 'baseDomain', 'port'] as const;
-const RESTART_LOCAL_KEYS = ['command', 'env'] as const;
+const RESTART_LOCAL_KEYS = ['command', 'env', 'replicas'] as const;
 
 function address(i: Pick<AuthServerInputs, 'scheme' | 'baseDomain' | 'port'>): ServerAddress {
   return { scheme: i.scheme, baseDomain: i.baseDomain, port: i.port };
@@ -106,7 +145,8 @@ export function serverUrls(i: AuthServerInputs): Pick<AuthServerOutputs, 'baseUr
   return {
     baseUrl: admin.slice(0, -'/admin/v1'.length),
     adminUrl: admin,
-    credentialsFile: `${i.local.dataDir}/admin-credentials.json`,
+    // The first replica's in local-replicas mode (every replica writes the same credentials).
+    credentialsFile: `${i.local.dataDir}${i.local.replicas === undefined ? '' : '/replica-0'}/admin-credentials.json`,
     issuers: Object.fromEntries([...i.tenants].sort().map((t) => [t, issuerUrl(addr, t)])),
   };
 }
@@ -138,23 +178,24 @@ export const authServerProvider: Required<
     let changes = replaces.length > 0 || needsRestart(olds, news) || !jsonEqual([...olds.tenants].sort(), [...(news.tenants ?? [])].sort());
     if (!changes) {
       // A server that died since the last up is drift to repair: report an update that restarts it.
-      const { isServing } = await import('./_local-server.ts');
-      changes = !(await isServing(olds.pid, olds.baseUrl, olds.local.dataDir));
+      const { allServing, processDataDirs } = await import('./_local-server.ts');
+      changes = !(await allServing(olds.pids ?? [olds.pid], olds.baseUrl, processDataDirs(olds)));
     }
     // Two servers cannot share a port: stop the old one before starting its replacement.
     return { changes, replaces, deleteBeforeReplace: true };
   },
   async create(inputs) {
-    const { startServer } = await import('./_local-server.ts');
-    const started = await startServer(inputs);
+    const { startServers } = await import('./_local-server.ts');
+    const started = await startServers(inputs);
     return { id: inputs.local.dataDir, outs: { ...inputs, ...serverUrls(inputs), ...started } };
   },
   async read(id, props) {
-    const { isServing } = await import('./_local-server.ts');
+    const { allServing, processDataDirs } = await import('./_local-server.ts');
     const old = props as AuthServerOutputs;
-    const serving = await isServing(old.pid, old.baseUrl, old.local.dataDir);
+    const pids = old.pids ?? [old.pid];
+    const serving = await allServing(pids, old.baseUrl, processDataDirs(old));
     // A stopped server stays in the state with pid 0, so the next diff restarts it.
-    const now: AuthServerOutputs = { ...old, pid: serving ? old.pid : 0 };
+    const now: AuthServerOutputs = { ...old, pid: serving ? old.pid : 0, pids: serving ? pids : pids.map(() => 0) };
     const inputs: AuthServerInputs = {
       mode: old.mode,
       scheme: old.scheme,
@@ -166,18 +207,19 @@ export const authServerProvider: Required<
     return { id, props: now, inputs: inputs as AuthServerOutputs };
   },
   async update(_id, olds, news) {
-    const { isServing, startServer, stopServer } = await import('./_local-server.ts');
-    let started: Pick<AuthServerOutputs, 'pid' | 'connection'> = { pid: olds.pid, connection: olds.connection };
-    if (needsRestart(olds, news) || !(await isServing(olds.pid, olds.baseUrl, olds.local.dataDir))) {
-      await stopServer(olds.pid, olds.local.dataDir);
-      started = await startServer(news);
+    const { allServing, processDataDirs, startServers, stopServers } = await import('./_local-server.ts');
+    const oldPids = olds.pids ?? [olds.pid];
+    let started: Pick<AuthServerOutputs, 'pid' | 'pids' | 'connection'> = { pid: olds.pid, pids: oldPids, connection: olds.connection };
+    if (needsRestart(olds, news) || !(await allServing(oldPids, olds.baseUrl, processDataDirs(olds)))) {
+      await stopServers(oldPids, processDataDirs(olds));
+      started = await startServers(news);
     }
     return { outs: { ...news, ...serverUrls(news), ...started } };
   },
   async delete(_id, props) {
-    const { stopServer } = await import('./_local-server.ts');
+    const { processDataDirs, stopServers } = await import('./_local-server.ts');
     const old = props as AuthServerOutputs;
-    await stopServer(old.pid, old.local.dataDir);
+    await stopServers(old.pids ?? [old.pid], processDataDirs(old));
   },
 };
 
@@ -186,6 +228,7 @@ export class AuthServer extends _DynamicResource {
   declare readonly adminUrl: pulumi.Output<string>;
   declare readonly issuers: pulumi.Output<Record<string, string>>;
   declare readonly pid: pulumi.Output<number>;
+  declare readonly pids: pulumi.Output<number[]>;
   /** Secret: the admin API address and the bootstrap admin client's credentials. */
   declare readonly connection: pulumi.Output<AdminEndpoint>;
   /** Path of the credentials file the server rewrites on every start. */
@@ -197,8 +240,8 @@ export class AuthServer extends _DynamicResource {
       'authServerProvider',
       'AuthServer',
       name,
-      { ...args, baseUrl: undefined, adminUrl: undefined, issuers: undefined, pid: undefined, connection: undefined, credentialsFile: undefined },
-      // `local.env` may carry the master key (IDFORGE_MASTER_KEY): keep the whole block secret.
+      { ...args, baseUrl: undefined, adminUrl: undefined, issuers: undefined, pid: undefined, pids: undefined, connection: undefined, credentialsFile: undefined },
+      // `local.env` may carry the master key (IDFORGE_MASTER_KEY), `local.replicas` the database's password: keep the whole block secret.
       { ...opts, additionalSecretOutputs: ['connection', 'local'] },
     );
   }

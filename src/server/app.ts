@@ -11,19 +11,54 @@ import { adminRouter, sendJsonError } from './admin/routes.ts';
 import { CONSOLE_PATH, consoleRouter } from './console/index.ts';
 import { errors } from './errors.ts';
 import { interactionRouter } from './login/routes.ts';
-import { resolveHost, type ProviderCache } from './tenancy.ts';
+import { serveOps, type Ops } from './ops/index.ts';
+import { routeLabel } from './ops/metrics.ts';
+import { requestIdFrom, runInRequest } from './ops/request-context.ts';
+import { PUBLISHED_PATHS, resolveHost, type ProviderCache, type PublishedPath } from './tenancy.ts';
 
 /**
- * The node request handler. Tenant protocol requests (/oauth2/...) go straight to the tenant's
- * oidc-provider, skipping express: the token endpoint is the hot path and express's request
- * decoration is pure overhead there. Everything else goes through the express app.
+ * The node request handler. Every request gets a request id (X-Request-Id, echoed), is counted
+ * and timed by route (metrics), and is logged when the access log is on. Health, readiness and
+ * metrics on the base host (and on any host that is no tenant's, such as an IP address) are answered here. Tenant protocol requests (/oauth2/...) go straight
+ * to the tenant's oidc-provider, skipping express: the token endpoint is the hot path and
+ * express's request decoration is pure overhead there; discovery and JWKS are answered from the
+ * tenant's published documents when kept (tenancy.ts). Everything else goes through express.
  */
-export function createHandler(ctx: ServerContext, providers: ProviderCache, app: express.Express) {
+export function createHandler(ctx: ServerContext, providers: ProviderCache, app: express.Express, ops: Ops) {
   return (req: IncomingMessage, res: ServerResponse): void => {
+    const started = performance.now();
     const url = req.url ?? '/';
+    const target = resolveHost(req.headers.host, ctx.address().baseDomain);
+    const requestId = requestIdFrom(req.headers['x-request-id']);
+    res.setHeader('x-request-id', requestId);
+    const route = routeLabel(target.kind, url);
+    ops.begin(res, () => {
+      const ms = performance.now() - started;
+      // A connection closed before the answer was sent counts as 499 (nginx's "client closed request").
+      const status = res.writableFinished ? res.statusCode : 499;
+      ops.metrics.request(route, status, ms / 1000);
+      if (ops.accessLog) {
+        ops.log(JSON.stringify({
+          time: new Date().toISOString(), level: 'info', msg: 'request', requestId, method: req.method, host: req.headers.host, path: url.split('?')[0],
+          route, status, ms: Math.round(ms * 10) / 10, ...(target.kind === 'tenant' ? { tenant: target.tenant } : {}),
+        }));
+      }
+    });
+    runInRequest({ requestId }, () => dispatch(req, res, url, target));
+  };
+
+  function dispatch(req: IncomingMessage, res: ServerResponse, url: string, target: ReturnType<typeof resolveHost>): void {
+    // Also for hosts that are no tenant's (a pod's IP): kubelet probes and Prometheus scrapes send those.
+    if (target.kind !== 'tenant' && serveOps(ops, req, res, url)) return;
     if (url.startsWith('/oauth2/') || url === '/oauth2') {
-      const target = resolveHost(req.headers.host, ctx.address().baseDomain);
       if (target.kind === 'tenant') {
+        const below = url.slice('/oauth2'.length);
+        const published = req.method === 'GET' && (PUBLISHED_PATHS as readonly string[]).includes(below) ? (below as PublishedPath) : undefined;
+        if (published !== undefined) {
+          const origin = req.headers.origin;
+          if (providers.servePublished(target.tenant, published, origin, res)) return;
+          providers.capture(target.tenant, published, res);
+        }
         providers.get(target.tenant).then(
           (runtime) => {
             if (runtime === undefined) return app(req, res);
@@ -38,7 +73,7 @@ export function createHandler(ctx: ServerContext, providers: ProviderCache, app:
       }
     }
     app(req, res);
-  };
+  }
 }
 
 export function createApp(
@@ -60,7 +95,7 @@ export function createApp(
       if (target.kind === 'unknown') throw errors.unknownHost(target.host);
       if (target.kind === 'base') {
         if (req.path === '/admin/v1' || req.path.startsWith('/admin/v1/')) return admin(Object.assign(req, { url: req.url.slice('/admin/v1'.length) || '/' }), res, next);
-        if (req.path === '/' || req.path === '/healthz') return res.json({ service: 'idforge', admin: '/admin/v1', openapi: '/admin/v1/openapi.json' });
+        if (req.path === '/') return res.json({ service: 'idforge', admin: '/admin/v1', openapi: '/admin/v1/openapi.json', healthz: '/healthz', readyz: '/readyz', metrics: '/metrics' });
         throw errors.notFound(`no route ${req.method} ${req.path} on the base host`);
       }
       const runtime = await providers.get(target.tenant);

@@ -1,10 +1,12 @@
 /**
  * Server settings and their defaults, one block per key.
  */
-import { DEFAULT_ACCESS_TOKEN_LIFETIME, REVOCATION_DEADLINE } from '../contract/index.ts';
+import { DEFAULT_ACCESS_TOKEN_LIFETIME, DEFAULT_REFRESH_REUSE_GRACE, REVOCATION_DEADLINE } from '../contract/index.ts';
 import { StartupError } from './errors.ts';
 import type { SigningAlg } from './keys.ts';
 import type { LoginOptions } from './login/options.ts';
+import { tableDefault } from './options.ts';
+import type { NamedLocks } from './storage/_keyed-locks.ts';
 
 /**
  * Token and artifact lifetimes, in seconds. Access tokens are JWTs that resource servers verify
@@ -44,12 +46,25 @@ export interface ServerOptions {
    * Default: IDFORGE_DATABASE_URL from `env`; when that is unset too, SQLite.
    */
   readonly database?: string;
+  /**
+   * File holding the master key (32 bytes, base64url). Every replica of one database must use
+   * the same key: give them the same file. Made (mode 0600, never overwritten) when missing and the
+   * database holds nothing yet. Default: IDFORGE_MASTER_KEY_FILE from `env`, else the key in
+   * IDFORGE_MASTER_KEY, else `<dataDir>/master.key`.
+   */
+  readonly masterKeyFile?: string;
   /** Base domain; tenants are `<tenant>.<baseDomain>`. Default `localhost`. */
   readonly baseDomain?: string;
   /** Port to listen on; 0 (default) picks a free one. */
   readonly port?: number;
   /** Interface to bind; default `127.0.0.1`. */
   readonly host?: string;
+  /**
+   * Listen with SO_REUSEPORT (Linux), so several replicas on one machine share the port and the
+   * kernel spreads connections over them (the Pulumi AuthServer's local-replicas mode). Default off:
+   * a second server on the port is then an error, as it should be by mistake.
+   */
+  readonly reusePort?: boolean;
   /**
    * Scheme of the public URLs (issuer). Default `http`. With `https` the server expects a TLS
    * terminating proxy in front and trusts its X-Forwarded-* headers.
@@ -69,8 +84,21 @@ export interface ServerOptions {
   readonly publicPort?: number;
   /** Signing algorithm of new tenants' keys. Default RS256. */
   readonly keyAlg?: SigningAlg;
-  /** How many tenants' oidc-provider instances stay in memory (LRU). Default 500. */
+  /**
+   * How many tenants' oidc-provider instances stay built (least recently used go first). Default
+   * 1000: about 70 KB of heap each (200 KB of RSS with the garbage they churn), so a process stays
+   * well under 1 GB with any number of tenants. Discovery and JWKS are answered without one, from a
+   * small per-tenant cache; a rebuild reads nothing from the database (tenancy.ts).
+   */
   readonly providerCacheSize?: number;
+  /**
+   * close() (and SIGTERM under `idforge serve`) first stops accepting and answers /readyz with 503,
+   * then waits this long at most for requests in flight before it ends the rest. Default 25 s:
+   * inside Kubernetes' 30 s grace period.
+   */
+  readonly shutdownTimeoutSeconds?: number;
+  /** One JSON line per request in the log (method, path, status, ms, tenant, request id). Default off. */
+  readonly accessLog?: boolean;
   /** Environment (master key). Default `process.env`. */
   readonly env?: Readonly<Record<string, string | undefined>>;
   /** Where to log one-line notices (and login audit lines, JSON); default stderr. */
@@ -91,6 +119,11 @@ export interface ServerOptions {
    * Okta allows 0-60 s, Amazon Cognito 0-60 s, Ory Hydra a configurable period.
    */
   readonly refreshTokenReuseGrace?: number;
+  /**
+   * Set by `idforge serve --workers` in each worker: what the processes serving one port share
+   * through the cluster primary (sign-in locks on SQLite, the metrics of every worker).
+   */
+  readonly cluster?: ClusterLink;
 }
 
 /** Token settings the server runs with (ServerOptions, defaults applied and checked). */
@@ -99,7 +132,7 @@ export interface TokenSettings {
   readonly refreshTokenReuseGrace: number;
 }
 
-export const TOKEN_DEFAULTS: TokenSettings = { accessTokenLifetime: LIFETIMES.AccessToken, refreshTokenReuseGrace: 5 };
+export const TOKEN_DEFAULTS: TokenSettings = { accessTokenLifetime: LIFETIMES.AccessToken, refreshTokenReuseGrace: DEFAULT_REFRESH_REUSE_GRACE };
 
 /** The options' token settings, or a StartupError naming the option. */
 export function tokenSettings(o: Pick<ServerOptions, 'accessTokenLifetime' | 'refreshTokenReuseGrace'>): TokenSettings {
@@ -115,13 +148,23 @@ export function tokenSettings(o: Pick<ServerOptions, 'accessTokenLifetime' | 're
   };
 }
 
+/** What a worker gets from the cluster primary. */
+export interface ClusterLink {
+  /** Serializes sign-in attempts between the workers (SQLite; PostgreSQL's advisory locks need none). */
+  readonly locks: NamedLocks;
+  /** The metrics of every worker, summed (prom-client's AggregatorRegistry in the primary). */
+  readonly metricsText: () => Promise<string>;
+}
+
+/** In-process defaults: `idforge serve`'s (options.ts), except the port: in-process hosts (tests) want a free one. */
 export const DEFAULTS = {
-  baseDomain: 'localhost',
+  baseDomain: tableDefault('baseDomain') as string,
   port: 0,
-  host: '127.0.0.1',
-  scheme: 'http' as const,
-  keyAlg: 'RS256' as SigningAlg,
-  providerCacheSize: 500,
+  host: tableDefault('host') as string,
+  scheme: tableDefault('scheme') as 'http' | 'https',
+  keyAlg: tableDefault('keyAlg') as SigningAlg,
+  providerCacheSize: tableDefault('providerCacheSize') as number,
+  shutdownTimeoutSeconds: tableDefault('shutdownTimeoutSeconds') as number,
 };
 
 export { SYSTEM_TENANT, ADMIN_AUDIENCE, ADMIN_SCOPE } from '../contract/index.ts';

@@ -18,9 +18,15 @@ import { DEFAULTS, tokenSettings, type ServerOptions } from './config.ts';
 import { StartupError } from './errors.ts';
 import { loginSettings } from './login/options.ts';
 import { DATABASE_URL_ENV, openStorage, purgeExpired, type Storage } from './storage/index.ts';
+import { OpsState } from './ops/index.ts';
+import { jsonLogLine } from './ops/log.ts';
+import { ServerMetrics } from './ops/metrics.ts';
 import { ProviderCache } from './tenancy.ts';
+import { SYSTEM_TENANT } from './config.ts';
 
-export type { ServerOptions } from './config.ts';
+export type { ServerOptions, ClusterLink } from './config.ts';
+export { jsonLogLine } from './ops/log.ts';
+export { MASTER_KEY_FILE_ENV } from './_crypto.ts';
 export { LIFETIMES, TOKEN_DEFAULTS, SYSTEM_TENANT, ADMIN_AUDIENCE, ADMIN_SCOPE, BOOTSTRAP_CREDENTIALS_FILE } from './config.ts';
 export type { AdminCredentials } from '../contract/index.ts';
 export { PASSWORD_HASH_PARAMS, MASTER_KEY_ENV } from './_crypto.ts';
@@ -42,9 +48,12 @@ export interface RunningServer {
   readonly adminCredentials: AdminCredentials;
   /** Where state lives: `sqlite <file>` or `postgres <host>:<port>/<database>`. */
   readonly storage: string;
-  /** Live oidc-provider instances (for benchmarks and tests of the LRU bound). */
+  /** Live oidc-provider instances (for benchmarks and tests of the cache bound). */
   providerCount(): number;
-  /** Stops accepting, ends open connections, closes storage. Idempotent. */
+  /**
+   * Stops accepting, answers /readyz with 503, lets requests in flight finish (at most
+   * `shutdownTimeoutSeconds`), ends the rest, closes storage. Idempotent.
+   */
   close(): Promise<void>;
 }
 
@@ -55,39 +64,76 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const baseDomain = options.baseDomain ?? DEFAULTS.baseDomain;
   const scheme = options.scheme ?? DEFAULTS.scheme;
   const host = options.host ?? DEFAULTS.host;
-  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const log = options.log ?? ((line: string) => process.stderr.write(`${jsonLogLine(line)}\n`));
   const tokens = tokenSettings(options);
   mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
   const env = options.env ?? process.env;
-  const storage: Storage = await openStorage({ dataDir: options.dataDir, database: options.database ?? env[DATABASE_URL_ENV], log });
+  const storage: Storage = await openStorage({
+    dataDir: options.dataDir, database: options.database ?? env[DATABASE_URL_ENV], log,
+    ...(options.cluster === undefined ? {} : { locks: options.cluster.locks }),
+  });
   let master;
   try {
-    master = await openMasterKey(options.dataDir, env, storage);
+    master = await openMasterKey(options.dataDir, env, storage, options.masterKeyFile);
   } catch (err) {
     await storage.close();
     throw err;
   }
-  const login = loginSettings(options.login ?? {}, options.dataDir, baseDomain, log);
-
   let address: ServerAddress | undefined;
-  const providers: ProviderCache = new ProviderCache(
+  const addressOf = () => {
+    if (address === undefined) throw new Error('server address used before listening');
+    return address;
+  };
+  const keyAlg = options.keyAlg ?? DEFAULTS.keyAlg;
+
+  let providers: ProviderCache | undefined;
+  const metrics = new ServerMetrics({ tenantCount: () => storage.tenants.count(), runtimes: () => providers?.size ?? 0 });
+  const plainLogin = loginSettings(options.login ?? {}, options.dataDir, baseDomain, log);
+  const login = { ...plainLogin, audit: (event: Readonly<Record<string, unknown>>) => { metrics.audit(event); plainLogin.audit(event); } };
+
+  providers = new ProviderCache(
+    { storage, master, log, login, tokens, keyAlg, address: addressOf },
+    options.providerCacheSize ?? DEFAULTS.providerCacheSize,
     {
-      storage, master, log, login, tokens, keyAlg: options.keyAlg ?? DEFAULTS.keyAlg,
-      address: () => {
-        if (address === undefined) throw new Error('server address used before listening');
-        return address;
+      built: (runtime) => {
+        metrics.built();
+        runtime.provider.on('grant.success', (c: { oidc?: { params?: { grant_type?: unknown } } }) => metrics.grant(c.oidc?.params?.grant_type, true));
+        runtime.provider.on('grant.error', (c: { oidc?: { params?: { grant_type?: unknown } } }) => metrics.grant(c.oidc?.params?.grant_type, false));
       },
     },
-    options.providerCacheSize ?? DEFAULTS.providerCacheSize,
   );
+  const cache = providers;
+  if (options.cluster !== undefined) metrics.shareWithCluster();
+  // Changes made through any replica (this one included) drop what is kept for the tenant.
+  const unsubscribe = storage.changes.subscribe((tenant) => {
+    metrics.invalidated();
+    cache.evict(tenant);
+  });
   const ctx: ServerContext = {
-    storage, master, log, login, tokens, keyAlg: options.keyAlg ?? DEFAULTS.keyAlg,
-    address: () => {
-      if (address === undefined) throw new Error('server address used before listening');
-      return address;
+    storage, master, log, login, tokens, keyAlg, address: addressOf,
+    evictTenant: (t) => {
+      // At once here, so the admin's next request sees the change; within a second elsewhere.
+      cache.evict(t);
+      storage.changes.publish(t).catch((err: unknown) => log(`cannot announce the change of tenant ${t} to other replicas: ${(err as Error).message}`));
     },
-    evictTenant: (t) => providers.evict(t),
   };
+  const ops = new OpsState(
+    metrics,
+    [
+      { name: 'storage', run: () => storage.ping() },
+      { name: 'changes', run: async () => { if (!storage.changes.listening) throw new Error('not listening for changes made by other replicas'); } },
+      {
+        name: 'keys',
+        run: async () => {
+          // The system tenant's provider holds its unsealed keys: it builds only if they open.
+          if ((await cache.get(SYSTEM_TENANT)) === undefined) throw new Error('the system tenant is missing');
+        },
+      },
+    ],
+    options.accessLog ?? false,
+    log,
+    options.cluster?.metricsText,
+  );
 
   let server: Server | undefined;
   let timer: NodeJS.Timeout | undefined;
@@ -95,8 +141,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     await ensureSystemTenant(ctx);
     let adminCredentials: AdminCredentials | undefined;
     // The admin console calls the admin API with the bootstrap credentials (console/tenant-admin.ts).
-    const app = createApp(ctx, providers, options.trustedProxies ?? (scheme === 'https' ? 1 : 0), () => adminCredentials);
-    server = createServer(createHandler(ctx, providers, app));
+    const app = createApp(ctx, cache, options.trustedProxies ?? (scheme === 'https' ? 1 : 0), () => adminCredentials);
+    server = createServer(createHandler(ctx, cache, app, ops));
     // Keep-alive beyond typical proxy idle timeouts, so proxies never reuse a socket we just closed.
     server.keepAliveTimeout = 65_000;
     const wanted = options.port ?? DEFAULTS.port;
@@ -114,7 +160,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
             : err,
         ),
       );
-      server!.listen(wanted, host, () => resolve());
+      server!.listen({ port: wanted, host, reusePort: options.reusePort === true }, () => resolve());
     });
     const port = (server.address() as AddressInfo).port;
     address = { scheme, baseDomain, port: options.publicPort ?? port };
@@ -127,6 +173,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     const addr = address;
     let closing: Promise<void> | undefined;
     const srv = server;
+    const drainMs = (options.shutdownTimeoutSeconds ?? DEFAULTS.shutdownTimeoutSeconds) * 1000;
     return {
       url: adminBaseUrl(addr).slice(0, -'/admin/v1'.length),
       port,
@@ -135,15 +182,19 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       issuer: (t) => issuerUrl(addr, t),
       adminCredentials,
       storage: storage.description,
-      providerCount: () => providers.size,
+      providerCount: () => cache.size,
       close: () => {
         closing ??= (async () => {
           clearInterval(timer);
-          await new Promise<void>((resolve) => {
-            srv.close(() => resolve());
-            srv.closeAllConnections();
-          });
-          providers.clear();
+          ops.startDraining();
+          const closed = new Promise<void>((resolve) => srv.close(() => resolve()));
+          // Idle keep-alive connections go now; busy ones after their response (Connection: close).
+          srv.closeIdleConnections();
+          if (!(await ops.drained(drainMs))) log(`shutdown: ${ops.inFlight} request(s) still in flight after ${drainMs / 1000} s; closing their connections`);
+          srv.closeAllConnections();
+          await closed;
+          unsubscribe();
+          cache.clear();
           login.mailer.close();
           await storage.close();
         })();
@@ -152,6 +203,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     };
   } catch (err) {
     clearInterval(timer);
+    unsubscribe();
     server?.close();
     await storage.close();
     throw err;

@@ -75,6 +75,14 @@ export async function rotateTenantKeys(storage: Storage, master: MasterKey, tena
   });
 }
 
+/**
+ * Unsealed private JWKs by their sealed text: a tenant's provider is rebuilt whenever the
+ * provider cache dropped it, and unsealing its keys each time showed in profiles. Bounded; the
+ * keys are in memory anyway while a provider holds them.
+ */
+const UNSEALED = new Map<string, JWK>();
+const UNSEALED_CAPACITY = 50_000;
+
 /** Private JWKs in the order oidc-provider wants: the signing key first (it signs with the first match). */
 export function privateJwks(keys: readonly KeyRecord[], master: MasterKey): JWK[] {
   const t = Math.floor(Date.now() / 1000);
@@ -82,7 +90,18 @@ export function privateJwks(keys: readonly KeyRecord[], master: MasterKey): JWK[
   return [...keys]
     .filter((k) => k.state !== 'retired' || (k.retiredAt ?? t) + RETIRED_KEY_RETENTION_SECONDS > t)
     .sort((a, b) => order[a.state] - order[b.state])
-    .map((k) => JSON.parse(master.unseal(k.sealedJwk, `key:${k.tenant}:${k.kid}`)) as JWK);
+    .map((k) => {
+      // Keyed by tenant, kid and the sealed text: the associated data is part of what was checked.
+      const id = `${k.tenant}\u0000${k.kid}\u0000${k.sealedJwk}`;
+      let jwk = UNSEALED.get(id);
+      if (jwk === undefined) {
+        jwk = JSON.parse(master.unseal(k.sealedJwk, `key:${k.tenant}:${k.kid}`)) as JWK;
+        if (UNSEALED.size >= UNSEALED_CAPACITY) UNSEALED.delete(UNSEALED.keys().next().value as string);
+        UNSEALED.set(id, jwk);
+      }
+      // A copy: whoever gets it may keep or change it.
+      return { ...jwk };
+    });
 }
 
 /** The public half of every published key, for verifying tokens inside the server (admin API). */

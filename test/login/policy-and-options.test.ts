@@ -78,7 +78,7 @@ describe('idforge serve login flags', () => {
     const { code, out } = await serve(['--help']);
     expect(code).toBe(0);
     for (const flag of ['--smtp-url', '--mail-outbox', '--otp-lifetime', '--lockout-threshold', '--lockout-seconds', '--address-lockout-threshold', '--backoff-ms']) expect(out).toContain(flag);
-    expect(out).toContain('failed attempts that lock an account (default 5)');
+    expect(out).toMatch(/--lockout-threshold <n>\n\s+failed attempts that lock an account [^-]*\(default 5\)/);
   });
   it('refuses nonsense values before starting anything', async () => {
     const dir = tempDir();

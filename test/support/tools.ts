@@ -14,7 +14,8 @@ export type ToolName =
   | 'pulumi-language-nodejs'
   | 'pulumi-resource-pulumi-nodejs'
   | 'oauth2-proxy'
-  | 'chromium';
+  | 'chromium'
+  | 'haproxy';
 
 /** Absolute path of the folder ensure-tools.sh builds into. */
 export function toolsBinDir(): string {
@@ -54,6 +55,12 @@ export function toolPath(name: ToolName): string {
       `chromium not found (looked at ${candidates.join(', ')} and PATH): run scripts/ensure-tools.sh ` +
         `(installs Debian's chromium)`,
     );
+  }
+  if (name === 'haproxy') {
+    // Debian's, in /usr/sbin (not on a non-root PATH).
+    const found = ['/usr/sbin/haproxy'].find(isExecutable) ?? onPath('haproxy');
+    if (found) return found;
+    throw new Error("haproxy not found (looked at /usr/sbin/haproxy and PATH): run scripts/ensure-tools.sh (installs Debian's haproxy)");
   }
   const local = join(toolsBinDir(), name);
   if (isExecutable(local)) return local;

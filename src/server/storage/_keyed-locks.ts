@@ -3,7 +3,12 @@
  * process serves the database (SQLite); in front of the database's locks otherwise (PostgreSQL),
  * so a burst in one process holds one database connection per name, not one per waiter.
  */
-export class KeyedLocks {
+/** Mutual exclusion by name: `fn` runs while holding every name. */
+export interface NamedLocks {
+  hold<T>(names: readonly string[], fn: () => Promise<T>): Promise<T>;
+}
+
+export class KeyedLocks implements NamedLocks {
   /** Per name: the tail of the queue of holders. */
   readonly #queues = new Map<string, Promise<void>>();
 

@@ -9,9 +9,11 @@ import { SchemaTooNewError } from './postgres-migrations.ts';
 import { databaseLabel, openPostgresStorage } from './postgres.ts';
 import { openSqliteStorage } from './sqlite.ts';
 import type { Storage } from './types.ts';
+import type { NamedLocks } from './_keyed-locks.ts';
 
 export type * from './types.ts';
 export { MissingUsersError } from './types.ts';
+export type { NamedLocks } from './_keyed-locks.ts';
 
 /** Environment variable naming the database when `--database` is not given. */
 export const DATABASE_URL_ENV = 'IDFORGE_DATABASE_URL';
@@ -23,6 +25,11 @@ export interface StorageOptions {
   readonly database?: string | undefined;
   /** One-line notices: migrations applied, connections lost. Default: none. */
   readonly log?: (line: string) => void;
+  /**
+   * SQLite only: what serializes sign-in attempts when other processes share the file (the
+   * cluster primary's locks under `idforge serve --workers`). Default: this process's own.
+   */
+  readonly locks?: NamedLocks;
 }
 
 /**
@@ -32,7 +39,7 @@ export interface StorageOptions {
  */
 export async function openStorage(options: StorageOptions): Promise<Storage> {
   const url = options.database ?? '';
-  if (url === '') return openSqliteStorage(options.dataDir);
+  if (url === '') return openSqliteStorage(options.dataDir, options.locks);
   if (!/^postgres(ql)?:\/\//i.test(url)) {
     const scheme = /^[a-z][a-z0-9+.-]*:/i.exec(url)?.[0];
     throw new StartupError(`unsupported database ${scheme === undefined ? 'URL' : `URL scheme '${scheme}'`}: give a postgres://user:password@host:port/database URL, or none for SQLite in the data dir`);

@@ -25,6 +25,7 @@ import type {
   ApplicationStore,
   ArtifactPayload,
   AssignmentRecord,
+  ChangeFeed,
   GrantStore,
   KeyRecord,
   MetaStore,
@@ -479,6 +480,93 @@ class Meta implements MetaStore {
   async set(key: string, value: string): Promise<void> {
     await this.d.q('INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value', [key, value]);
   }
+  async setIfAbsent(key: string, value: string): Promise<string> {
+    // A concurrent insert of the same key waits on it, then does nothing; the SELECT after sees the winner.
+    await this.d.q('INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING', [key, value]);
+    return String((await this.d.one('SELECT value FROM meta WHERE key = $1', [key]))!.value);
+  }
+}
+
+/** NOTIFY channel of tenant changes; the payload is the tenant's name. */
+const CHANGE_CHANNEL = 'idforge_tenant_changed';
+/** After the listening connection is lost: wait this long before connecting again. */
+const RELISTEN_MS = 1_000;
+
+/**
+ * The change feed between replicas: NOTIFY after a change commits, LISTEN on one connection of
+ * its own. A lost connection is reconnected; since notifications sent meanwhile are gone,
+ * listeners are told to forget everything ('*') once it is back.
+ */
+class Changes implements ChangeFeed {
+  readonly #listeners = new Set<(tenant: string) => void>();
+  #client: pg.Client | undefined;
+  #connecting: Promise<void> | undefined;
+  #closed = false;
+  #timer: NodeJS.Timeout | undefined;
+  listening = false;
+
+  constructor(private readonly d: Db, private readonly config: pg.ClientConfig, private readonly log: (line: string) => void, private readonly label: string) {}
+
+  async publish(tenant: string): Promise<void> {
+    await this.d.q('SELECT pg_notify($1, $2)', [CHANGE_CHANNEL, tenant]);
+  }
+
+  subscribe(listener: (tenant: string) => void): () => void {
+    this.#listeners.add(listener);
+    if (this.#client === undefined && this.#connecting === undefined) this.#connecting = this.#listen();
+    return () => this.#listeners.delete(listener);
+  }
+
+  async #listen(): Promise<void> {
+    const client = new pg.Client(this.config);
+    const lost = (why: string) => {
+      if (this.#client !== client) return;
+      this.#client = undefined;
+      this.listening = false;
+      client.end().catch(() => {});
+      if (this.#closed) return;
+      this.log(`database ${this.label}: change feed lost (${why}); listening again in ${RELISTEN_MS / 1000} s`);
+      this.#timer = setTimeout(() => { this.#connecting = this.#listen(); }, RELISTEN_MS);
+      this.#timer.unref();
+    };
+    try {
+      await client.connect();
+      client.on('notification', (n) => {
+        if (n.channel !== CHANGE_CHANNEL || n.payload === undefined) return;
+        for (const l of this.#listeners) l(n.payload);
+      });
+      client.on('error', (err) => lost(err.message));
+      client.on('end', () => lost('connection closed'));
+      await client.query(`LISTEN ${CHANGE_CHANNEL}`);
+      if (this.#closed) {
+        await client.end();
+        return;
+      }
+      this.#client = client;
+      this.listening = true;
+      // Whatever changed before this connection listened was not heard (at start: while caches
+      // may already have been filled): start afresh.
+      for (const l of this.#listeners) l('*');
+    } catch (err) {
+      client.end().catch(() => {});
+      if (this.#closed) return;
+      this.log(`database ${this.label}: cannot listen for changes (${(err as Error).message}); trying again in ${RELISTEN_MS / 1000} s`);
+      this.#timer = setTimeout(() => { this.#connecting = this.#listen(); }, RELISTEN_MS);
+      this.#timer.unref();
+    } finally {
+      this.#connecting = undefined;
+    }
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearTimeout(this.#timer);
+    await this.#connecting;
+    const c = this.#client;
+    this.#client = undefined;
+    this.listening = false;
+    await c?.end().catch(() => {});
+  }
 }
 
 /** `host:port/database` of a connection URL, for messages: never the user's password. */
@@ -502,7 +590,9 @@ export async function openPostgresStorage(url: string, log: (line: string) => vo
   // without a listener the pool's error event would end the process.
   for (const p of [pool, lockPool]) p.on('error', (err) => log(`database ${label}: idle connection lost: ${err.message}`));
   let closed: Promise<void> | undefined;
-  const close = () => (closed ??= Promise.all([pool.end(), lockPool.end()]).then(() => {}));
+  const d = new Db(pool);
+  const changes = new Changes(d, config, log, label);
+  const close = () => (closed ??= changes.close().then(() => Promise.all([pool.end(), lockPool.end()])).then(() => {}));
   try {
     const client = await pool.connect();
     try {
@@ -514,7 +604,6 @@ export async function openPostgresStorage(url: string, log: (line: string) => vo
     await close().catch(() => {});
     throw err;
   }
-  const d = new Db(pool);
   return {
     tenants: new Tenants(d),
     applications: new Applications(d),
@@ -522,6 +611,10 @@ export async function openPostgresStorage(url: string, log: (line: string) => vo
     grants: new Grants(d),
     throttle: new Throttle(d, lockPool),
     meta: new Meta(d),
+    changes,
+    ping: async () => {
+      await d.q('SELECT 1');
+    },
     description: `postgres ${label}`,
     close,
   };

@@ -14,13 +14,14 @@ import {
   TENANT_TABLES, THROTTLE_IDLE_MS, USER_FACTOR_TABLES, appRow, artifactColumns, artifactRow, assignmentRow, decodeCursor, keyRow,
   nextThrottle, nowSeconds as now, otpRow, passkeyRow, tenantRow, throttleRow, toPage, totpRow, userRow, type Row,
 } from './_common.ts';
-import { KeyedLocks } from './_keyed-locks.ts';
+import { KeyedLocks, type NamedLocks } from './_keyed-locks.ts';
 import { MissingUsersError, NameTakenError } from './types.ts';
 import type {
   ApplicationRecord,
   ApplicationStore,
   ArtifactPayload,
   AssignmentRecord,
+  ChangeFeed,
   GrantStore,
   KeyRecord,
   MetaStore,
@@ -83,6 +84,7 @@ CREATE INDEX IF NOT EXISTS passkeys_user ON passkeys (tenant, user_id);
 CREATE TABLE IF NOT EXISTS login_throttle (
   tenant TEXT NOT NULL, key TEXT NOT NULL, failures INTEGER NOT NULL, last_failure_ms INTEGER NOT NULL, locked_until_ms INTEGER NOT NULL,
   PRIMARY KEY (tenant, key));
+CREATE TABLE IF NOT EXISTS changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, tenant TEXT NOT NULL, at_ms INTEGER NOT NULL);
 `;
 
 
@@ -401,10 +403,11 @@ class Grants implements GrantStore {
 const FILE_LOCKS = new Map<string, KeyedLocks>();
 
 class Throttle implements ThrottleStore {
-  readonly #locks: KeyedLocks;
-  constructor(private readonly d: Db) {
-    this.#locks = FILE_LOCKS.get(d.file) ?? new KeyedLocks();
-    FILE_LOCKS.set(d.file, this.#locks);
+  readonly #locks: NamedLocks;
+  /** `locks`: given when other processes share the file (the cluster primary's); else this process's own. */
+  constructor(private readonly d: Db, locks?: NamedLocks) {
+    this.#locks = locks ?? FILE_LOCKS.get(d.file) ?? new KeyedLocks();
+    if (locks === undefined) FILE_LOCKS.set(d.file, this.#locks as KeyedLocks);
   }
 
   async get(tenant: string, key: string): Promise<ThrottleRecord | undefined> {
@@ -443,20 +446,82 @@ class Meta implements MetaStore {
   async set(key: string, value: string): Promise<void> {
     this.d.q('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(key, value);
   }
+  async setIfAbsent(key: string, value: string): Promise<string> {
+    return this.d.tx(() => {
+      this.d.q('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING').run(key, value);
+      return (this.d.q('SELECT value FROM meta WHERE key = ?').get(key) as { value: string }).value;
+    });
+  }
+}
+
+/** How often the change log is read; a change reaches every process within this (plus a query). */
+const CHANGE_POLL_MS = 250;
+/** Log rows older than this are deleted: every live process has read them long before. */
+const CHANGE_RETENTION_MS = 60_000;
+
+/**
+ * The change feed of processes sharing one SQLite file (`idforge serve --workers`): a log table
+ * read four times a second by every process that listens. A process hears only what was logged
+ * after it opened the file; nothing is missed while it runs (the log outlives every reader's poll).
+ */
+class Changes implements ChangeFeed {
+  readonly #listeners = new Set<(tenant: string) => void>();
+  #seen: number;
+  #timer: NodeJS.Timeout | undefined;
+  readonly listening = true;
+
+  constructor(private readonly d: Db) {
+    this.#seen = (this.d.q('SELECT coalesce(max(seq), 0) AS s FROM changes').get() as { s: number }).s;
+  }
+
+  async publish(tenant: string): Promise<void> {
+    const now = Date.now();
+    this.d.q('INSERT INTO changes (tenant, at_ms) VALUES (?, ?)').run(tenant, now);
+    this.d.q('DELETE FROM changes WHERE at_ms < ?').run(now - CHANGE_RETENTION_MS);
+  }
+
+  subscribe(listener: (tenant: string) => void): () => void {
+    this.#listeners.add(listener);
+    this.#timer ??= setInterval(() => this.#poll(), CHANGE_POLL_MS).unref();
+    return () => {
+      this.#listeners.delete(listener);
+      if (this.#listeners.size === 0) this.stop();
+    };
+  }
+
+  #poll(): void {
+    if (!this.d.db.open) return;
+    const rows = this.d.q('SELECT seq, tenant FROM changes WHERE seq > ? ORDER BY seq').all(this.#seen) as { seq: number; tenant: string }[];
+    for (const r of rows) {
+      this.#seen = r.seq;
+      for (const l of this.#listeners) l(r.tenant);
+    }
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+  }
 }
 
 /** Opens (creating if missing) `<dataDir>/idforge.db`; the data dir must exist. */
-export function openSqliteStorage(dataDir: string): Storage {
+export function openSqliteStorage(dataDir: string, locks?: NamedLocks): Storage {
   const d = new Db(resolve(dataDir, DATABASE_FILE));
+  const changes = new Changes(d);
   return {
     tenants: new Tenants(d),
     applications: new Applications(d),
     users: new Users(d),
     grants: new Grants(d),
-    throttle: new Throttle(d),
+    throttle: new Throttle(d, locks),
     meta: new Meta(d),
+    changes,
+    ping: async () => {
+      d.q('SELECT 1').get();
+    },
     description: `sqlite ${d.file}`,
     close: async () => {
+      changes.stop();
       d.db.close();
     },
   };

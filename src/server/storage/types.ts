@@ -285,10 +285,34 @@ export interface ThrottleStore {
   purgeIdle(): Promise<void>;
 }
 
-/** Server-wide settings (the master key's check value). */
+/** Server-wide settings (the master key's check value, the sealed bootstrap secret). */
 export interface MetaStore {
   get(key: string): Promise<string | undefined>;
   set(key: string, value: string): Promise<void>;
+  /**
+   * Stores `value` unless the key holds one already, atomically (between processes too), and
+   * returns what the key holds afterwards: replicas starting together agree on the first value.
+   */
+  setIfAbsent(key: string, value: string): Promise<string>;
+}
+
+/**
+ * Which tenants changed, between every process on one database: a process that caches a tenant's
+ * runtime (keys, scopes, clients) publishes after each change it commits, and every process,
+ * itself included, hears it within a second (PostgreSQL: LISTEN/NOTIFY; SQLite: a change log
+ * polled four times a second).
+ */
+export interface ChangeFeed {
+  /** Call after the change has committed. */
+  publish(tenant: string): Promise<void>;
+  /**
+   * `listener(tenant)` for every change published from now on, by any process; `listener('*')`
+   * when changes may have been missed (the feed's connection was lost and is back): forget all.
+   * Returns the function that unsubscribes.
+   */
+  subscribe(listener: (tenant: string) => void): () => void;
+  /** False while changes cannot be heard (the feed's connection is down): caches may be stale. */
+  readonly listening: boolean;
 }
 
 export interface Storage {
@@ -298,6 +322,9 @@ export interface Storage {
   readonly grants: GrantStore;
   readonly throttle: ThrottleStore;
   readonly meta: MetaStore;
+  readonly changes: ChangeFeed;
+  /** Resolves when the database answers a trivial query; rejects otherwise (readiness checks). */
+  ping(): Promise<void>;
   /** Which backend and where, for log lines: `sqlite <file>`, `postgres <host>:<port>/<db>` (never a password). */
   readonly description: string;
   close(): Promise<void>;

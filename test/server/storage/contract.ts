@@ -719,6 +719,43 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
         expect(await s.meta.get('master-key-check')).toBe('v2');
         expect(await (await other()).meta.get('other')).toBe('x');
       });
+
+      it('setIfAbsent: replicas racing on one key all get the first value stored, and a set value stays', async () => {
+        const replicas = [s, await other(), await other()];
+        const got = await Promise.all(replicas.flatMap((r, i) => [r.meta.setIfAbsent('check', `v${i}a`), r.meta.setIfAbsent('check', `v${i}b`)]));
+        expect(new Set(got).size).toBe(1);
+        expect(await s.meta.get('check')).toBe(got[0]);
+        await s.meta.set('kept', 'one');
+        expect(await replicas[1]!.meta.setIfAbsent('kept', 'two')).toBe('one');
+        expect(await s.meta.get('kept')).toBe('one');
+      });
+    });
+
+    describe('changes and readiness', () => {
+      it('a change published by one replica is heard by every subscribed replica, itself included', async () => {
+        const b = await other();
+        const heardA: string[] = [];
+        const heardB: string[] = [];
+        const offA = s.changes.subscribe((t) => heardA.push(t));
+        const offB = b.changes.subscribe((t) => heardB.push(t));
+        await vi.waitFor(() => expect(s.changes.listening && b.changes.listening).toBe(true), { timeout: 10_000 });
+        await s.changes.publish('acme');
+        await b.changes.publish('globex');
+        // Within a second by the contract; the wait is longer only so a loaded machine does not fail it.
+        await vi.waitFor(() => {
+          expect(heardB.filter((t) => t !== '*')).toEqual(['acme', 'globex']);
+          expect(heardA.filter((t) => t !== '*')).toEqual(['acme', 'globex']);
+        }, { timeout: 10_000, interval: 50 });
+        offB();
+        await s.changes.publish('initech');
+        await vi.waitFor(() => expect(heardA.filter((t) => t !== '*')).toEqual(['acme', 'globex', 'initech']), { timeout: 10_000, interval: 50 });
+        expect(heardB.filter((t) => t !== '*')).toEqual(['acme', 'globex']);
+        offA();
+      });
+
+      it('ping answers while the database is reachable', async () => {
+        await expect(s.ping()).resolves.toBeUndefined();
+      });
     });
 
     describe('hostile values', () => {
