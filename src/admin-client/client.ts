@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import {
   ADMIN_AUDIENCE, ADMIN_BASE_PATH, ADMIN_CREDENTIALS_FILE, ADMIN_ROUTES, ADMIN_SCOPE, AdminCredentials, routePath, stepName,
   type ErrorBody, type PutStep, type ResourceRef, type RouteBody, type RouteName, type RouteParams, type RouteQuery, type RouteResponse,
+  type TenantBatchBody, type TenantBatchResult,
 } from '../contract/index.ts';
 import { localhostFetch } from './fetch.ts';
 
@@ -253,6 +254,21 @@ export class AdminClient {
     } catch (err) {
       if (!(err instanceof AdminApiError && err.status === 404)) throw err;
     }
+  }
+
+  /**
+   * Sends one tenant batch, or dry-runs it. A refused batch (422) is an answer here, not an error:
+   * `refused` is true, nothing was written, and `results` gives every entry's outcome, refusals with
+   * their status, reason and path. Any other failure throws AdminApiError.
+   */
+  async batch(tenant: string, body: TenantBatchBody, opts: { readonly dryRun?: boolean } = {}): Promise<TenantBatchResult & { readonly refused: boolean }> {
+    const path = routePath('applyTenantBatch', { tenant }) + (opts.dryRun === true ? '?dryRun=true' : '');
+    const r = await this.raw(ADMIN_ROUTES.applyTenantBatch.method, path, body);
+    if (r.status === 200 || (r.status === 422 && Array.isArray((r.body as { results?: unknown } | undefined)?.results))) {
+      const { applied, before, results } = r.body as TenantBatchResult;
+      return { applied, before, results, refused: r.status === 422 };
+    }
+    throw refusal(`POST ${tenant} batch`, r);
   }
 
   // The provisioning plan's steps, by identity.

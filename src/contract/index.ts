@@ -16,6 +16,7 @@ export * from './bodies.ts';
 export * from './errors.ts';
 export * from './credentials.ts';
 export * from './plan.ts';
+export * from './batch.ts';
 export * from './routes.ts';
 export * from './urls.ts';
 export { openApiDocument } from './openapi.ts';
