@@ -134,8 +134,16 @@ export const applicationProvider: Required<
     const { notAdopted } = await import('./_common.ts');
     const client = new AdminClient(inputs.connection);
     const at = { tenant: inputs.tenant, application: inputs.name };
-    if (!inputs.adopt && (await client.find('getApplication', at)) !== undefined) throw notAdopted(`application ${inputs.tenant}/${inputs.name}`);
-    await client.call('putApplication', at, { body: { ...inputs.body, ...(clientSecret === undefined ? {} : { clientSecret }) } as ApplicationBody });
+    const body = { ...inputs.body, ...(clientSecret === undefined ? {} : { clientSecret }) } as ApplicationBody;
+    if (!inputs.adopt && (await client.find('getApplication', at)) !== undefined) {
+      // Exactly this application (a confidential one with this stack's secret), with nobody assigned
+      // yet, is what an `up` killed between this request and its checkpoint leaves behind: taken, so
+      // the next `up` converges. Anything else was made outside the stack.
+      const same = (await client.call('putApplication', at, { body, query: { dryRun: true } })).outcome === 'unchanged';
+      const unassigned = async () => inputs.body.kind === 'api' || (await client.call('listAssignments', at, { query: { limit: 1 } })).items.length === 0;
+      if (!same || !(await unassigned())) throw notAdopted(`application ${inputs.tenant}/${inputs.name}`);
+    }
+    await client.call('putApplication', at, { body });
     const outs: ApplicationOutputs = { ...inputs, clientId: clientIdOf(inputs.body), clientSecret };
     return { id: `${inputs.tenant}/${inputs.name}`, outs: defined(outs) };
   },

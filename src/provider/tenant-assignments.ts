@@ -1,10 +1,10 @@
 /**
  * TenantAssignments: which users may sign in to which application of one tenant, as ONE resource
- * (same reasoning as TenantUsers: one resource per tenant, one call per changed pair).
+ * (same reasoning as TenantUsers: one resource per tenant; the added and removed pairs go to the
+ * server as one tenant batch, one request and one transaction).
  *
  * Inputs map application name → sorted user ids (groups already expanded by the generators), so
- * the preview shows `assignments.portal[1]` style changes and a removed assignment is exactly one
- * DELETE.
+ * the preview shows `assignments.portal[1]` style changes.
  */
 import * as pulumi from '@pulumi/pulumi';
 import { z } from 'zod';
@@ -41,6 +41,7 @@ const TenantAssignmentsInputsSchema = z.strictObject({
   adopt: AdoptSchema,
 });
 
+/** Lists of assignments read at once (one request each). */
 const CONCURRENCY = 16;
 
 type Pair = readonly [app: string, user: string];
@@ -64,12 +65,24 @@ export function assignmentChanges(
   };
 }
 
+/** Pairs as the tenant batch's per-application lists. */
+function byApplication(list: readonly Pair[]): { application: string; users: string[] }[] {
+  const out = new Map<string, string[]>();
+  for (const [a, u] of list) (out.get(a) ?? out.set(a, []).get(a)!).push(u);
+  return [...out].map(([application, users]) => ({ application, users }));
+}
+
 async function apply(olds: TenantAssignmentsInputs | undefined, news: TenantAssignmentsInputs): Promise<void> {
-  const { AdminClient, mapLimit } = await import('../admin-client/index.ts');
-  const client = new AdminClient(news.connection);
+  const { AdminClient } = await import('../admin-client/index.ts');
+  const { sendBatches } = await import('./_common.ts');
   const { add, remove } = assignmentChanges(olds?.assignments ?? {}, news.assignments);
-  await mapLimit(remove, CONCURRENCY, ([a, u]) => client.remove('deleteAssignment', { tenant: news.tenant, application: a, userId: u }));
-  await mapLimit(add, CONCURRENCY, ([a, u]) => client.call('putAssignment', { tenant: news.tenant, application: a, userId: u }, { body: { managedBy: MANAGED_BY } }));
+  // One batch: the removals (each revoking that user's grants at that application, in the same
+  // transaction) and the additions.
+  const batch = {
+    ...(add.length > 0 ? { assignments: byApplication(add).map((g) => ({ ...g, body: { managedBy: MANAGED_BY } })) } : {}),
+    ...(remove.length > 0 ? { delete: { assignments: byApplication(remove) } } : {}),
+  };
+  await sendBatches(new AdminClient(news.connection), news.tenant, add.length + remove.length > 0 ? [batch] : []);
 }
 
 /**
@@ -91,14 +104,13 @@ export const tenantAssignmentsProvider: Required<
   },
   async create(inputs) {
     if (!inputs.adopt) {
-      const { AdminClient, mapLimit } = await import('../admin-client/index.ts');
-      const { notAdopted } = await import('./_common.ts');
-      const client = new AdminClient(inputs.connection);
-      const apps = Object.keys(inputs.assignments).filter((a) => inputs.assignments[a]!.length > 0);
-      const live = await mapLimit(apps, CONCURRENCY, (a) =>
-        client.listAll('listAssignments', { tenant: inputs.tenant, application: a }),
-      );
-      const taken = apps.flatMap((a, i) => (live[i] ?? []).filter((x) => inputs.assignments[a]!.includes(x.userId)).map((x) => `${a}→${x.userId}`));
+      // As TenantUsers: existing assignments made elsewhere (another owner) are refused; exactly
+      // the declared ones (an `up` killed before its checkpoint) are taken.
+      const { AdminClient } = await import('../admin-client/index.ts');
+      const { existingThatDiffer, notAdopted } = await import('./_common.ts');
+      const assignments = Object.entries(inputs.assignments).filter(([, users]) => users.length > 0)
+        .map(([application, users]) => ({ application, users, body: { managedBy: MANAGED_BY } }));
+      const taken = await existingThatDiffer(new AdminClient(inputs.connection), inputs.tenant, { assignments });
       if (taken.length > 0) throw notAdopted(`in tenant ${inputs.tenant}, assignment${taken.length > 1 ? 's' : ''} ${taken.slice(0, 5).join(', ')}${taken.length > 5 ? ` (and ${taken.length - 5} more)` : ''}`);
     }
     await apply(undefined, inputs);

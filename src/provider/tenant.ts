@@ -56,7 +56,16 @@ export const tenantProvider: Required<Omit<pulumi.dynamic.ResourceProvider<Tenan
     const { AdminClient } = await import('../admin-client/index.ts');
     const { notAdopted } = await import('./_common.ts');
     const client = new AdminClient(inputs.connection);
-    if (!inputs.adopt && (await client.find('getTenant', { tenant: inputs.name })) !== undefined) throw notAdopted(`tenant ${inputs.name}`);
+    if (!inputs.adopt && (await client.find('getTenant', { tenant: inputs.name })) !== undefined) {
+      // Exactly this tenant and nothing in it is what an `up` killed between this request and its
+      // checkpoint leaves behind (its applications and users come after it): taken, so the next
+      // `up` converges. Anything else was made outside the stack.
+      const at = { tenant: inputs.name };
+      const same = (await client.call('putTenant', at, { body: inputs.body, query: { dryRun: true } })).outcome === 'unchanged';
+      const empty = async () => (await client.call('listApplications', at, { query: { limit: 1 } })).items.length === 0 &&
+        (await client.call('listUsers', at, { query: { limit: 1 } })).items.length === 0;
+      if (!same || !(await empty())) throw notAdopted(`tenant ${inputs.name}`);
+    }
     await client.call('putTenant', { tenant: inputs.name }, { body: inputs.body });
     return { id: inputs.name, outs: inputs };
   },

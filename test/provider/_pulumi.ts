@@ -70,6 +70,11 @@ export class PulumiProject {
     return p;
   }
 
+  /** The environment every command of this project runs with (its backend, home and passphrase). */
+  environment(extraEnv: Record<string, string> = {}): NodeJS.ProcessEnv {
+    return { ...this.env, ...extraEnv };
+  }
+
   run(args: readonly string[], extraEnv: Record<string, string> = {}): Promise<RunResult> {
     return new Promise((resolvePromise, reject) => {
       const child = spawn('pulumi', [...args, '--non-interactive'], {
