@@ -59,7 +59,11 @@ const ATTEMPTS = 4;
 export async function applyTenantBatch(ctx: ServerContext, tenant: string, batch: ParsedTenantBatch, dryRun: boolean): Promise<TenantBatchResult> {
   if (RESERVED_TENANTS.includes(tenant)) throw reserved(tenant);
   if (dryRun) return judged(judge(ctx, tenant, batch, await ctx.storage.tenants.contents(tenant), { dry: true }), false);
-  let prepared: Prepared = { dry: false, hashes: new Map() };
+  // A tenant the batch creates needs its signing keys: made before the first judgement rather than
+  // found missing by it (the common case when a model is applied to a new server).
+  const keys = batch.tenant !== undefined && (await ctx.storage.tenants.get(tenant)) === undefined
+    ? await newTenantKeys(ctx.master, tenant, ctx.keyAlg) : undefined;
+  let prepared: Prepared = { dry: false, hashes: new Map(), ...(keys === undefined ? {} : { keys }) };
   for (let attempt = 1; ; attempt++) {
     try {
       const j = await ctx.storage.tenants.batch(tenant, (contents) => {
