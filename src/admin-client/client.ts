@@ -334,14 +334,23 @@ function refusal(operation: string, r: RawResponse): AdminApiError {
   return new AdminApiError(r.status, operation, undefined, typeof r.body === 'string' ? r.body.slice(0, 300) : 'no error body');
 }
 
-/** Runs `fn` over `items` with at most `limit` in flight; the first failure rejects. */
+/**
+ * Runs `fn` over `items` with at most `limit` in flight; the first failure rejects, and no item
+ * is started after it (those in flight finish).
+ */
 export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
   const out: R[] = new Array(items.length);
   let next = 0;
+  let failed = false;
   const worker = async (): Promise<void> => {
-    while (next < items.length) {
+    while (next < items.length && !failed) {
       const i = next++;
-      out[i] = await fn(items[i] as T);
+      try {
+        out[i] = await fn(items[i] as T);
+      } catch (err) {
+        failed = true;
+        throw err;
+      }
     }
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
