@@ -6,7 +6,7 @@
  *
  *   node bin/run.js tsx bench/pulumi/run.ts [--only engine,model,compile,scale,preview,kill] [--sizes 10,100,1000]
  *       [--users 2] [--skip-checkpoints] [--compile-tenants 5] [--no-passwords] [--first-only]
- *       [--scale-tenants 5,10,20] [--budget-s 900] [--preview-tenants 500] [--kill-tenants 40] [--seed N]
+ *       [--scale-tenants 5,10,20] [--budget-s 900] [--preview-tenants 500] [--kill-tenants 20] [--seed N]
  *
  * Rows:
  *   engine N       N StableSecret resources (no remote calls): the engine's own per-resource cost
@@ -354,4 +354,4 @@ if (only.includes('model')) for (const n of sizes) console.log(await modelRow(n)
 if (only.includes('compile')) console.log(await compileRow(compileTenants));
 if (only.includes('scale')) await scaleRows(opt('scale-tenants', '5,10,20').split(',').map(Number), Number(opt('budget-s', '900')) * 1000);
 if (only.includes('preview')) console.log(await previewRow(Number(opt('preview-tenants', '500'))));
-if (only.includes('kill')) console.log(await killRow(Number(opt('kill-tenants', '40')), Number(opt('seed', String(Date.now() % 100_000)))));
+if (only.includes('kill')) console.log(await killRow(Number(opt('kill-tenants', '20')), Number(opt('seed', String(Date.now() % 100_000)))));

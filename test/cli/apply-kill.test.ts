@@ -16,7 +16,7 @@ const TENANTS = 30;
 const USERS = 40;
 const SEED = Number(process.env.IDFORGE_KILL_SEED ?? Date.now() % 100_000);
 
-describe('idforge apply killed with SIGKILL at random points', () => {
+describe('idforge apply killed with SIGKILL at random points', { timeout: 600_000 }, () => {
   let server: Awaited<ReturnType<typeof testServer>>;
   const work = tempDir('idforge-apply-kill-');
   let model: string;
