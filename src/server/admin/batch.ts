@@ -4,11 +4,11 @@
  * the stored state as the entries before left it, and written in one transaction.
  *
  * How a batch runs: the tenant's contents are read and every entry judged inside one storage
- * transaction (TenantStore.batch), which writes what changed. Work that must not run inside it (a
- * new tenant's RSA keys, argon2 hashes of initial passwords: seconds for hundreds of users) is
- * found by a first judgement, done outside (hashes on every core: password-pool.ts), and the batch
- * judged again with it; a refused entry stops the batch before any of that work. A dry run judges
- * a snapshot of the contents and writes nothing.
+ * transaction (TenantStore.batch), which writes what changed. Work that must not run inside it is
+ * done before: a new tenant's RSA keys, and the argon2 hashes of the initial passwords that a first
+ * judgement finds needed (seconds for hundreds of users; on every core: password-pool.ts), after
+ * which the batch is judged again; a refused entry stops the batch before any hashing. A dry run
+ * judges a snapshot of the contents and writes nothing.
  */
 import { type BatchEntryResult, type ParsedTenantBatch, type TenantBatchResult, RESERVED_TENANTS } from '../../contract/index.ts';
 import type { ServerContext } from '../_context.ts';
