@@ -49,6 +49,11 @@ export const TenantBatchBody = z
      * (what `idforge apply` sends, with `managedBy: idforge`). Objects of other owners stay.
      */
     prune: z.strictObject({ managedBy: ManagedByValue }).optional(),
+    /**
+     * Which outcomes the answer lists: `all` (default), or `changes` (all but the unchanged ones,
+     * which are only counted): a no-op batch of thousands of objects then answers in a few bytes.
+     */
+    report: z.enum(['all', 'changes']).default('all'),
   })
   .superRefine((b, ctx) => {
     // An object listed twice has no one desired state: refused at its second listing.
@@ -97,8 +102,10 @@ export const TenantBatchResult = z.object({
   applied: z.boolean(),
   /** The tenant's users and assignments before the batch (all of them, whoever manages them). */
   before: z.object({ users: z.number().int(), assignments: z.number().int() }),
-  /** Tenant, applications, users, assignments, then deletions, in the order they were judged. */
+  /** Tenant, applications, users, assignments, then deletions, in the order they were judged (with `report: changes`, not the unchanged ones). */
   results: z.array(BatchEntryResult),
+  /** How many entries were unchanged, listed in `results` or not. */
+  unchanged: z.number().int(),
 });
 export type TenantBatchResult = z.infer<typeof TenantBatchResult>;
 

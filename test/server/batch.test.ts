@@ -73,6 +73,9 @@ describe('tenant batch', () => {
     const again = await post('shop1', shop('shop1'));
     expect(again.body.before).toEqual({ users: 2, assignments: 3 });
     expect(outcomes(again.body.results)).toEqual(expected.map((e) => e.replace('created', 'unchanged')));
+    expect(again.body.unchanged).toBe(expected.length);
+    // Asked to report only changes, a no-op batch answers with counts alone.
+    expect((await post('shop1', { ...shop('shop1'), report: 'changes' })).body).toMatchObject({ applied: true, results: [], unchanged: expected.length });
 
     // Changes show with their fields; an initial password counts only for a user without one.
     const changed = shop('shop1');

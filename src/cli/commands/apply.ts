@@ -53,7 +53,8 @@ export const run: Command = async (argv, io) => {
     // A delete of what is already gone succeeds: the desired state holds.
     const going = plan.changes.filter((c) => c.op === 'delete' && c.kind === 'tenant');
     for (const c of going) await client.removeRef(c.ref);
-    result = { ...plan, changes: changesFrom(applied, going.map((c) => ({ tenant: c.ref.tenant, before: { users: 0, assignments: 0 } }))).changes };
+    const { changes, unchanged } = changesFrom(applied, going.map((c) => ({ tenant: c.ref.tenant, before: { users: 0, assignments: 0 } })));
+    result = { ...plan, changes, unchanged };
   } catch (err) {
     if (!(err instanceof AdminApiError)) throw err;
     if (values.json) io.stdout(`${JSON.stringify({ ok: false, applied: false, error: err.message }, null, 2)}\n`);

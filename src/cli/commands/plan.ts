@@ -48,7 +48,9 @@ export interface GuardViolation {
 
 export interface RemotePlan {
   readonly server: string;
+  /** What changes; objects that stay as they are are only counted (`unchanged`). */
   readonly changes: readonly PlannedChange[];
+  readonly unchanged: number;
   readonly guard: readonly GuardViolation[];
 }
 
@@ -134,7 +136,9 @@ export function batchRefusal(tenant: string, batch: TenantBatchBody, results: re
  * out: the plan, the mass-deletion guard's verdict, and per tenant what apply will send.
  */
 export async function planAgainst(client: AdminClient, steps: readonly PlanStep[]): Promise<RemotePlan & { readonly tenants: readonly TenantPlan[] }> {
-  const batches = [...tenantBatches(steps)].map(([tenant, batch]): [string, TenantBatchBody] => [tenant, { ...batch, prune: { managedBy: MANAGED_BY } }]);
+  // Only what changes is listed in the answers (unchanged objects are counted): a no-op plan of
+  // 100,000 users is then a few bytes per tenant.
+  const batches = [...tenantBatches(steps)].map(([tenant, batch]): [string, TenantBatchBody] => [tenant, { ...batch, prune: { managedBy: MANAGED_BY }, report: 'changes' }]);
   const inModel = new Set(batches.map(([t]) => t));
   const going = ((await client.listAll('listTenants', {})) ?? []).filter((t) => !inModel.has(t.name) && t.managedBy === MANAGED_BY).map((t) => t.name);
   const tenants = await mapLimit(batches, BATCH_CONCURRENCY, async ([tenant, batch]): Promise<TenantPlan> => {
@@ -145,8 +149,8 @@ export async function planAgainst(client: AdminClient, steps: readonly PlanStep[
   // What a deleted tenant holds goes with it; the guard counts it. An empty batch's dry run says how much.
   const goingCounts = await mapLimit(going, BATCH_CONCURRENCY, async (tenant) => (await client.batch(tenant, {}, { dryRun: true })).before);
 
-  const { changes, guard } = changesFrom(tenants.map((t) => ({ tenant: t.tenant, judged: t.judged })), going.map((tenant, i) => ({ tenant, before: goingCounts[i]! })));
-  return { server: await client.server(), changes, guard, tenants };
+  const { changes, unchanged, guard } = changesFrom(tenants.map((t) => ({ tenant: t.tenant, judged: t.judged })), going.map((tenant, i) => ({ tenant, before: goingCounts[i]! })));
+  return { server: await client.server(), changes, unchanged, guard, tenants };
 }
 
 /**
@@ -155,16 +159,19 @@ export async function planAgainst(client: AdminClient, steps: readonly PlanStep[
  * first (assignments, users, applications with clients before apis, tenants); and the guard.
  */
 export function changesFrom(
-  tenants: readonly { readonly tenant: string; readonly judged: Pick<TenantBatchResult, 'results' | 'before'> }[],
+  tenants: readonly { readonly tenant: string; readonly judged: Pick<TenantBatchResult, 'results' | 'before' | 'unchanged'> }[],
   going: readonly { readonly tenant: string; readonly before: TenantBatchResult['before'] }[],
-): { changes: PlannedChange[]; guard: GuardViolation[] } {
+): { changes: PlannedChange[]; unchanged: number; guard: GuardViolation[] } {
   const puts: PlannedChange[] = [];
+  let unchanged = 0;
   const deletions: PlannedChange[][] = [[], [], [], []];
   const guard: GuardViolation[] = [];
   for (const { tenant, judged } of tenants) {
     let userDeletes = 0;
     let assignmentDeletes = 0;
+    unchanged += judged.unchanged;
     for (const r of judged.results) {
+      if (r.outcome === 'unchanged') continue;
       const op = OP[r.outcome as keyof typeof OP];
       const c = change(op, refOfResult(tenant, r), r.outcome === 'updated' ? (r.changes ?? []) : []);
       if (op !== 'delete') puts.push(c);
@@ -180,7 +187,7 @@ export function changesFrom(
     deletions[3]!.push(change('delete', tenantRef(tenant)));
     guard.push(...guardOf(tenant, before.users, before.assignments, before));
   }
-  return { changes: [...puts, ...deletions.flat()], guard };
+  return { changes: [...puts, ...deletions.flat()], unchanged, guard };
 }
 
 /**
@@ -197,7 +204,7 @@ function guardOf(tenant: string, userDeletes: number, assignmentDeletes: number,
 }
 
 export function summary(plan: RemotePlan): Record<ChangeOp | 'unchanged', number> {
-  const s = { create: 0, update: 0, delete: 0, unchanged: 0 };
+  const s = { create: 0, update: 0, delete: 0, unchanged: plan.unchanged };
   for (const c of plan.changes) s[c.op]++;
   return s;
 }

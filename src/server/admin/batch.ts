@@ -236,7 +236,7 @@ function judge(ctx: ServerContext, tenant: string, batch: ParsedTenantBatch, con
   if (t === undefined) {
     // Nothing can be judged in a tenant that is not there (and is not being made): as every single-object operation, 404.
     if (!refused) throw errors.notFound(`tenant '${tenant}' does not exist`);
-    return { refused, needs, changes, result: (applied) => ({ applied, before: { users: 0, assignments: 0 }, results }) };
+    return { refused, needs, changes, result: (applied) => ({ applied, before: { users: 0, assignments: 0 }, results, unchanged: 0 }) };
   }
 
   // Applications: apis first, since clients name them as their audience.
@@ -355,5 +355,7 @@ function judge(ctx: ServerContext, tenant: string, batch: ParsedTenantBatch, con
   }
 
   const before = { users: contents.users.length, assignments: contents.assignments.length };
-  return { refused, needs, changes, result: (applied) => ({ applied, before, results }) };
+  const unchanged = results.filter((r) => r.outcome === 'unchanged').length;
+  const listed = batch.report === 'changes' ? results.filter((r) => r.outcome !== 'unchanged') : results;
+  return { refused, needs, changes, result: (applied) => ({ applied, before, results: listed, unchanged }) };
 }
