@@ -110,8 +110,11 @@ export const tenantUsersProvider: Required<
       // taken, so the next `up` converges.
       const { AdminClient } = await import('../admin-client/index.ts');
       const { existingThatDiffer, notAdopted } = await import('./_common.ts');
-      const users = Object.entries(inputs.users).map(([id, body]) => ({ id, body }));
-      const taken = await existingThatDiffer(new AdminClient(inputs.connection), inputs.tenant, { users });
+      const client = new AdminClient(inputs.connection);
+      const taken: string[] = [];
+      for (const users of chunks(Object.entries(inputs.users).map(([id, body]) => ({ id, body })), BATCH_ENTRIES)) {
+        taken.push(...(await existingThatDiffer(client, inputs.tenant, { users })));
+      }
       if (taken.length > 0) throw notAdopted(`in tenant ${inputs.tenant}, user${taken.length > 1 ? 's' : ''} ${taken.slice(0, 5).join(', ')}${taken.length > 5 ? ` (and ${taken.length - 5} more)` : ''}`);
     }
     await apply(undefined, inputs);
