@@ -1,9 +1,12 @@
 /**
- * bench/pulumi: what `pulumi up` costs next to `idforge apply` for the same models, and what the
- * engine costs per dynamic resource. Prints figures; never a test.
+ * bench/pulumi: what `pulumi up` costs next to `idforge apply` for the same models, what the engine
+ * costs per dynamic resource, and the figures of issue 13 beside their targets. Checkpoints are on
+ * (the engine writes the state after every step), as a real stack runs; `--skip-checkpoints` runs
+ * with PULUMI_SKIP_CHECKPOINTS=true only to show what checkpoints cost. Prints figures; never a test.
  *
- *   npx tsx bench/pulumi/run.ts [--sizes 10,100,1000] [--users 2] [--only engine,model,compile] [--skip-checkpoints]
- *                               [--compile-tenants 5] [--no-passwords] [--first-only]
+ *   node bin/run.js tsx bench/pulumi/run.ts [--only engine,model,compile,scale,preview,kill] [--sizes 10,100,1000]
+ *       [--users 2] [--skip-checkpoints] [--compile-tenants 5] [--no-passwords] [--first-only]
+ *       [--scale-tenants 5,10,20] [--budget-s 900] [--preview-tenants 500] [--kill-tenants 20] [--seed N]
  *
  * Rows:
  *   engine N       N StableSecret resources (no remote calls): the engine's own per-resource cost
@@ -12,10 +15,19 @@
  *                  same model against a fresh server (server start excluded)
  *   compile T      T tenants of the foundation's bench model (bench/compile: 20 apps, 200 users with
  *                  passwords, 10 groups per tenant); the 100k-user model is 500 such tenants
+ *   scale T,...    `pulumi up` from empty of T tenants of that model (no passwords), checkpoints on,
+ *                  stopped at --budget-s; then a no-op `pulumi preview`; the time per resource, and a
+ *                  fit of up time over resources (a + b·R + c·R²: the engine rewrites the whole state
+ *                  after every step) extrapolated to 500 tenants, beside the 180 s target
+ *   preview T      a no-op `pulumi preview` of T tenants (deployed first, with checkpoints skipped to
+ *                  set it up in minutes; only the preview is measured), beside the 30 s target
+ *   kill T         `pulumi up` of T tenants SIGKILLed 3 times at random points (by progress), then
+ *                  `pulumi cancel` and `up` to the end: exit 0, preview --expect-no-changes, the
+ *                  server holds exactly the model
  */
 import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { isOurProcess, PID_FILE } from '../../src/provider/_local-server.ts';
@@ -33,11 +45,13 @@ const opt = (name: string, def: string): string => {
 const sizes = opt('sizes', '10,100,1000').split(',').map(Number);
 const usersPerTenant = Number(opt('users', '2'));
 /**
- * PULUMI_SKIP_CHECKPOINTS=true: the engine writes the state once at the end instead of after every
- * step. The per-step rewrite of the whole state makes a large stack's up quadratic (each of N steps
- * rewrites a state of up to N resources), so the 100k-user row is run with it. Safe for idforge's
- * resources: every create is an idempotent PUT, and if an up dies before the state is written the
- * objects it made are taken back with one `up` under `idforge:adopt` (see _common.ts).
+ * --skip-checkpoints: PULUMI_SKIP_CHECKPOINTS=true, the engine writes the state once at the end
+ * instead of after every step, and an up that dies loses track of everything it did. Only to show
+ * what checkpoints cost: the per-step rewrite of the whole state makes a large stack's up quadratic
+ * (each of N steps rewrites a state of up to N resources). The DIY backends (file, s3, postgres) of
+ * Pulumi 3.259 have no journaling (backend/diy: one backend.SnapshotManager, a full save per
+ * mutation); its snapshot journal is only used with Pulumi Cloud (backend/httpstate/backend.go, when
+ * the service offers journal version 1).
  */
 const skipCheckpoints = args.includes('--skip-checkpoints');
 const runEnv: Record<string, string> = skipCheckpoints ? { PULUMI_SKIP_CHECKPOINTS: 'true' } : {};
@@ -184,7 +198,160 @@ function compileRow(tenants: number): Promise<string> {
   );
 }
 
-console.log(`bench/pulumi on ${process.platform}/${process.arch}, node ${process.version}${skipCheckpoints ? ', PULUMI_SKIP_CHECKPOINTS=true' : ''}`);
+/** The bench/compile model of `tenants` tenants for a server on `port`, without initial passwords. */
+async function writeCompileModel(dir: string, tenants: number, port: number): Promise<void> {
+  const { generateModel } = await import('../compile/generate.ts');
+  await generateModel(dir, tenants);
+  await writeFile(join(dir, '000-server.yaml'), `server:\n  baseDomain: localhost\n  port: ${port}\n`);
+  for (let t = 0; t < tenants; t++) {
+    const file = join(dir, `t${String(t).padStart(5, '0')}.yaml`);
+    await writeFile(file, (await readFile(file, 'utf8')).replace(/ {8}password:\n {10}env: PW_T\d+_\d+\n/g, ''));
+  }
+}
+
+/** A project deploying `tenants` tenants of the compile model with the real program. */
+async function compileProject(tenants: number, env: Record<string, string> = runEnv): Promise<{ p: PulumiProject; dataDir: string; stopServer: () => Promise<void> }> {
+  const port = await freePort();
+  const p = await PulumiProject.create(join(REPO, 'src/provider/program.ts'), {}, env);
+  const model = join(p.root, 'model');
+  await writeCompileModel(model, tenants, port);
+  const dataDir = join(p.root, 'server');
+  await p.configSet('idforge:model', model);
+  await p.configSet('idforge:dataDir', dataDir);
+  await p.configSet('idforge:clientConfigDir', join(p.root, 'clients'));
+  const stopServer = async () => {
+    const pid = Number((await readFile(join(dataDir, PID_FILE), 'utf8').catch(() => '0')).trim());
+    if (isOurProcess(pid, dataDir)) process.kill(-pid, 'SIGKILL');
+  };
+  return { p, dataDir, stopServer };
+}
+
+/** Runs a pulumi command, stopping it (the whole process group) after `budgetMs`. */
+function pulumiWithin(p: PulumiProject, argv: readonly string[], budgetMs: number, extraEnv: Record<string, string> = {}): Promise<{ code: number | null; ms: number; out: string; stopped: boolean }> {
+  return new Promise((resolve) => {
+    const t0 = performance.now();
+    const child = spawn('pulumi', [...argv, '--non-interactive'], { cwd: p.dir, env: p.environment(extraEnv), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (out += c.toString()));
+    let stopped = false;
+    const timer = setTimeout(() => {
+      stopped = true;
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
+    }, budgetMs);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, ms: performance.now() - t0, out, stopped });
+    });
+  });
+}
+
+const SCALE_TARGET_TENANTS = 500;
+const RESOURCES_PER_COMPILE_TENANT = COMPILE_RESOURCES_PER_TENANT;
+
+/** Least squares of t = a + b·R + c·R² over the measured points. */
+function fitQuadratic(points: readonly [number, number][]): [number, number, number] | undefined {
+  if (points.length < 3) return undefined;
+  // Normal equations for the basis 1, R, R².
+  const s = (k: number) => points.reduce((acc, [r]) => acc + r ** k, 0);
+  const t = (k: number) => points.reduce((acc, [r, y]) => acc + y * r ** k, 0);
+  const m = [[s(0), s(1), s(2)], [s(1), s(2), s(3)], [s(2), s(3), s(4)]];
+  const v = [t(0), t(1), t(2)];
+  const det = (x: number[][]) => x[0]![0]! * (x[1]![1]! * x[2]![2]! - x[1]![2]! * x[2]![1]!) - x[0]![1]! * (x[1]![0]! * x[2]![2]! - x[1]![2]! * x[2]![0]!) + x[0]![2]! * (x[1]![0]! * x[2]![1]! - x[1]![1]! * x[2]![0]!);
+  const d = det(m);
+  if (Math.abs(d) < 1e-12) return undefined;
+  const col = (i: number) => m.map((r, j) => r.map((x, k) => (k === i ? v[j]! : x)));
+  return [det(col(0)) / d, det(col(1)) / d, det(col(2)) / d];
+}
+
+async function scaleRows(tenantCounts: readonly number[], budgetMs: number): Promise<void> {
+  const points: [number, number][] = [];
+  for (const tenants of tenantCounts) {
+    const resources = tenants * RESOURCES_PER_COMPILE_TENANT + 2;
+    const { p, stopServer } = await compileProject(tenants);
+    try {
+      const up = await pulumiWithin(p, ['up', '--yes', '--skip-preview'], budgetMs);
+      if (up.stopped) {
+        const done = (up.out.match(/ created \(/g) ?? []).length;
+        console.log(`scale ${String(tenants).padStart(4)}  resources ${String(resources).padStart(5)}  pulumi up (checkpoints on) > ${seconds(budgetMs)}: stopped at the budget with ${done} of ${resources} resources created`);
+        continue;
+      }
+      if (up.code !== 0) {
+        console.log(`scale ${String(tenants).padStart(4)}  pulumi up FAILED: ${errorLines(up.out)}`);
+        continue;
+      }
+      points.push([resources, up.ms / 1000]);
+      const preview = await pulumiWithin(p, ['preview', '--expect-no-changes'], budgetMs);
+      console.log(`scale ${String(tenants).padStart(4)}  resources ${String(resources).padStart(5)}  users ${String(tenants * 200).padStart(6)}  pulumi up (checkpoints on) ${seconds(up.ms).padStart(9)} (${(up.ms / resources).toFixed(0)} ms/resource)` +
+        `  no-op preview ${preview.code === 0 ? seconds(preview.ms).padStart(9) : 'FAILED'} (${(preview.ms / resources).toFixed(1)} ms/resource)`);
+    } finally {
+      await stopServer();
+      await p.cleanup();
+    }
+  }
+  const fit = fitQuadratic(points);
+  const r500 = SCALE_TARGET_TENANTS * RESOURCES_PER_COMPILE_TENANT + 2;
+  if (fit !== undefined) {
+    const [a, b, c] = fit;
+    const at = a + b * r500 + c * r500 ** 2;
+    console.log(`  fit: up ≈ ${a.toFixed(1)} s + ${(b * 1000).toFixed(1)} ms·R + ${(c * 1e6).toFixed(2)} µs·R²; at ${SCALE_TARGET_TENANTS} tenants (R = ${r500}): ≈ ${seconds(at * 1000)} (extrapolated)   target < 180 s   ${at < 180 ? 'met' : 'MISSED'}`);
+  } else if (points.length > 0) {
+    const [r, t] = points[points.length - 1]!;
+    const quadratic = t * (r500 / r) ** 2;
+    console.log(`  at ${SCALE_TARGET_TENANTS} tenants (R = ${r500}): ≥ ${seconds(t * (r500 / r) * 1000)} if linear, ≈ ${seconds(quadratic * 1000)} if quadratic (extrapolated from R = ${r})   target < 180 s`);
+  }
+}
+
+async function previewRow(tenants: number): Promise<string> {
+  const resources = tenants * RESOURCES_PER_COMPILE_TENANT + 2;
+  // Set-up only: deployed with checkpoints skipped, which is what makes it take minutes, not hours.
+  const { p, stopServer } = await compileProject(tenants, { PULUMI_SKIP_CHECKPOINTS: 'true' });
+  try {
+    const [setup] = await timed(() => p.up());
+    const preview = await pulumiWithin(p, ['preview', '--expect-no-changes'], 3_600_000);
+    return `preview ${String(tenants).padStart(4)}  resources ${String(resources).padStart(5)}  no-op pulumi preview ${preview.code === 0 ? seconds(preview.ms).padStart(9) : `FAILED: ${errorLines(preview.out)}`}` +
+      `   target < 30 s   ${preview.code === 0 && preview.ms < 30_000 ? 'met' : 'MISSED'}   (set-up up, checkpoints skipped: ${seconds(setup)})`;
+  } finally {
+    await stopServer();
+    await p.cleanup();
+  }
+}
+
+async function killRow(tenants: number, seed: number): Promise<string> {
+  const { census, progress, runAndKill, seeded } = await import('../../test/support/kill.ts');
+  const { p, dataDir, stopServer } = await compileProject(tenants);
+  const random = seeded(seed);
+  const total = tenants * (20 + 200 + 300);
+  const kills: string[] = [];
+  try {
+    for (let i = 0; i < 3; i++) {
+      const atObjects = Math.max(progress(dataDir) + 1, Math.floor(total * (i + random()) / 3.3));
+      const delayMs = Math.floor(random() * 1000);
+      const r = await runAndKill('pulumi', ['up', '--yes', '--skip-preview', '--non-interactive'], { cwd: p.dir, env: p.environment(), dataDir, atObjects, delayMs });
+      kills.push(r.killed ? `at ${r.objectsAtKill}/${total} objects + ${delayMs} ms` : `not killed, ended first (${r.code})`);
+      await p.run(['cancel', '--yes']);
+    }
+    const [ms, final] = await timed(() => p.run(['up', '--yes', '--skip-preview']));
+    const preview = await p.run(['preview', '--expect-no-changes']);
+    const c = census(dataDir);
+    const exact = c.tenants === tenants && c.applications === tenants * 20 && c.users === tenants * 200 && c.assignments === tenants * 300 && c.tenantsWithoutTwoKeys === 0;
+    return `kill ${String(tenants).padStart(4)}  pulumi up SIGKILLed 3× (seed ${seed}): ${kills.join('; ')}\n` +
+      `  then pulumi cancel; pulumi up: ${final.code === 0 ? `exit 0 in ${seconds(ms)}` : `FAILED: ${errorLines(final.stdout + final.stderr)}`}; preview --expect-no-changes: ${preview.code === 0 ? 'passed' : 'FAILED'}; ` +
+      `server ${exact ? 'holds exactly the model (no duplicate, nothing lost)' : `does NOT hold the model: ${JSON.stringify(c)}`}`;
+  } finally {
+    await stopServer();
+    await p.cleanup();
+  }
+}
+
+console.log(`bench/pulumi on ${process.platform}/${process.arch}, ${availableParallelism()} cores, node ${process.version}, load ${loadavg().map((l) => l.toFixed(1)).join(' ')}${skipCheckpoints ? ', PULUMI_SKIP_CHECKPOINTS=true' : ', checkpoints on'}`);
 if (only.includes('engine')) for (const n of sizes) console.log(await engineRow(n));
 if (only.includes('model')) for (const n of sizes) console.log(await modelRow(n));
 if (only.includes('compile')) console.log(await compileRow(compileTenants));
+if (only.includes('scale')) await scaleRows(opt('scale-tenants', '5,10,20').split(',').map(Number), Number(opt('budget-s', '900')) * 1000);
+if (only.includes('preview')) console.log(await previewRow(Number(opt('preview-tenants', '500'))));
+if (only.includes('kill')) console.log(await killRow(Number(opt('kill-tenants', '20')), Number(opt('seed', String(Date.now() % 100_000)))));

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import {
   ADMIN_AUDIENCE, ADMIN_BASE_PATH, ADMIN_CREDENTIALS_FILE, ADMIN_ROUTES, ADMIN_SCOPE, AdminCredentials, routePath, stepName,
   type ErrorBody, type PutStep, type ResourceRef, type RouteBody, type RouteName, type RouteParams, type RouteQuery, type RouteResponse,
+  type TenantBatchBody, type TenantBatchResult,
 } from '../contract/index.ts';
 import { localhostFetch } from './fetch.ts';
 
@@ -255,6 +256,21 @@ export class AdminClient {
     }
   }
 
+  /**
+   * Sends one tenant batch, or dry-runs it. A refused batch (422) is an answer here, not an error:
+   * `refused` is true, nothing was written, and `results` gives every entry's outcome, refusals with
+   * their status, reason and path. Any other failure throws AdminApiError.
+   */
+  async batch(tenant: string, body: TenantBatchBody, opts: { readonly dryRun?: boolean } = {}): Promise<TenantBatchResult & { readonly refused: boolean }> {
+    const path = routePath('applyTenantBatch', { tenant }) + (opts.dryRun === true ? '?dryRun=true' : '');
+    const r = await this.raw(ADMIN_ROUTES.applyTenantBatch.method, path, body);
+    if (r.status === 200 || (r.status === 422 && Array.isArray((r.body as { results?: unknown } | undefined)?.results))) {
+      const { applied, before, results, unchanged } = r.body as TenantBatchResult;
+      return { applied, before, results, unchanged, refused: r.status === 422 };
+    }
+    throw refusal(`POST ${tenant} batch`, r);
+  }
+
   // The provisioning plan's steps, by identity.
 
   /** PUTs one step (or dry-runs it); the server says what it did. */
@@ -318,14 +334,23 @@ function refusal(operation: string, r: RawResponse): AdminApiError {
   return new AdminApiError(r.status, operation, undefined, typeof r.body === 'string' ? r.body.slice(0, 300) : 'no error body');
 }
 
-/** Runs `fn` over `items` with at most `limit` in flight; the first failure rejects. */
+/**
+ * Runs `fn` over `items` with at most `limit` in flight; the first failure rejects, and no item
+ * is started after it (those in flight finish).
+ */
 export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
   const out: R[] = new Array(items.length);
   let next = 0;
+  let failed = false;
   const worker = async (): Promise<void> => {
-    while (next < items.length) {
+    while (next < items.length && !failed) {
       const i = next++;
-      out[i] = await fn(items[i] as T);
+      try {
+        out[i] = await fn(items[i] as T);
+      } catch (err) {
+        failed = true;
+        throw err;
+      }
     }
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));

@@ -1,9 +1,12 @@
 /**
- * Objects made outside Git, as `idforge plan` and `apply` report them: what the admin console made
+ * Objects made outside Git, as `idforge plan` reports them: what the admin console made
  * (`managedBy: console`) in the model's tenants, and objects that differ from the model only in their
  * owner. Kept apart from plan.ts on purpose: the drift policy of a managed tenant (keep, report,
  * remove what the model does not declare) is decided there; this only makes sure the console's
  * objects are never passed over in silence, and never deleted without `--allow-delete-console`.
+ *
+ * The server tells: plan's dry run prunes both owners (PLAN_PRUNE), and every updated or deleted
+ * entry carries the owner the stored object had, so no object is listed by the CLI itself.
  *
  * - In the model and only their owner differs (a console-made app that an exported model now
  *   declares): not a change of content. The plan counts them unchanged and lists them here; apply
@@ -11,9 +14,9 @@
  * - Made in the console and not in the model: kept, and listed; with `--allow-delete-console` they
  *   are planned deletions (children first), which apply carries out.
  */
-import type { AdminClient } from '../admin-client/index.ts';
-import { MANAGED_BY, MANAGED_BY_CONSOLE, refKey, stepName, type AdminResourceKind, type PlanStep, type ResourceRef } from '../contract/index.ts';
-import type { PlannedChange, RemotePlan } from './commands/plan.ts';
+import {
+  MANAGED_BY, MANAGED_BY_CONSOLE, stepName, type AdminResourceKind, type BatchEntryResult, type ResourceRef, type TenantBatchResult,
+} from '../contract/index.ts';
 
 export interface OutsideGitObject {
   readonly kind: AdminResourceKind;
@@ -25,56 +28,41 @@ export interface OutsideGitObject {
   readonly action: 'adopt' | 'keep' | 'delete';
 }
 
-interface Owned {
-  readonly ref: ResourceRef;
-  readonly owner: string;
-}
+/** The owners a plan's dry run prunes: idforge's objects are deleted, the console's are found. */
+export const PLAN_PRUNE = [MANAGED_BY, MANAGED_BY_CONSOLE];
 
-/** Every object of the model's tenants that exist on the server, with its owner; children first. */
-async function liveObjects(client: AdminClient, tenants: readonly string[]): Promise<Owned[]> {
-  const out: Owned[][] = [[], [], [], [], []];
-  for (const tenant of tenants) {
-    const t = await client.find('getTenant', { tenant });
-    if (t === undefined) continue;
-    out[4]!.push({ ref: { kind: 'tenant', tenant }, owner: t.managedBy ?? '' });
-    for (const a of (await client.listAll('listApplications', { tenant })) ?? []) {
-      out[a.kind === 'api' ? 3 : 2]!.push({ ref: { kind: 'application', tenant, application: a.name }, owner: a.managedBy ?? '' });
-      if (a.kind === 'api') continue;
-      for (const x of (await client.listAll('listAssignments', { tenant, application: a.name })) ?? []) {
-        out[0]!.push({ ref: { kind: 'assignment', tenant, application: a.name, user: x.userId }, owner: x.managedBy ?? '' });
-      }
-    }
-    for (const u of (await client.listAll('listUsers', { tenant })) ?? []) out[1]!.push({ ref: { kind: 'user', tenant, user: u.id }, owner: u.managedBy ?? '' });
-  }
-  return out.flat();
-}
+/** The owners apply prunes. */
+export const applyPrune = (allowDeleteConsole: boolean) => (allowDeleteConsole ? PLAN_PRUNE : [MANAGED_BY]);
 
-/** The plan with objects made outside Git listed (and, when allowed, the console's deleted). */
-export async function withOutsideGit(client: AdminClient, steps: readonly PlanStep[], plan: RemotePlan, allowDelete: boolean): Promise<RemotePlan> {
-  const wanted = new Set(steps.map((s) => refKey(s)));
-  const tenants = [...new Set(steps.filter((s) => s.kind === 'tenant').map((s) => s.tenant))];
-  const live = await liveObjects(client, tenants);
-  const owners = new Map(live.map((o) => [refKey(o.ref), o.owner]));
+const isOwnerOnly = (r: BatchEntryResult) => r.outcome === 'updated' && r.changes?.length === 1 && r.changes[0] === 'managedBy';
+
+/**
+ * A tenant's dry run as the plan shows it: owner-only updates counted unchanged, the console's
+ * deletions left out unless allowed; and what that set apart, listed.
+ */
+export function outsideGitOf(
+  tenant: string, judged: TenantBatchResult, allowDelete: boolean, refOf: (tenant: string, r: BatchEntryResult) => ResourceRef,
+): { judged: TenantBatchResult; listed: OutsideGitObject[] } {
   const listed: OutsideGitObject[] = [];
-  const changes: PlannedChange[] = plan.changes.map((c) => {
-    const owner = owners.get(refKey(c.ref));
-    if (c.op !== 'update' || owner === undefined || owner === MANAGED_BY || c.fields.length !== 1 || c.fields[0] !== 'managedBy') return c;
-    listed.push({ kind: c.kind, ref: c.ref, name: c.name, owner, action: 'adopt' });
-    return { ...c, op: 'unchanged', fields: [] };
-  });
-  const deletions: PlannedChange[] = [];
-  for (const o of live) {
-    if (o.owner !== MANAGED_BY_CONSOLE || wanted.has(refKey(o.ref))) continue;
-    const name = stepName(o.ref);
-    listed.push({ kind: o.ref.kind, ref: o.ref, name, owner: o.owner, action: allowDelete ? 'delete' : 'keep' });
-    if (allowDelete) deletions.push({ op: 'delete', kind: o.ref.kind, ref: o.ref, name, fields: [] });
+  const results: BatchEntryResult[] = [];
+  let adopted = 0;
+  for (const r of judged.results) {
+    const owner = r.managedBy ?? '';
+    const ref = refOf(tenant, r);
+    const item = (action: OutsideGitObject['action']) => listed.push({ kind: ref.kind, ref, name: stepName(ref), owner, action });
+    if (isOwnerOnly(r) && owner !== MANAGED_BY) {
+      item('adopt');
+      adopted++;
+    } else if (r.outcome === 'deleted' && owner === MANAGED_BY_CONSOLE) {
+      item(allowDelete ? 'delete' : 'keep');
+      if (allowDelete) results.push(r);
+    } else results.push(r);
   }
-  return { ...plan, changes: [...changes, ...deletions], outsideGit: listed };
+  return { judged: { ...judged, results, unchanged: judged.unchanged + adopted }, listed };
 }
 
 /** The plan's "made outside Git" section; '' when there is nothing to say. */
-export function formatOutsideGit(plan: RemotePlan): string {
-  const listed = plan.outsideGit ?? [];
+export function formatOutsideGit(listed: readonly OutsideGitObject[]): string {
   if (listed.length === 0) return '';
   const owner = (o: OutsideGitObject) => (o.owner === '' ? 'no owner' : `managedBy ${o.owner}`);
   const lines = listed.map((o) =>

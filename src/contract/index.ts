@@ -19,6 +19,7 @@ export * from './errors.ts';
 export * from './credentials.ts';
 export * from './plan.ts';
 export * from './delete-guard.ts';
+export * from './batch.ts';
 export * from './routes.ts';
 export * from './urls.ts';
 export { openApiDocument } from './openapi.ts';

@@ -42,6 +42,9 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
 export function changedFields(before: object | undefined, after: object): string[] {
   const a = after as Record<string, unknown>;
   if (before === undefined) return Object.keys(a).filter((k) => a[k] !== undefined).sort();
+  // Equal text is equal JSON (the common case of an unchanged object, e.g. thousands of users in a
+  // batch); only a difference needs the per-field comparison in normal form.
+  if (JSON.stringify(before) === JSON.stringify(after)) return [];
   const b = before as Record<string, unknown>;
   const keys = new Set([...Object.keys(b), ...Object.keys(a)]);
   return [...keys].filter((k) => canonicalJson(b[k]) !== canonicalJson(a[k])).sort();

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { ApplicationBody, AssignmentBody, RotateKeysBody, TenantBody, UserBody } from './bodies.ts';
+import { TenantBatchBody } from './batch.ts';
 import { ErrorBody } from './errors.ts';
 import { ADMIN_AUDIENCE, ADMIN_SCOPE, SYSTEM_TENANT } from './names.ts';
 import { ADMIN_ROUTES, PAGE_LIMIT, PATH_PARAMS, type RouteSpec } from './routes.ts';
@@ -17,6 +18,7 @@ const json = (schema: object) => ({ 'application/json': { schema } });
 /** Request bodies published by name under components.schemas, so tools can refer to them. */
 const NAMED_BODIES = new Map<z.ZodType, string>([
   [TenantBody, 'TenantBody'], [ApplicationBody, 'ApplicationBody'], [UserBody, 'UserBody'], [AssignmentBody, 'AssignmentBody'], [RotateKeysBody, 'RotateKeysBody'],
+  [TenantBatchBody, 'TenantBatchBody'],
 ]);
 const bodyRef = (schema: z.ZodType) => {
   const name = NAMED_BODIES.get(schema);
@@ -57,6 +59,8 @@ function operation(operationId: string, spec: RouteSpec): object {
     responses[201] = { description: 'Created', content: body };
   } else responses[200] = { description: 'OK', content: json(schemaOf(spec.response, 'output')) };
   if (spec.conflicts !== undefined) responses[409] = { description: `Conflict: ${spec.conflicts}`, content: json(errorRef) };
+  if (spec.refusal !== undefined) responses[422] = { description: spec.refusal.description, content: json(schemaOf(spec.refusal.body, 'output')) };
+  if (spec.maxBodyBytes !== undefined) responses[413] = { description: `The body is larger than ${spec.maxBodyBytes} bytes`, content: json(errorRef) };
   return {
     operationId,
     tags: [spec.tag],

@@ -8,6 +8,7 @@ import {
   ApplicationBody, ApplicationView, AssignmentBatchBody, AssignmentBatchResult, AssignmentBody, AssignmentView, KeyList, Page, PutResult, RotateKeysBody,
   RenameBody, SecretRotation, SecretVerification, SecretVerificationResult, TenantBody, TenantView, UserBody, UserView,
 } from './bodies.ts';
+import { BATCH_MAX_BYTES, TenantBatchBody, TenantBatchRefusal, TenantBatchResult } from './batch.ts';
 import { DNS_LABEL, NAME, NAME_RULES, USER_ID } from './names.ts';
 
 /** Where the admin API lives on the server's base host. */
@@ -29,7 +30,7 @@ export interface RouteSpec {
   readonly method: 'GET' | 'PUT' | 'POST' | 'DELETE';
   /** Below ADMIN_BASE_PATH, parameters in braces. */
   readonly path: string;
-  readonly tag: 'tenant' | 'key' | 'application' | 'user' | 'assignment';
+  readonly tag: 'tenant' | 'key' | 'application' | 'user' | 'assignment' | 'batch';
   readonly summary: string;
   readonly query?: QueryKind;
   readonly body?: z.ZodType;
@@ -39,7 +40,14 @@ export interface RouteSpec {
   readonly response?: z.ZodType;
   /** Error statuses beyond the ones every operation may answer (400, 401, 403, 404). */
   readonly conflicts?: string;
+  /** The largest body read, in bytes. Default: 256 KiB, enough for any one object. */
+  readonly maxBodyBytes?: number;
+  /** An answer with status 422 when some part of the request is refused and nothing was done. */
+  readonly refusal?: { readonly description: string; readonly body: z.ZodType };
 }
+
+/** The body size every operation accepts unless its row says otherwise. */
+export const DEFAULT_MAX_BODY_BYTES = 256 * 1024;
 
 const route = <const R extends RouteSpec>(r: R): R => r;
 
@@ -114,6 +122,14 @@ export const ADMIN_ROUTES = {
       "(a removed user's grants and refresh tokens at the application end with it)",
     query: 'dryRun', body: AssignmentBatchBody, response: AssignmentBatchResult,
     conflicts: 'a user to add does not exist: one problem per such entry (`add[i]`), and nothing was changed',
+  }),
+
+  applyTenantBatch: route({
+    method: 'POST', path: '/tenants/{tenant}/batch', tag: 'batch',
+    summary: 'Apply a batch to one tenant: its desired state and its applications, users and assignments (full bodies, as the single PUTs take them), ' +
+      'and deletions; judged with the single-object rules, entry after entry, and written in one transaction; the answer gives every entry\'s outcome',
+    query: 'dryRun', body: TenantBatchBody, response: TenantBatchResult, maxBodyBytes: BATCH_MAX_BYTES,
+    refusal: { description: 'Some entry is refused (its status, error, reason and path are in `results`); nothing was written', body: TenantBatchRefusal },
   }),
 } as const satisfies Record<string, RouteSpec>;
 

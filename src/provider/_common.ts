@@ -3,7 +3,8 @@
  * comparison for diffs, and the admin connection's schema. Pure, so they are tested directly.
  */
 import { z } from 'zod';
-import { formatPath, jsonEqual as contractJsonEqual, normalize } from '../contract/index.ts';
+import { batchEntryName, formatPath, jsonEqual as contractJsonEqual, normalize, type BatchEntryResult, type TenantBatchBody } from '../contract/index.ts';
+import type { AdminClient } from '../admin-client/index.ts';
 import type * as pulumi from '@pulumi/pulumi';
 
 /** What the engine sends for an input that is not known yet during a preview. */
@@ -77,6 +78,35 @@ export function notAdopted(what: string): Error {
     `${what} already exists on the server, outside this stack. To bring it under this stack without re-creating it, ` +
       'run `pulumi config set idforge:adopt true`, `pulumi up`, then `pulumi config rm idforge:adopt`.',
   );
+}
+
+/**
+ * The objects of a batch that exist on the server but differ from it (a dry run answers `updated`):
+ * made outside the stack, so a create must not take them over. Objects that exist exactly as the
+ * batch has them (`unchanged`) are what an `up` killed between its request and its checkpoint left
+ * behind; a create takes them, so the next `up` converges. Names as `app→user` or ids.
+ */
+export async function existingThatDiffer(client: AdminClient, tenant: string, batch: TenantBatchBody): Promise<string[]> {
+  const r = await client.batch(tenant, batch, { dryRun: true });
+  if (r.refused) throw refusedBatch(tenant, r.results);
+  return r.results
+    .filter((x) => x.outcome === 'updated')
+    .map((x) => (x.kind === 'assignment' ? `${x.application}→${x.user}` : (x.user ?? x.application ?? tenant)))
+    .sort();
+}
+
+/** Sends tenant batches in order; a refused one fails the step, naming every refused entry. */
+export async function sendBatches(client: AdminClient, tenant: string, batches: readonly TenantBatchBody[]): Promise<void> {
+  for (const b of batches) {
+    const r = await client.batch(tenant, b);
+    if (r.refused) throw refusedBatch(tenant, r.results);
+  }
+}
+
+function refusedBatch(tenant: string, results: readonly BatchEntryResult[]): Error {
+  const lines = results.filter((r) => r.outcome === 'refused')
+    .map((r) => `${batchEntryName(tenant, r)}: ${r.reason}${r.path ? ` (at ${r.path})` : ''}`);
+  return new Error(`the server refused ${lines.length === 1 ? 'this change' : 'these changes'}, and applied none of the batch:\n${lines.join('\n')}`);
 }
 
 /** zod path → Pulumi property path (`body.redirectUris[0]`): the contract's one path formatter. */

@@ -1,10 +1,10 @@
 /**
  * TenantAssignments: which users may sign in to which application of one tenant, as ONE resource
- * (same reasoning as TenantUsers: one resource per tenant, one call per changed pair).
+ * (same reasoning as TenantUsers: one resource per tenant; the added and removed pairs go to the
+ * server as one tenant batch, one request and one transaction).
  *
  * Inputs map application name → sorted user ids (groups already expanded by the generators), so
- * the preview shows `assignments.portal[1]` style changes and a removed assignment is exactly one
- * DELETE.
+ * the preview shows `assignments.portal[1]` style changes.
  */
 import * as pulumi from '@pulumi/pulumi';
 import { z } from 'zod';
@@ -56,6 +56,7 @@ const TenantAssignmentsInputsSchema = z.strictObject({
   strangers: z.array(z.string()).default([]),
 });
 
+/** Lists of assignments read at once (one request each). */
 const CONCURRENCY = 16;
 
 type Pair = readonly [app: string, user: string];
@@ -79,17 +80,31 @@ export function assignmentChanges(
   };
 }
 
+/** Pairs as the tenant batch's per-application lists. */
+function byApplication(list: readonly Pair[]): { application: string; users: string[] }[] {
+  const out = new Map<string, string[]>();
+  for (const [a, u] of list) (out.get(a) ?? out.set(a, []).get(a)!).push(u);
+  return [...out].map(([application, users]) => ({ application, users }));
+}
+
 async function apply(olds: TenantAssignmentsInputs | undefined, news: TenantAssignmentsInputs): Promise<void> {
-  const { AdminClient, mapLimit } = await import('../admin-client/index.ts');
-  const client = new AdminClient(news.connection);
+  const { AdminClient } = await import('../admin-client/index.ts');
+  const { sendBatches } = await import('./_common.ts');
   const { add, remove } = assignmentChanges(olds?.assignments ?? {}, news.assignments);
   // Pairs nobody declared (found by refresh) go under the `remove` policy; `report` leaves them.
   const declared = pairs(news.assignments);
   const strangers = news.unmanaged === 'remove'
     ? (olds?.strangers ?? []).map((p): Pair => [p.slice(0, p.indexOf('/')), p.slice(p.indexOf('/') + 1)]).filter(([a, u]) => !declared.has(`${a}\u0000${u}`))
     : [];
-  await mapLimit([...remove, ...strangers], CONCURRENCY, ([a, u]) => client.remove('deleteAssignment', { tenant: news.tenant, application: a, userId: u }));
-  await mapLimit(add, CONCURRENCY, ([a, u]) => client.call('putAssignment', { tenant: news.tenant, application: a, userId: u }, { body: { managedBy: MANAGED_BY, ...(news.stack === undefined ? {} : { stack: news.stack }) } }));
+  const unassign = [...remove, ...strangers];
+  const body = { managedBy: MANAGED_BY, ...(news.stack === undefined ? {} : { stack: news.stack }) };
+  // One batch: the removals (each revoking that user's grants at that application, in the same
+  // transaction) and the additions.
+  const batch = {
+    ...(add.length > 0 ? { assignments: byApplication(add).map((g) => ({ ...g, body })) } : {}),
+    ...(unassign.length > 0 ? { delete: { assignments: byApplication(unassign) } } : {}),
+  };
+  await sendBatches(new AdminClient(news.connection), news.tenant, add.length + unassign.length > 0 ? [batch] : []);
 }
 
 /**
@@ -114,16 +129,15 @@ export const tenantAssignmentsProvider: Required<
   },
   async create(inputs) {
     if (!inputs.adopt) {
-      const { AdminClient, mapLimit } = await import('../admin-client/index.ts');
-      const { notAdopted } = await import('./_common.ts');
-      const client = new AdminClient(inputs.connection);
-      const apps = Object.keys(inputs.assignments).filter((a) => inputs.assignments[a]!.length > 0);
-      const live = await mapLimit(apps, CONCURRENCY, (a) =>
-        client.listAll('listAssignments', { tenant: inputs.tenant, application: a }),
-      );
-      // Assignments this stack made itself (a create cut short by a crash) are taken back; others are refused.
-      const mine = (x: { stack?: string }) => inputs.stack !== undefined && x.stack === inputs.stack;
-      const taken = apps.flatMap((a, i) => (live[i] ?? []).filter((x) => inputs.assignments[a]!.includes(x.userId) && !mine(x)).map((x) => `${a}→${x.userId}`));
+      // As TenantUsers: existing assignments that differ from the declared ones (another owner or
+      // stack) are refused; exactly the declared ones (an `up` killed before its checkpoint, carrying
+      // this stack's marker) are taken.
+      const { AdminClient } = await import('../admin-client/index.ts');
+      const { existingThatDiffer, notAdopted } = await import('./_common.ts');
+      const body = { managedBy: MANAGED_BY, ...(inputs.stack === undefined ? {} : { stack: inputs.stack }) };
+      const assignments = Object.entries(inputs.assignments).filter(([, users]) => users.length > 0)
+        .map(([application, users]) => ({ application, users, body }));
+      const taken = await existingThatDiffer(new AdminClient(inputs.connection), inputs.tenant, { assignments });
       if (taken.length > 0) throw notAdopted(`in tenant ${inputs.tenant}, assignment${taken.length > 1 ? 's' : ''} ${taken.slice(0, 5).join(', ')}${taken.length > 5 ? ` (and ${taken.length - 5} more)` : ''}`);
     }
     await apply(undefined, inputs);

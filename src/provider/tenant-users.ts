@@ -4,8 +4,9 @@
  * Why bulk: the engine pays per resource (a serial checkpoint write, and a serialized copy of the
  * provider in the state for each one, pulumi#6646); bench/pulumi measures it. A tenant with 10,000
  * users as 10,000 resources makes every `up` slow and the state huge, while one resource keyed by
- * user id still gives a per-user diff in the preview (`users["bob"].email`) and per-user calls:
- * only added, changed and removed users are sent to the server.
+ * user id still gives a per-user diff in the preview (`users["bob"].email`). Only added, changed
+ * and removed users are sent, as one tenant batch (POST /tenants/{tenant}/batch): one request and
+ * one transaction on the server, whatever their number.
  *
  * Initial passwords are a separate secret input, sent only when a user is created: the server
  * hashes them, nothing can read them back, and changing one later does not reset a password that
@@ -77,8 +78,8 @@ export function missingForNewUsers(olds: Record<string, unknown> | undefined, ne
     .map(([id, from]) => ({ property: `users[${JSON.stringify(id)}]`, reason: `the user is created with an initial password, and it is missing: set ${from}` }));
 }
 
-/** Requests in flight at once: enough to hide latency, few enough not to starve the server. */
-const CONCURRENCY = 16;
+/** Entries per batch request; a bigger change is sent as several batches, each one transaction. */
+export const BATCH_ENTRIES = 20_000;
 
 /** Per-entry plan between two user maps: pure, so the preview and the update agree. */
 export function userChanges(
@@ -92,16 +93,27 @@ export function userChanges(
 }
 
 async function apply(olds: TenantUsersInputs | undefined, news: TenantUsersInputs): Promise<void> {
-  const { AdminClient, mapLimit } = await import('../admin-client/index.ts');
-  const client = new AdminClient(news.connection);
+  const { AdminClient } = await import('../admin-client/index.ts');
+  const { sendBatches } = await import('./_common.ts');
   const { add, change, remove } = userChanges(olds?.users ?? {}, news.users);
-  await mapLimit([...add, ...change], CONCURRENCY, (id) => {
-    const pw = add.includes(id) ? news.initialPasswords?.[id] : undefined;
-    return client.call('putUser', { tenant: news.tenant, userId: id }, { body: { ...news.users[id]!, ...(pw ? { initialPassword: pw } : {}) } });
+  const added = new Set(add);
+  const put = [...add, ...change].map((id) => {
+    // The initial password goes with a user this resource adds; the server sets it only if the user has none.
+    const pw = added.has(id) ? news.initialPasswords?.[id] : undefined;
+    return { id, body: { ...news.users[id]!, ...(pw ? { initialPassword: pw } : {}) } };
   });
   // Users nobody declared (found by refresh) go under the `remove` policy; `report` leaves them.
   const strangers = news.unmanaged === 'remove' ? (olds?.strangers ?? []).filter((id) => !(id in news.users)) : [];
-  await mapLimit([...remove, ...strangers], CONCURRENCY, (id) => client.remove('deleteUser', { tenant: news.tenant, userId: id }));
+  await sendBatches(new AdminClient(news.connection), news.tenant, [
+    ...chunks(put, BATCH_ENTRIES).map((users) => ({ users })),
+    ...chunks([...remove, ...strangers], BATCH_ENTRIES).map((users) => ({ delete: { users } })),
+  ]);
+}
+
+function chunks<T>(items: readonly T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
 }
 
 /**
@@ -125,11 +137,21 @@ export const tenantUsersProvider: Required<
   },
   async create(inputs) {
     if (!inputs.adopt) {
+      // Users that exist and differ from what this resource declares were made outside the stack:
+      // refused. Users that exist exactly as declared are what an `up` killed after its request and
+      // before its checkpoint left behind (the server applied the batch, the state never heard):
+      // taken, so the next `up` converges.
       const { AdminClient } = await import('../admin-client/index.ts');
-      const { notAdopted } = await import('./_common.ts');
-      const live = await new AdminClient(inputs.connection).listAll('listUsers', { tenant: inputs.tenant });
-      // Users this stack made itself (a create cut short by a crash) are taken back; others are refused.
-      const taken = (live ?? []).filter((u) => u.id in inputs.users && !(u.stack !== undefined && u.stack === inputs.users[u.id]!.stack)).map((u) => u.id).sort();
+      const { existingThatDiffer, notAdopted } = await import('./_common.ts');
+      const client = new AdminClient(inputs.connection);
+      const differ: string[] = [];
+      for (const users of chunks(Object.entries(inputs.users).map(([id, body]) => ({ id, body })), BATCH_ENTRIES)) {
+        differ.push(...(await existingThatDiffer(client, inputs.tenant, { users })));
+      }
+      // Differing users this stack made itself (a create cut short by a crash, then the model changed)
+      // are taken back too; others are refused.
+      const live = await Promise.all(differ.map((id) => client.find('getUser', { tenant: inputs.tenant, userId: id })));
+      const taken = differ.filter((id, i) => !(inputs.users[id]!.stack !== undefined && live[i]?.stack === inputs.users[id]!.stack));
       if (taken.length > 0) throw notAdopted(`in tenant ${inputs.tenant}, user${taken.length > 1 ? 's' : ''} ${taken.slice(0, 5).join(', ')}${taken.length > 5 ? ` (and ${taken.length - 5} more)` : ''}`);
     }
     await apply(undefined, inputs);

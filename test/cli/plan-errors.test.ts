@@ -1,8 +1,9 @@
 /**
- * `idforge plan` against a live server (in-process) when the server refuses a step: only a refusal
- * that a dependency created earlier in the same plan explains may be shown as a create; anything
- * else (a clientId or email already taken outside the model) is an error, named, exit 1, so that
- * `apply` is never started on a plan that would stop halfway.
+ * `idforge plan` against a live server (in-process) when the server refuses a step: the server
+ * judges each tenant's batch entry after entry, so what an earlier entry of the same plan creates
+ * (an api, a scope, a user) counts for the later ones and they are planned as creates; anything
+ * else (a clientId or email already taken outside the model) is an error, named, exit 1, and
+ * `apply` refuses it before writing anything.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { writeFileSync } from 'node:fs';
@@ -84,11 +85,12 @@ ${ORDERS_API}      - name: portal
 
     // Plan wrote nothing: the api it would create is still absent.
     expect(await status(routePath('getApplication', { tenant: 'acme', application: 'orders-api' }))).toBe(404);
-    // What plan warned of: apply stops at the same step, after the api is already made.
+    // What plan warned of, apply refuses before it writes anything: it plans first, and a
+    // tenant's batch is one transaction. The api that the same model adds is not made either.
     const apply = await idforge('apply', model);
     expect(apply.code).not.toBe(0);
-    expect(apply.stderr).toContain("clientId 'acme-portal' is already used by application 'legacy'");
-    expect(await status(routePath('getApplication', { tenant: 'acme', application: 'orders-api' }))).toBe(200);
+    expect(apply.stderr).toContain("PUT acme/portal: HTTP 409: clientId 'acme-portal' is already used by application 'legacy' (at clientId)");
+    expect(await status(routePath('getApplication', { tenant: 'acme', application: 'orders-api' }))).toBe(404);
   });
 
   it("fails when a new user's email belongs to an unmanaged user of the tenant", async () => {

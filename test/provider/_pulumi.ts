@@ -70,9 +70,9 @@ export class PulumiProject {
     return p;
   }
 
-  /** The environment every pulumi command of this project runs with. */
-  environment(): NodeJS.ProcessEnv {
-    return { ...this.env };
+  /** The environment every command of this project runs with (its backend, home and passphrase). */
+  environment(extraEnv: Record<string, string> = {}): NodeJS.ProcessEnv {
+    return { ...this.env, ...extraEnv };
   }
 
   run(args: readonly string[], extraEnv: Record<string, string> = {}): Promise<RunResult> {

@@ -74,6 +74,20 @@ describe('redirect URIs: the admin API runs the model rule', () => {
     });
   }
 
+  for (const kind of KINDS) {
+    it(`${kind}: the tenant batch refuses every one of them too, each at its entry's body path with the model's message`, async () => {
+      const r = await admin.call('POST', routePath('applyTenantBatch', { tenant: 'rules' }), {
+        applications: REFUSED.map((uri, i) => ({ name: `${kind}-${i}`, body: { kind, clientId: `${kind}-${i}`, redirectUris: [uri], scopes: ['openid'] } })),
+      });
+      expect(r.status).toBe(400);
+      for (const [i, uri] of REFUSED.entries()) {
+        const at = r.body.problems.filter((p: { path: string }) => p.path === `applications[${i}].body.redirectUris[0]`).map((p: { message: string }) => p.message);
+        expect(at, uri).toContain(modelMessage(kind, uri));
+      }
+      expect((await admin.call('GET', routePath('getApplication', { tenant: 'rules', application: `${kind}-0` }))).status).toBe(404);
+    });
+  }
+
   it('accepts what the rule allows: https anywhere, http on localhost, *.localhost and loopback', async () => {
     for (const [i, uri] of ['https://app.example.com/cb', 'http://localhost:3000/cb', 'http://app.localhost:3000/cb', 'http://127.0.0.1:8080/cb', 'http://[::1]:8080/cb'].entries()) {
       const r = await admin.call('PUT', routePath('putApplication', { tenant: 'rules', application: `ok-${i}` }), {

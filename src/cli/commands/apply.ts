@@ -1,19 +1,25 @@
 /**
  * `idforge apply`: make the live server match the model. Computes the same plan as `idforge plan`
- * (server-side dry runs), refuses mass deletions without --allow-mass-delete, then sends only the
- * PUTs that change something and the DELETEs, in dependency order. Every call is idempotent, so
- * an interrupted apply is finished by running it again; a second apply changes nothing.
+ * (a dry run of one tenant batch per tenant), refuses mass deletions without --allow-mass-delete
+ * and refuses to start when the server would refuse any entry, then sends the batch of each tenant
+ * that has something to change (each one transaction on the server) and deletes the managed
+ * tenants the model left out. Every batch is idempotent, so an interrupted apply is finished by
+ * running it again; a second apply sends nothing.
  */
-import { refOf, stepName } from '../../contract/index.ts';
+import { mapLimit } from '../../admin-client/index.ts';
+import { stepName } from '../../contract/index.ts';
 import { EXIT, type Command } from '../../command/io.ts';
-import { AdminApiError, CREDENTIAL_HELP, formatGuard, formatPlan, planJson, preparePlan, type PlannedChange } from './plan.ts';
+import {
+  AdminApiError, BATCH_CONCURRENCY, CREDENTIAL_HELP, batchRefusal, changesFrom, formatGuard, formatPlan, planJson, preparePlan,
+} from './plan.ts';
 
-const USAGE = 'usage: idforge apply <model file or directory>... (--data-dir <server data dir> | env IDFORGE_ADMIN_CLIENT_ID/SECRET) [--state <file>] [--json] [--allow-mass-delete]';
+const USAGE = 'usage: idforge apply <model file or directory>... (--data-dir <server data dir> | env IDFORGE_ADMIN_CLIENT_ID/SECRET) [--state <file>] [--json] [--allow-mass-delete] [--allow-delete-console]';
 const HELP = `${USAGE}
 
 Makes the server named in the model's 'server' section match the model: creates and updates
 what differs, deletes objects marked managedBy: idforge that the model no longer has.
 Deleting most of a tenant's users or assignments is refused without --allow-mass-delete.
+Objects made in the admin console are kept unless --allow-delete-console is given.
 Initial user passwords come from the environment variables the model names.
 
 ${CREDENTIAL_HELP}
@@ -22,7 +28,7 @@ ${CREDENTIAL_HELP}
 export const run: Command = async (argv, io) => {
   const prepared = await preparePlan('apply', argv, io, USAGE, HELP);
   if ('exit' in prepared) return prepared.exit;
-  const { plan, client, steps, values } = prepared;
+  const { plan, client, values } = prepared;
   // The guard is judged before the first write, so a refused apply changes nothing.
   if (plan.guard.length > 0 && !values.allowMassDelete) {
     if (values.json) io.stdout(`${JSON.stringify({ ok: false, applied: false, ...planJson(plan) }, null, 2)}\n`);
@@ -32,31 +38,30 @@ export const run: Command = async (argv, io) => {
     }
     return EXIT.invalid;
   }
-  const done: PlannedChange[] = [];
   const secrets: { name: string; clientSecret: string }[] = [];
+  let result;
   try {
-    // Every PUT in dependency order; the server writes only what differs and says what it did.
-    for (const step of steps) {
-      if (step.op !== 'put') continue;
-      const r = await client.putStep(step);
-      done.push({
-        op: r.outcome === 'created' ? 'create' : r.outcome === 'updated' ? 'update' : 'unchanged',
-        kind: step.kind, ref: refOf(step), name: stepName(step), fields: r.outcome === 'updated' ? r.changes : [],
-      });
-      if (typeof r.clientSecret === 'string') secrets.push({ name: stepName(step), clientSecret: r.clientSecret });
-    }
-    // A delete of what is already gone (e.g. with its tenant) succeeds: the desired state holds.
-    for (const c of plan.changes.filter((x) => x.op === 'delete')) {
-      await client.removeRef(c.ref);
-      done.push(c);
-    }
+    // Only tenants whose dry run found something to do are sent; the server writes what differs.
+    const applied = await mapLimit(plan.tenants, BATCH_CONCURRENCY, async (t) => {
+      if (t.judged.results.every((r) => r.outcome === 'unchanged')) return { tenant: t.tenant, judged: t.judged };
+      const r = await client.batch(t.tenant, t.batch);
+      if (r.refused) throw batchRefusal(t.tenant, t.batch, r.results);
+      for (const x of r.results) {
+        if (typeof x.clientSecret === 'string') secrets.push({ name: stepName({ kind: 'application', tenant: t.tenant, application: x.application! }), clientSecret: x.clientSecret });
+      }
+      return { tenant: t.tenant, judged: r };
+    });
+    // A delete of what is already gone succeeds: the desired state holds.
+    const going = plan.changes.filter((c) => c.op === 'delete' && c.kind === 'tenant');
+    for (const c of going) await client.removeRef(c.ref);
+    const { changes, unchanged } = changesFrom(applied, going.map((c) => ({ tenant: c.ref.tenant, before: { users: 0, assignments: 0 } })));
+    result = { ...plan, changes, unchanged };
   } catch (err) {
     if (!(err instanceof AdminApiError)) throw err;
     if (values.json) io.stdout(`${JSON.stringify({ ok: false, applied: false, error: err.message }, null, 2)}\n`);
-    else io.stderr(`idforge apply: ${err.message}\nCalls before this one were applied; every call is idempotent, so run apply again once fixed.\n`);
+    else io.stderr(`idforge apply: ${err.message}\nEach tenant's batch is one transaction, and those sent before this failure were applied; every batch is idempotent, so run apply again once fixed.\n`);
     return EXIT.invalid;
   }
-  const result = { ...plan, changes: done };
   if (values.json) {
     io.stdout(`${JSON.stringify({ ok: true, applied: true, ...planJson(result), ...(secrets.length > 0 ? { generatedSecrets: secrets } : {}) }, null, 2)}\n`);
     return EXIT.ok;

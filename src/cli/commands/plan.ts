@@ -1,20 +1,22 @@
 /**
  * `idforge plan`: what `apply` would create, change and delete on a live server.
  *
- * The server is the judge of what changes: every PUT of the compiled plan is sent with
- * `?dryRun=true`, and the server answers created / updated (with the fields) / unchanged. That
- * covers what the CLI cannot see itself (hashed client secrets, "initial password only when none
- * yet"). Deletions are found by listing the live tenants, applications, users and assignments that
- * carry `managedBy: idforge` and are absent from the model; nothing else is ever deleted.
+ * The server is the judge of what changes: the compiled plan goes to it as one tenant batch per
+ * tenant (POST /tenants/{tenant}/batch, src/contract/batch.ts) with `?dryRun=true`, pruned by owner
+ * `idforge`, and the server answers, per object, created / updated (with the fields) / unchanged /
+ * deleted, judging each entry after the ones before it. That covers what the CLI cannot see itself
+ * (hashed client secrets, "initial password only when none yet", an SPA whose audience is an api
+ * the same plan creates). Deletions are the objects marked `managedBy: idforge` that the model no
+ * longer has, and managed tenants absent from the model; nothing else is ever deleted.
  *
  * Admin credentials, in this order: `--data-dir <server data dir>` (reads the bootstrap file the
  * server wrote, admin-credentials.json), or IDFORGE_ADMIN_CLIENT_ID + IDFORGE_ADMIN_CLIENT_SECRET.
  */
 import { resolve } from 'node:path';
-import { AdminApiError, AdminClient, readAdminCredentials, endpointFromCredentials } from '../../admin-client/index.ts';
+import { AdminApiError, AdminClient, mapLimit, readAdminCredentials, endpointFromCredentials } from '../../admin-client/index.ts';
 import {
-  MANAGED_BY, SYSTEM_TENANT, adminBaseUrl, endpointUrl, refKey, refOf, stepName,
-  type AdminResourceKind, type PlanStep, type PutStep, type ResourceRef, type ServerAddress, type TenantBody,
+  MANAGED_BY, MANAGED_BY_CONSOLE, SYSTEM_TENANT, adminBaseUrl, endpointUrl, refOf, stepName, tenantBatches,
+  type AdminResourceKind, type BatchEntryResult, type PlanStep, type ResourceRef, type ServerAddress, type TenantBatchBody, type TenantBatchResult,
 } from '../../contract/index.ts';
 import type { Model } from '../../schema/model.ts';
 import { compilePlan } from '../../generators/index.ts';
@@ -22,7 +24,7 @@ import { EXIT, UsageError, type CliIo, type Command } from '../../command/io.ts'
 import { parseCommandArgs } from '../../command/args.ts';
 import { loadForCommand, reportProblems } from '../_model.ts';
 import { DEFAULT_STATE_FILE, StateFileError, resolvePasswords, resolveSecrets } from '../_state.ts';
-import { formatOutsideGit, withOutsideGit, type OutsideGitObject } from '../_outside-git.ts';
+import { PLAN_PRUNE, applyPrune, formatOutsideGit, outsideGitOf, type OutsideGitObject } from '../_outside-git.ts';
 
 export { AdminApiError } from '../../admin-client/index.ts';
 
@@ -47,10 +49,12 @@ export interface GuardViolation {
 
 export interface RemotePlan {
   readonly server: string;
+  /** What changes; objects that stay as they are are only counted (`unchanged`). */
   readonly changes: readonly PlannedChange[];
+  readonly unchanged: number;
   readonly guard: readonly GuardViolation[];
   /** Objects made outside Git (the console's, or differing only in owner): see _outside-git.ts. */
-  readonly outsideGit?: readonly OutsideGitObject[];
+  readonly outsideGit: readonly OutsideGitObject[];
 }
 
 export const CREDENTIAL_HELP = `Admin credentials: --data-dir <server data dir> reads the bootstrap client the server wrote
@@ -84,131 +88,135 @@ const change = (op: PlannedChange['op'], ref: ResourceRef, fields: readonly stri
 
 const tenantRef = (tenant: string): ResourceRef => ({ kind: 'tenant', tenant });
 
-/**
- * Dry-runs every PUT; writes nothing. A step whose dependencies this same plan creates (a new
- * tenant's applications, an assignment of a new user) cannot be judged by the server yet: it is a
- * create when the object does not exist, else an update whose fields show after apply. Any other
- * refusal (a clashing clientId, an invalid body) would stop apply halfway, so it fails the plan.
- */
-export async function dryRunPuts(client: AdminClient, steps: readonly PlanStep[]): Promise<PlannedChange[]> {
-  const changes: PlannedChange[] = [];
-  const creating = new Set<string>();
-  /** Steps that will have changed the server by the time apply reaches later steps. */
-  const applying: PutStep[] = [];
-  for (const step of steps) {
-    if (step.op !== 'put') continue;
-    if (creating.has(refKey(tenantRef(step.tenant)))) {
-      changes.push(change('create', step));
-      continue;
-    }
-    try {
-      const r = await client.putStep(step, { dryRun: true });
-      const op = r.outcome === 'created' ? 'create' : r.outcome === 'updated' ? 'update' : 'unchanged';
-      if (op === 'create') creating.add(refKey(step));
-      if (op !== 'unchanged') applying.push(step);
-      changes.push(change(op, step, r.outcome === 'updated' ? r.changes : []));
-    } catch (err) {
-      if (!(err instanceof AdminApiError) || !explainedByPlan(step, err, creating, applying)) throw err;
-      const exists = (await client.findRef(step)) !== undefined;
-      changes.push(change(exists ? 'update' : 'create', step, exists ? ['(depends on objects this plan creates)'] : []));
-      if (!exists) creating.add(refKey(step));
-      applying.push(step);
-    }
-  }
-  return changes;
+/** Tenant batches in flight at once: enough to keep the server's cores busy, few enough to leave it room for sign-ins. */
+export const BATCH_CONCURRENCY = 4;
+
+/** One tenant of the model: the batch that makes the server match it, and the server's dry-run judgement of it. */
+export interface TenantPlan {
+  readonly tenant: string;
+  /** What apply sends. */
+  readonly batch: TenantBatchBody;
+  /** The dry run, as sent (owner-only updates included: apply sends the tenant for them). */
+  readonly judged: TenantBatchResult;
 }
 
-/**
- * Whether a dry-run refusal only says the server does not hold yet what earlier steps of this plan
- * will put there, so apply, which runs those steps first, will succeed: a parent the plan creates
- * (404), an audience naming an api the plan creates or changes (400 at `audience[N]`), a scope that
- * the plan adds to the tenant or to an api of the audience (400 at `scopes[N]`). Nothing else: a 409
- * (clientId, identifier or email taken by an object outside the model) stays a 409 after apply.
- */
-function explainedByPlan(step: PutStep, err: AdminApiError, creating: ReadonlySet<string>, applying: readonly PutStep[]): boolean {
-  if (err.status === 404) {
-    if (step.kind !== 'assignment') return false;
-    const parents: ResourceRef[] = [
-      { kind: 'application', tenant: step.tenant, application: step.application },
-      { kind: 'user', tenant: step.tenant, user: step.user },
-    ];
-    return parents.some((p) => creating.has(refKey(p)));
+/** A batch entry's result as the object it names. */
+function refOfResult(tenant: string, r: BatchEntryResult): ResourceRef {
+  switch (r.kind) {
+    case 'tenant':
+      return tenantRef(tenant);
+    case 'application':
+      return { kind: 'application', tenant, application: r.application! };
+    case 'user':
+      return { kind: 'user', tenant, user: r.user! };
+    case 'assignment':
+      return { kind: 'assignment', tenant, application: r.application!, user: r.user! };
   }
-  if (err.status !== 400 || step.kind !== 'application' || step.body.kind === 'api') return false;
-  const body = step.body;
-  const apis = applying.flatMap((s) => (s.kind === 'application' && s.body.kind === 'api' && s.tenant === step.tenant ? [s.body] : []));
-  const problems = err.body?.problems ?? (err.body === undefined ? [] : [{ path: err.body.path }]);
-  return problems.length > 0 && problems.every((p) => {
-    const at = /^(audience|scopes)\[(\d+)\]$/.exec(p.path);
-    if (at?.[1] === 'audience') {
-      const aud = body.audience[Number(at[2])];
-      return apis.some((api) => api.identifier === aud);
-    }
-    if (at?.[1] === 'scopes') {
-      const scope = body.scopes[Number(at[2])]!;
-      const tenant = applying.find((s): s is PutStep & { kind: 'tenant'; body: TenantBody } => s.kind === 'tenant' && s.tenant === step.tenant);
-      return (tenant?.body.scopes.some((sc) => sc.name === scope) ?? false) ||
-        apis.some((api) => body.audience.includes(api.identifier) && api.scopes.includes(scope));
-    }
-    return false;
+}
+
+const OP = { created: 'create', updated: 'update', unchanged: 'unchanged', deleted: 'delete' } as const;
+
+/**
+ * Every refused entry as one line, worded as the single-object call's refusal was
+ * (`PUT acme/portal: HTTP 409: clientId ... (at clientId)`), so a plan that apply could not carry
+ * out fails before anything is written, naming each problem.
+ */
+export function batchRefusal(tenant: string, batch: TenantBatchBody, results: readonly BatchEntryResult[]): AdminApiError {
+  const puts = new Set([
+    ...(batch.tenant === undefined ? [] : ['tenant']),
+    ...(batch.applications ?? []).map((a) => `application ${a.name}`),
+    ...(batch.users ?? []).map((u) => `user ${u.id}`),
+    ...(batch.assignments ?? []).flatMap((g) => g.users.map((u) => `assignment ${g.application} ${u}`)),
+  ]);
+  const lines = results.filter((r) => r.outcome === 'refused').map((r) => {
+    const method = puts.has([r.kind, r.application, r.user].filter((x) => x !== undefined).join(' ')) ? 'PUT' : 'DELETE';
+    return `${method} ${stepName(refOfResult(tenant, r))}: HTTP ${r.status}: ${r.reason}${r.path ? ` (at ${r.path})` : ''}`;
   });
+  const first = results.find((r) => r.outcome === 'refused');
+  return new AdminApiError(first?.status ?? 422, '', undefined, lines.join('\n'));
 }
 
-/** Managed live objects the model no longer has, and the mass-deletion guard's verdict. */
-export async function plannedDeletions(client: AdminClient, steps: readonly PlanStep[]): Promise<{ deletions: PlannedChange[]; guard: GuardViolation[] }> {
-  // Deletions: managed live objects the model no longer has; children first, tenants last.
-  const wanted = new Set(steps.map((s) => refKey(s)));
-  const deletions: PlannedChange[][] = [[], [], [], [], []];
+/**
+ * Dry-runs every tenant's batch (writes nothing) and lists the managed tenants the model leaves
+ * out: the plan, the mass-deletion guard's verdict, and per tenant what apply will send.
+ */
+export async function planAgainst(
+  client: AdminClient, steps: readonly PlanStep[], allowDeleteConsole = false,
+): Promise<RemotePlan & { readonly tenants: readonly TenantPlan[] }> {
+  // Only what changes is listed in the answers (unchanged objects are counted): a no-op plan of
+  // 100,000 users is then a few bytes per tenant. The dry run prunes the console's objects too, so
+  // the server names them (_outside-git.ts); apply prunes them only when allowed.
+  const batches = [...tenantBatches(steps)].map(([tenant, batch]): [string, TenantBatchBody] => [tenant, { ...batch, prune: { managedBy: applyPrune(allowDeleteConsole) }, report: 'changes' }]);
+  const inModel = new Set(batches.map(([t]) => t));
+  const going = ((await client.listAll('listTenants', {})) ?? []).filter((t) => !inModel.has(t.name) && t.managedBy === MANAGED_BY).map((t) => t.name);
+  const tenants = await mapLimit(batches, BATCH_CONCURRENCY, async ([tenant, batch]): Promise<TenantPlan> => {
+    const judged = await client.batch(tenant, { ...batch, prune: { managedBy: PLAN_PRUNE } }, { dryRun: true });
+    if (judged.refused) throw batchRefusal(tenant, batch, judged.results);
+    return { tenant, batch, judged };
+  });
+  const shown = tenants.map((t) => ({ tenant: t.tenant, ...outsideGitOf(t.tenant, t.judged, allowDeleteConsole, refOfResult) }));
+  // What a deleted tenant holds goes with it; the guard counts it. An empty batch's dry run says how much.
+  const goingCounts = await mapLimit(going, BATCH_CONCURRENCY, async (tenant) => (await client.batch(tenant, {}, { dryRun: true })).before);
+
+  const { changes, unchanged, guard } = changesFrom(shown, going.map((tenant, i) => ({ tenant, before: goingCounts[i]! })));
+  // Apply sends a tenant when its dry run, as sent, has anything to do.
+  const keptByApply = (r: BatchEntryResult) => allowDeleteConsole || r.outcome !== 'deleted' || r.managedBy !== MANAGED_BY_CONSOLE;
+  const sent = tenants.map((t) => ({ ...t, judged: { ...t.judged, results: t.judged.results.filter(keptByApply) } }));
+  return { server: await client.server(), changes, unchanged, guard, outsideGit: shown.flatMap((t) => t.listed), tenants: sent };
+}
+
+/**
+ * The changes that tenant batches' results (a dry run's or an apply's) and deleted tenants make,
+ * as the plan lists them: creates and updates in the model's order, then deletions, children
+ * first (assignments, users, applications with clients before apis, tenants); and the guard.
+ */
+export function changesFrom(
+  tenants: readonly { readonly tenant: string; readonly judged: Pick<TenantBatchResult, 'results' | 'before' | 'unchanged'> }[],
+  going: readonly { readonly tenant: string; readonly before: TenantBatchResult['before'] }[],
+): { changes: PlannedChange[]; unchanged: number; guard: GuardViolation[] } {
+  const puts: PlannedChange[] = [];
+  let unchanged = 0;
+  const deletions: PlannedChange[][] = [[], [], [], []];
   const guard: GuardViolation[] = [];
-  for (const t of (await client.listAll('listTenants', {})) ?? []) {
-    const tenant = t.name;
-    const inModel = wanted.has(refKey(tenantRef(tenant)));
-    const tenantGoes = !inModel && t.managedBy === MANAGED_BY;
-    if (!inModel && !tenantGoes) continue; // not ours, or not in this model at all
-    const apps = (await client.listAll('listApplications', { tenant })) ?? [];
-    const users = (await client.listAll('listUsers', { tenant })) ?? [];
-    let assignmentCount = 0;
-    let assignmentDeletes = 0;
+  for (const { tenant, judged } of tenants) {
     let userDeletes = 0;
-    for (const a of apps) {
-      const appRef: ResourceRef = { kind: 'application', tenant, application: a.name };
-      if (a.kind !== 'api') {
-        for (const x of (await client.listAll('listAssignments', { tenant, application: a.name })) ?? []) {
-          assignmentCount++;
-          const ref: ResourceRef = { kind: 'assignment', tenant, application: a.name, user: x.userId };
-          if (tenantGoes || (!wanted.has(refKey(ref)) && x.managedBy === MANAGED_BY)) {
-            assignmentDeletes++;
-            if (!tenantGoes) deletions[0]!.push(change('delete', ref));
-          }
-        }
-      }
-      if (!tenantGoes && !wanted.has(refKey(appRef)) && a.managedBy === MANAGED_BY) deletions[a.kind === 'api' ? 3 : 2]!.push(change('delete', appRef));
-    }
-    for (const u of users) {
-      const ref: ResourceRef = { kind: 'user', tenant, user: u.id };
-      if (tenantGoes || (!wanted.has(refKey(ref)) && u.managedBy === MANAGED_BY)) {
-        userDeletes++;
-        if (!tenantGoes) deletions[1]!.push(change('delete', ref));
+    let assignmentDeletes = 0;
+    unchanged += judged.unchanged;
+    for (const r of judged.results) {
+      if (r.outcome === 'unchanged') continue;
+      const op = OP[r.outcome as keyof typeof OP];
+      const c = change(op, refOfResult(tenant, r), r.outcome === 'updated' ? (r.changes ?? []) : []);
+      if (op !== 'delete') puts.push(c);
+      else {
+        deletions[r.kind === 'assignment' ? 0 : r.kind === 'user' ? 1 : 2]!.push(c);
+        if (r.kind === 'user') userDeletes++;
+        if (r.kind === 'assignment') assignmentDeletes++;
       }
     }
-    if (tenantGoes) deletions[4]!.push(change('delete', tenantRef(tenant)));
-    // The guard: deleting most (more than half) of a tenant's users or assignments is refused
-    // unless asked for, since a mistake there (a file left out of the model) locks people out.
-    if (userDeletes > 0 && userDeletes * 2 > users.length) guard.push({ tenant, kind: 'user', deleting: userDeletes, existing: users.length });
-    if (assignmentDeletes > 0 && assignmentDeletes * 2 > assignmentCount) {
-      guard.push({ tenant, kind: 'assignment', deleting: assignmentDeletes, existing: assignmentCount });
-    }
+    guard.push(...guardOf(tenant, userDeletes, assignmentDeletes, judged.before));
   }
-  return { deletions: deletions.flat(), guard };
+  for (const { tenant, before } of going) {
+    deletions[3]!.push(change('delete', tenantRef(tenant)));
+    guard.push(...guardOf(tenant, before.users, before.assignments, before));
+  }
+  return { changes: [...puts, ...deletions.flat()], unchanged, guard };
 }
 
-export async function planAgainst(client: AdminClient, steps: readonly PlanStep[]): Promise<RemotePlan> {
-  const { deletions, guard } = await plannedDeletions(client, steps);
-  return { server: await client.server(), changes: [...(await dryRunPuts(client, steps)), ...deletions], guard };
+/**
+ * The guard: deleting most (more than half) of a tenant's users or assignments is refused unless
+ * asked for, since a mistake there (a file left out of the model) locks people out.
+ */
+function guardOf(tenant: string, userDeletes: number, assignmentDeletes: number, before: TenantBatchResult['before']): GuardViolation[] {
+  const out: GuardViolation[] = [];
+  if (userDeletes > 0 && userDeletes * 2 > before.users) out.push({ tenant, kind: 'user', deleting: userDeletes, existing: before.users });
+  if (assignmentDeletes > 0 && assignmentDeletes * 2 > before.assignments) {
+    out.push({ tenant, kind: 'assignment', deleting: assignmentDeletes, existing: before.assignments });
+  }
+  return out;
 }
 
 export function summary(plan: RemotePlan): Record<ChangeOp | 'unchanged', number> {
-  const s = { create: 0, update: 0, delete: 0, unchanged: 0 };
+  const s = { create: 0, update: 0, delete: 0, unchanged: plan.unchanged };
   for (const c of plan.changes) s[c.op]++;
   return s;
 }
@@ -246,7 +254,7 @@ export const PLAN_OPTIONS = {
 /** Shared by plan and apply: load, resolve secrets, compile, connect, dry-run. */
 export async function preparePlan(
   command: 'plan' | 'apply', argv: readonly string[], io: CliIo, usage: string, help: string,
-): Promise<{ exit: number } | { plan: RemotePlan; client: AdminClient; steps: readonly PlanStep[]; values: { json: boolean; allowMassDelete: boolean } }> {
+): Promise<{ exit: number } | { plan: RemotePlan & { readonly tenants: readonly TenantPlan[] }; client: AdminClient; values: { json: boolean; allowMassDelete: boolean } }> {
   const { values, positionals } = parseCommandArgs(argv, PLAN_OPTIONS, usage);
   if (values.help) {
     io.stdout(help);
@@ -278,16 +286,9 @@ export async function preparePlan(
   const steps = compilePlan(model, { secrets, passwords }).steps;
   try {
     const client = await connect(model.server, values['data-dir'], io);
-    // apply does not dry-run: it PUTs every step and the server reports what changed.
-    let plan: RemotePlan;
-    if (command === 'plan') plan = await planAgainst(client, steps);
-    else {
-      const { deletions, guard } = await plannedDeletions(client, steps);
-      plan = { server: await client.server(), changes: deletions, guard };
-    }
-    // apply prints no such section: it lists the console's objects only when it is to delete them.
-    if (command === 'plan' || values['allow-delete-console'] === true) plan = await withOutsideGit(client, steps, plan, values['allow-delete-console'] === true);
-    return { plan, client, steps, values: { json, allowMassDelete: values['allow-mass-delete'] === true } };
+    // apply plans first too: the guard and every refusal are judged before anything is written.
+    const plan = await planAgainst(client, steps, values['allow-delete-console'] === true);
+    return { plan, client, values: { json, allowMassDelete: values['allow-mass-delete'] === true } };
   } catch (err) {
     if (err instanceof AdminApiError) {
       if (json) io.stdout(`${JSON.stringify({ ok: false, error: err.message }, null, 2)}\n`);
@@ -304,7 +305,7 @@ export function planJson(plan: RemotePlan) {
     summary: summary(plan),
     changes: plan.changes.filter((c) => c.op !== 'unchanged').map(({ op, ref, name, fields }) => ({ op, ...ref, name, fields })),
     guard: plan.guard,
-    ...(plan.outsideGit === undefined ? {} : { outsideGit: plan.outsideGit.map(({ kind, name, owner, action }) => ({ kind, name, owner, action })) }),
+    outsideGit: plan.outsideGit.map(({ kind, name, owner, action }) => ({ kind, name, owner, action })),
   };
 }
 
@@ -330,7 +331,7 @@ export const run: Command = async (argv, io) => {
   if (values.json) {
     io.stdout(`${JSON.stringify({ ok: !refused, ...planJson(plan) }, null, 2)}\n`);
   } else {
-    io.stdout(formatPlan(plan, io.color) + formatOutsideGit(plan));
+    io.stdout(formatPlan(plan, io.color) + formatOutsideGit(plan.outsideGit));
     if (refused) io.stderr(formatGuard(plan.guard));
   }
   return refused ? EXIT.invalid : EXIT.ok;

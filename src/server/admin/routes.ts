@@ -7,12 +7,13 @@
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { z } from 'zod';
 import {
-  ADMIN_ROUTES, PAGE_LIMIT, PATH_PARAMS, formatPath, openApiDocument,
+  ADMIN_ROUTES, DEFAULT_MAX_BODY_BYTES, PAGE_LIMIT, PATH_PARAMS, formatPath, openApiDocument,
   type PathParam, type RouteName, type RouteParams, type RouteParsedBody, type RouteResponse, type RouteSpec,
 } from '../../contract/index.ts';
 import type { ServerContext } from '../_context.ts';
 import { ServerError, errorBody, errors } from '../errors.ts';
 import { requireAdmin } from './auth.ts';
+import { RefusedBatch } from './batch.ts';
 import { AdminService } from './service.ts';
 
 interface HandlerInput<R extends RouteName> {
@@ -51,6 +52,8 @@ function handlers(svc: AdminService): Handlers {
     putAssignment: ({ params, body, dryRun }) => svc.putAssignment(params.tenant, params.application, params.userId, body, dryRun),
     deleteAssignment: ({ params, dryRun }) => svc.deleteAssignment(params.tenant, params.application, params.userId, dryRun),
     changeAssignments: ({ params, body, dryRun }) => svc.changeAssignments(params.tenant, params.application, body, dryRun),
+
+    applyTenantBatch: ({ params, body, dryRun }) => svc.applyTenantBatch(params.tenant, body, dryRun),
   } as Handlers;
 }
 
@@ -97,13 +100,14 @@ export function adminRouter(ctx: ServerContext): Router {
   });
 
   router.use(requireAdmin(ctx));
-  router.use(express.json({ limit: '256kb', strict: false }));
 
   for (const [name, spec] of Object.entries(ADMIN_ROUTES) as [RouteName, RouteSpec][]) {
     // A literal colon (a custom method such as `assignments:batch`) is escaped: express reads `:x` as a parameter.
     const expressPath = spec.path.replace(/:/g, '\\:').replace(/\{(\w+)\}/g, ':$1');
     const method = spec.method.toLowerCase() as 'get' | 'put' | 'post' | 'delete';
-    router[method](expressPath, async (req: Request, res: Response) => {
+    // Each operation reads at most its row's body size: one object, or a tenant batch.
+    const json = express.json({ limit: spec.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, strict: false });
+    router[method](expressPath, json, async (req: Request, res: Response) => {
       const params = pathParams(req, spec);
       const raw = req.body === undefined && spec.optionalBody ? {} : req.body;
       const body = spec.body === undefined ? undefined : parseBody(spec.body, raw);
@@ -140,5 +144,6 @@ export function sendJsonError(res: Response, err: unknown, ctx: ServerContext): 
     else ctx.log(`admin API internal error: ${(err as Error)?.stack ?? String(err)}`);
   }
   const { status: s, body } = errorBody(e);
-  res.status(s).json(body);
+  // A refused batch also says what would have happened to every entry.
+  res.status(s).json(e instanceof RefusedBatch ? { ...body, ...e.result } : body);
 }

@@ -4,14 +4,22 @@
  * with the changed fields; `dryRun` computes that without writing (idforge plan uses it).
  */
 import {
-  BUILTIN_SCOPES, RESERVED_TENANTS, changedFields, checkRequestedScopes, formatPath, isConfidentialKind,
-  type ApplicationBody, type AssignmentBatchBody, type AssignmentBatchEntry, type AssignmentBody, type Outcome, type PutResult, type SigningAlg, type TenantBody, type UserBody,
+  RESERVED_TENANTS, isConfidentialKind,
+  type ApplicationBody, type AssignmentBatchBody, type AssignmentBatchEntry, type AssignmentBody, type ParsedTenantBatch, type PutResult, type SigningAlg,
+  type TenantBatchResult, type TenantBody, type UserBody,
 } from '../../contract/index.ts';
 import type { ServerContext } from '../_context.ts';
-import { hashPassword, newClientSecret } from '../_crypto.ts';
+import { newClientSecret } from '../_crypto.ts';
 import { ServerError, errors } from '../errors.ts';
-import { newTenantKeys, rotateTenantKeys } from '../keys.ts';
 import { MissingUsersError } from '../storage/index.ts';
+import { NameTakenError } from '../storage/types.ts';
+import { passwordHashPool } from '../password-pool.ts';
+import { newTenantKeys, rotateTenantKeys } from '../keys.ts';
+import {
+  applicationLookup, judgeApplication, judgeApplicationDelete, judgeAssignment, judgeTenant, judgeUser, requireApplication,
+  requireClientApplication, requireUser, reserved, type ApplicationLookup,
+} from './_rules.ts';
+import { applyTenantBatch } from './batch.ts';
 import type {
   ApplicationRecord,
   AssignmentRecord,
@@ -22,12 +30,10 @@ import type {
   TenantRecord,
   UserRecord,
 } from '../storage/types.ts';
-import { NameTakenError } from '../storage/types.ts';
 
 export type { Outcome, PutResult } from '../../contract/index.ts';
 
 const iso = (epoch: number) => new Date(epoch * 1000).toISOString();
-const diff = changedFields;
 
 export const tenantView = (r: TenantRecord) => ({ name: r.name, ...r.body, createdAt: iso(r.createdAt), updatedAt: iso(r.updatedAt) });
 export const applicationView = (r: ApplicationRecord) => ({ name: r.name, ...r.body, createdAt: iso(r.createdAt), updatedAt: iso(r.updatedAt) });
@@ -38,14 +44,6 @@ export const assignmentView = (r: AssignmentRecord) => ({ application: r.applica
 export const keyView = (k: KeyRecord) => ({
   kid: k.kid, alg: k.alg, state: k.state, createdAt: iso(k.createdAt), ...(k.retiredAt === null ? {} : { retiredAt: iso(k.retiredAt) }),
 });
-
-/** A rule's problems as the one 400 the admin API answers: the first in `message`, all in `problems`. */
-function refuse(problems: readonly { code: string; path: readonly (string | number)[]; message: string }[]): never {
-  const list = problems.map((p) => ({ path: formatPath(p.path), message: p.message, code: p.code }));
-  throw errors.invalidRequest(list[0]!.message, list[0]!.path, list);
-}
-
-const reserved = (name: string) => errors.forbidden(`tenant '${name}' is reserved for the server itself`);
 
 export class AdminService {
   constructor(private readonly ctx: ServerContext) {}
@@ -63,11 +61,9 @@ export class AdminService {
 
   // Tenants
   async putTenant(name: string, body: TenantBody, dryRun: boolean): Promise<PutResult<ReturnType<typeof tenantView>>> {
-    // Scope definitions and the login policy were checked with the body (the contract's TenantBody).
     if (RESERVED_TENANTS.includes(name)) throw reserved(name);
     const before = await this.#s.tenants.get(name);
-    const changes = diff(before?.body, body);
-    const outcome: Outcome = before === undefined ? 'created' : changes.length === 0 ? 'unchanged' : 'updated';
+    const { outcome, changes } = judgeTenant(name, body, before);
     if (dryRun || outcome === 'unchanged') {
       const now = Math.floor(Date.now() / 1000);
       return { outcome, changes, resource: tenantView(before ?? { name, body, createdAt: now, updatedAt: now }) };
@@ -108,93 +104,24 @@ export class AdminService {
   }
 
   // Applications
-  async #checkApplication(tenant: TenantRecord, name: string, body: ApplicationBody): Promise<void> {
-    const s = this.#s;
-    if (body.kind === 'api') {
-      const other = await s.applications.getByIdentifier(tenant.name, body.identifier);
-      if (other !== undefined && other.name !== name) {
-        throw errors.conflict(`identifier '${body.identifier}' is already used by application '${other.name}'`, 'identifier');
-      }
-      return;
-    }
-    const other = await s.applications.getByClientId(tenant.name, body.clientId);
-    if (other !== undefined && other.name !== name) {
-      throw errors.conflict(`clientId '${body.clientId}' is already used by application '${other.name}'`, 'clientId');
-    }
-    const known = new Set([...BUILTIN_SCOPES, ...tenant.body.scopes.map((s) => s.name)]);
-    for (const [i, aud] of body.audience.entries()) {
-      const api = await s.applications.getByIdentifier(tenant.name, aud);
-      if (api === undefined || api.body.kind !== 'api') {
-        throw errors.invalidRequest(`audience '${aud}' is not the identifier of an api application in tenant '${tenant.name}'`, formatPath(['audience', i]));
-      }
-      for (const sc of api.body.scopes) known.add(sc);
-    }
-    // The model's scope rule: each known (built in, defined by the tenant, or offered by an api of
-    // the audience), none twice, openid among them.
-    const scopeProblems = checkRequestedScopes(body.scopes, known, ['scopes'], `tenant '${tenant.name}' or the apis of its audience`);
-    if (scopeProblems.length > 0) refuse(scopeProblems);
-  }
-
-  /** Client applications (not the internal service client) whose audience names `identifier`. */
-  async #clientsWithAudience(tenant: string, identifier: string): Promise<string[]> {
-    const names: string[] = [];
+  /** Every application of the tenant, for the rules that look across them (client ids, identifiers, audiences). */
+  async #applicationLookup(tenant: string): Promise<ApplicationLookup> {
+    const apps: ApplicationRecord[] = [];
     for (let cursor: string | undefined, more = true; more; ) {
       const page = await this.#s.applications.list(tenant, { cursor, limit: 500 });
-      for (const a of page.items) if (a.body.kind !== 'api' && a.body.audience.includes(identifier)) names.push(a.name);
+      apps.push(...page.items);
       cursor = page.nextCursor ?? undefined;
       more = page.nextCursor !== null;
     }
-    return names;
-  }
-
-  /**
-   * An api whose identifier is some client's audience must stay: without it every code and
-   * refresh request of those clients fails with invalid_target. The caller is told which clients
-   * to change (or delete) first.
-   */
-  async #refuseIfAudience(tenant: string, api: ApplicationRecord, doing: string): Promise<void> {
-    if (api.body.kind !== 'api') return;
-    const clients = await this.#clientsWithAudience(tenant, api.body.identifier);
-    if (clients.length === 0) return;
-    throw errors.conflict(
-      `cannot ${doing} api application '${api.name}': its identifier '${api.body.identifier}' is the audience of ` +
-        `${clients.length === 1 ? 'application' : 'applications'} ${clients.map((c) => `'${c}'`).join(', ')}; ` +
-        'remove it from their audience (or delete them) first',
-      'identifier',
-    );
+    return applicationLookup(apps);
   }
 
   async putApplication(tenantName: string, name: string, body: ApplicationBody, dryRun: boolean): Promise<PutResult<ReturnType<typeof applicationView>>> {
     const tenant = await this.#tenant(tenantName);
-    await this.#checkApplication(tenant, name, body);
     const before = await this.#s.applications.get(tenantName, name);
-    if (before?.body.kind === 'api' && (body.kind !== 'api' || body.identifier !== before.body.identifier)) {
-      await this.#refuseIfAudience(tenantName, before, 'change the identifier of');
-    }
-    let stored: StoredApplicationBody;
-    let secretHash: string | null = null;
-    let clientSecret: string | undefined;
-    let secretChanged = false;
-    if (body.kind === 'web' || body.kind === 'proxy') {
-      // A confidential kind (KINDS[kind].confidential): the secret is kept as a hash.
-      const { clientSecret: given, ...rest } = body;
-      stored = rest;
-      if (given !== undefined) {
-        secretChanged = before?.secretHash == null || !this.ctx.master.verifyClientSecret(before.secretHash, given);
-        secretHash = this.ctx.master.hashClientSecret(given);
-      } else if (before?.secretHash != null) {
-        secretHash = before.secretHash;
-      } else {
-        clientSecret = newClientSecret();
-        secretHash = this.ctx.master.hashClientSecret(clientSecret);
-        secretChanged = true;
-      }
-    } else {
-      stored = body;
-    }
-    const changes = diff(before?.body, stored);
-    if (secretChanged && before !== undefined) changes.push('clientSecret');
-    const outcome: Outcome = before === undefined ? 'created' : changes.length === 0 ? 'unchanged' : 'updated';
+    const { outcome, changes, stored, secretHash, clientSecret } = judgeApplication(
+      tenant, name, body, before, await this.#applicationLookup(tenantName), this.ctx.master,
+    );
     const now = Math.floor(Date.now() / 1000);
     if (dryRun || outcome === 'unchanged') {
       return { outcome, changes, resource: applicationView(before ?? { tenant: tenantName, name, body: stored, secretHash, createdAt: now, updatedAt: now }) };
@@ -207,9 +134,7 @@ export class AdminService {
 
   async getApplication(tenant: string, name: string) {
     await this.#tenant(tenant);
-    const a = await this.#s.applications.get(tenant, name);
-    if (a === undefined || a.body.kind === 'service') throw errors.notFound(`application '${name}' does not exist in tenant '${tenant}'`);
-    return applicationView(a);
+    return applicationView(requireApplication(tenant, name, await this.#s.applications.get(tenant, name)));
   }
 
   async listApplications(tenant: string, page: PageRequest) {
@@ -219,8 +144,8 @@ export class AdminService {
   }
 
   async deleteApplication(tenant: string, name: string, dryRun: boolean): Promise<void> {
-    await this.getApplication(tenant, name);
-    await this.#refuseIfAudience(tenant, (await this.#s.applications.get(tenant, name))!, 'delete');
+    await this.#tenant(tenant);
+    judgeApplicationDelete(tenant, name, await this.#s.applications.get(tenant, name), await this.#applicationLookup(tenant));
     if (dryRun) return;
     await this.#s.applications.delete(tenant, name);
     this.ctx.evictTenant(tenant);
@@ -240,8 +165,7 @@ export class AdminService {
 
   async verifyClientSecret(tenant: string, name: string, clientSecret: string): Promise<{ matches: boolean }> {
     await this.#tenant(tenant);
-    const a = await this.#s.applications.get(tenant, name);
-    if (a === undefined || a.body.kind === 'service') throw errors.notFound(`application '${name}' does not exist in tenant '${tenant}'`);
+    const a = requireApplication(tenant, name, await this.#s.applications.get(tenant, name));
     if (!isConfidentialKind(a.body.kind)) {
       throw errors.invalidRequest(`application '${name}' is of kind '${a.body.kind}', which has no client secret`);
     }
@@ -264,33 +188,21 @@ export class AdminService {
   // Users
   async putUser(tenantName: string, id: string, body: UserBody, dryRun: boolean): Promise<PutResult<ReturnType<typeof userView>>> {
     await this.#tenant(tenantName);
-    const { initialPassword, ...stored } = body;
-    const other = await this.#s.users.getByEmail(tenantName, stored.email);
-    if (other !== undefined && other.id !== id) throw errors.conflict(`email '${stored.email}' belongs to another user of this tenant`, 'email');
     const before = await this.#s.users.get(tenantName, id);
-    const changes = diff(before?.body, stored);
-    // The initial password only counts when there is no password yet, so re-applying is a no-op.
-    const setsPassword = initialPassword !== undefined && (before?.passwordHash ?? null) === null;
-    if (setsPassword && before !== undefined) changes.push('password');
-    const outcome: Outcome = before === undefined ? 'created' : changes.length === 0 ? 'unchanged' : 'updated';
+    const { outcome, changes, stored, setsPassword, revokeArtifacts } = judgeUser(id, body, before, await this.#s.users.getByEmail(tenantName, body.email));
     const now = Math.floor(Date.now() / 1000);
     if (dryRun || outcome === 'unchanged') {
       return { outcome, changes, resource: userView(before ?? { tenant: tenantName, id, body: stored, passwordHash: setsPassword ? 'x' : null, createdAt: now, updatedAt: now }) };
     }
-    const hash = setsPassword ? await hashPassword(initialPassword) : (before?.passwordHash ?? null);
-    // Losing a scope or being disabled must not survive in existing grants and refresh tokens; both
-    // are written in one transaction, so a failure leaves the user as before and a retry revokes.
-    const lostScope = before !== undefined && before.body.scopes.some((s) => !stored.scopes.includes(s));
-    const revokeArtifacts = lostScope || (stored.disabled && before?.body.disabled !== true);
+    const hash = setsPassword ? await passwordHashPool.hash(body.initialPassword!) : (before?.passwordHash ?? null);
+    // Grants and tokens that a lost scope or a disabled account must end are revoked in the same transaction.
     const rec = await this.#s.users.put(tenantName, id, stored, hash, { revokeArtifacts });
     return { outcome, changes, resource: userView(rec) };
   }
 
   async getUser(tenant: string, id: string) {
     await this.#tenant(tenant);
-    const u = await this.#s.users.get(tenant, id);
-    if (u === undefined) throw errors.notFound(`user '${id}' does not exist in tenant '${tenant}'`);
-    return userView(u);
+    return userView(requireUser(tenant, id, await this.#s.users.get(tenant, id)));
   }
 
   async listUsers(tenant: string, page: PageRequest) {
@@ -306,19 +218,15 @@ export class AdminService {
 
   // Assignments
   async #clientApp(tenant: string, application: string): Promise<ApplicationRecord & { body: { clientId: string } }> {
-    const a = await this.#s.applications.get(tenant, application);
-    if (a === undefined || a.body.kind === 'service') throw errors.notFound(`application '${application}' does not exist in tenant '${tenant}'`);
-    if (a.body.kind === 'api') throw errors.invalidRequest(`application '${application}' is an api; users are assigned to client applications`);
-    return a as ApplicationRecord & { body: { clientId: string } };
+    return requireClientApplication(tenant, application, await this.#s.applications.get(tenant, application));
   }
 
   async putAssignment(tenant: string, application: string, userId: string, body: AssignmentBody, dryRun: boolean): Promise<PutResult<ReturnType<typeof assignmentView>>> {
     await this.#tenant(tenant);
-    await this.#clientApp(tenant, application);
-    if ((await this.#s.users.get(tenant, userId)) === undefined) throw errors.notFound(`user '${userId}' does not exist in tenant '${tenant}'`);
     const before = await this.#s.users.getAssignment(tenant, application, userId);
-    const changes = diff(before?.body, body);
-    const outcome: Outcome = before === undefined ? 'created' : changes.length === 0 ? 'unchanged' : 'updated';
+    const { outcome, changes } = judgeAssignment(
+      tenant, application, userId, body, await this.#s.applications.get(tenant, application), await this.#s.users.get(tenant, userId), before,
+    );
     if (dryRun || outcome === 'unchanged') {
       return { outcome, changes, resource: assignmentView(before ?? { tenant, application, userId, body, createdAt: Math.floor(Date.now() / 1000) }) };
     }
@@ -356,7 +264,7 @@ export class AdminService {
    */
   async changeAssignments(tenant: string, application: string, body: AssignmentBatchBody, dryRun: boolean): Promise<{ results: AssignmentBatchEntry[] }> {
     await this.#tenant(tenant);
-    const app = await this.#clientApp(tenant, application);
+    const app = requireClientApplication(tenant, application, await this.#s.applications.get(tenant, application));
     const missing = async () => {
       const out: string[] = [];
       for (const id of body.add) if ((await this.#s.users.get(tenant, id)) === undefined) out.push(id);
@@ -393,5 +301,10 @@ export class AdminService {
         ...body.remove.map((userId) => ({ op: 'remove' as const, userId, outcome: removed.includes(userId) ? ('deleted' as const) : ('unchanged' as const) })),
       ],
     };
+  }
+
+  // Batches: many objects of one tenant in one transaction, judged by the rules above (batch.ts).
+  applyTenantBatch(tenant: string, batch: ParsedTenantBatch, dryRun: boolean): Promise<TenantBatchResult> {
+    return applyTenantBatch(this.ctx, tenant, batch, dryRun);
   }
 }

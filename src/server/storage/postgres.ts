@@ -35,6 +35,8 @@ import type {
   PasskeyRecord,
   Storage,
   StoredApplicationBody,
+  TenantChanges,
+  TenantContents,
   TenantRecord,
   TenantStore,
   ThrottleRecord,
@@ -65,7 +67,7 @@ export function lockId(name: string): string {
 const MIGRATION_LOCK = lockId('idforge:migrations');
 
 type Queryable = pg.Pool | pg.PoolClient;
-type Param = string | number | null | Buffer;
+type Param = string | number | null | Buffer | readonly (string | null)[];
 
 /**
  * PostgreSQL text cannot hold NUL (SQLite's can), so no stored key contains one. A lookup, update
@@ -93,11 +95,11 @@ class Db {
   }
 
   /** Runs `fn` in one transaction on one connection; rolls back when it throws. */
-  async tx<T>(fn: (q: (sql: string, params?: readonly Param[]) => ReturnType<typeof query>) => Promise<T>): Promise<T> {
+  async tx<T>(fn: (q: (sql: string, params?: readonly Param[]) => ReturnType<typeof query>) => Promise<T>, begin = 'BEGIN'): Promise<T> {
     const client = await this.pool.connect();
     let broken: Error | undefined;
     try {
-      await client.query('BEGIN');
+      await client.query(begin);
       const result = await fn((sql, params = []) => query(client, sql, params));
       await client.query('COMMIT');
       return result;
@@ -160,6 +162,102 @@ class Tenants implements TenantStore {
       await insertKeys(q, tenant, keys);
       return keys;
     });
+  }
+
+  async contents(name: string): Promise<TenantContents> {
+    // One snapshot for the four reads: a concurrent change is seen entirely or not at all.
+    return this.d.tx((q) => readContents(q, name), 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+  }
+  async batch<T>(name: string, decide: (contents: TenantContents) => { readonly changes: TenantChanges; readonly result: T }): Promise<T> {
+    return this.d.tx(async (q) => {
+      // Batches of one tenant take turns across replicas: each reads what the previous one wrote.
+      // (Read committed: single-object writes may still land between, as they may between two of
+      // them; the writes below are upserts and keyed deletes that stay correct if they do.)
+      await q('SELECT pg_advisory_xact_lock($1::bigint)', [lockId(`batch:${name}`)]);
+      const { changes, result } = decide(await readContents(q, name));
+      await writeChanges(q, name, changes);
+      return result;
+    });
+  }
+}
+
+type Query = (sql: string, params?: readonly Param[]) => ReturnType<typeof query>;
+
+async function readContents(q: Query, name: string): Promise<TenantContents> {
+  const tenant = (await q('SELECT * FROM tenants WHERE name = $1', [name])).rows[0];
+  return {
+    tenant: tenant && tenantRow(tenant),
+    applications: (await q('SELECT * FROM applications WHERE tenant = $1 ORDER BY name', [name])).rows.map(appRow),
+    users: (await q('SELECT * FROM users WHERE tenant = $1 ORDER BY id', [name])).rows.map(userRow),
+    assignments: (await q('SELECT * FROM assignments WHERE tenant = $1 ORDER BY application, user_id', [name])).rows.map(assignmentRow),
+  };
+}
+
+/**
+ * The writes of TenantChanges, each kind in one statement over arrays (unnest), so a batch of
+ * thousands of rows is a handful of round trips; each statement does what the single-object
+ * method it names does.
+ */
+async function writeChanges(q: Query, tenant: string, c: TenantChanges): Promise<void> {
+  const t = now();
+  if (c.tenant !== undefined) {
+    // xmax = 0 only on a row this statement inserted: keys only with the creation.
+    const row = (await q(`INSERT INTO tenants (name, body, created_at, updated_at) VALUES ($1, $2, $3, $3)
+      ON CONFLICT (name) DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at
+      RETURNING (xmax = 0) AS inserted`, [tenant, JSON.stringify(c.tenant.body), t])).rows[0]!;
+    if (row.inserted === true && c.tenant.initialKeys !== undefined) await insertKeys(q, tenant, c.tenant.initialKeys);
+  }
+  if (c.applications.length > 0) {
+    const col = <K>(f: (a: TenantChanges['applications'][number]) => K) => c.applications.map(f);
+    await q(`INSERT INTO applications (tenant, name, kind, client_id, identifier, body, secret_hash, created_at, updated_at)
+      SELECT $1, n, k, c, i, b, s, $8, $8 FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[]) AS x(n, k, c, i, b, s)
+      ON CONFLICT (tenant, name) DO UPDATE SET kind = excluded.kind, client_id = excluded.client_id,
+        identifier = excluded.identifier, body = excluded.body, secret_hash = excluded.secret_hash, updated_at = excluded.updated_at`, [
+      tenant, col((a) => a.name), col((a) => a.body.kind), col((a) => (a.body.kind === 'api' ? null : a.body.clientId)),
+      col((a) => (a.body.kind === 'api' ? a.body.identifier : null)), col((a) => JSON.stringify(a.body)), col((a) => a.secretHash), t,
+    ]);
+  }
+  if (c.users.length > 0) {
+    await q(`INSERT INTO users (tenant, id, email, body, password_hash, created_at, updated_at)
+      SELECT $1, i, e, b, h, $6, $6 FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) AS x(i, e, b, h)
+      ON CONFLICT (tenant, id) DO UPDATE SET email = excluded.email, body = excluded.body,
+        password_hash = coalesce(users.password_hash, excluded.password_hash), updated_at = excluded.updated_at`, [
+      tenant, c.users.map((u) => u.id), c.users.map((u) => u.body.email.toLowerCase()), c.users.map((u) => JSON.stringify(u.body)),
+      c.users.map((u) => u.initialPasswordHash), t,
+    ]);
+    const revoked = c.users.filter((u) => u.revokeArtifacts).map((u) => u.id);
+    if (revoked.length > 0) await q('DELETE FROM artifacts WHERE tenant = $1 AND account_id = ANY($2::text[])', [tenant, revoked]);
+  }
+  if (c.assignments.length > 0) {
+    await q(`INSERT INTO assignments (tenant, application, user_id, body, created_at)
+      SELECT $1, a, u, b, $5 FROM unnest($2::text[], $3::text[], $4::text[]) AS x(a, u, b)
+      ON CONFLICT (tenant, application, user_id) DO UPDATE SET body = excluded.body`, [
+      tenant, c.assignments.map((a) => a.application), c.assignments.map((a) => a.userId), c.assignments.map((a) => JSON.stringify(a.body)), t,
+    ]);
+  }
+  if (c.deleteAssignments.length > 0) {
+    const d = c.deleteAssignments;
+    await q(`DELETE FROM assignments WHERE tenant = $1 AND (application, user_id) IN (SELECT * FROM unnest($2::text[], $3::text[]))`,
+      [tenant, d.map((a) => a.application), d.map((a) => a.userId)]);
+    // As revokeUserClient, per pair: the grants and everything issued under them go together.
+    await q(`WITH pairs AS (SELECT * FROM unnest($2::text[], $3::text[]) AS p(account, client))
+      DELETE FROM artifacts WHERE tenant = $1 AND (
+        ((account_id, client_id) IN (SELECT account, client FROM pairs) AND model <> 'Session')
+        OR grant_id IN (SELECT id FROM artifacts WHERE tenant = $1 AND model = 'Grant' AND (account_id, client_id) IN (SELECT account, client FROM pairs)))`,
+    [tenant, d.map((a) => a.userId), d.map((a) => a.clientId)]);
+  }
+  if (c.deleteUsers.length > 0) {
+    const ids = c.deleteUsers;
+    await q('DELETE FROM assignments WHERE tenant = $1 AND user_id = ANY($2::text[])', [tenant, ids]);
+    await q('DELETE FROM artifacts WHERE tenant = $1 AND account_id = ANY($2::text[])', [tenant, ids]);
+    for (const table of USER_FACTOR_TABLES) await q(`DELETE FROM ${table} WHERE tenant = $1 AND user_id = ANY($2::text[])`, [tenant, ids]);
+    await q('DELETE FROM users WHERE tenant = $1 AND id = ANY($2::text[])', [tenant, ids]);
+  }
+  if (c.deleteApplications.length > 0) {
+    const gone = (await q('DELETE FROM applications WHERE tenant = $1 AND name = ANY($2::text[]) RETURNING name, client_id', [tenant, c.deleteApplications])).rows;
+    await q('DELETE FROM assignments WHERE tenant = $1 AND application = ANY($2::text[])', [tenant, gone.map((r) => String(r.name))]);
+    const clients = gone.filter((r) => r.client_id !== null).map((r) => String(r.client_id));
+    if (clients.length > 0) await q('DELETE FROM artifacts WHERE tenant = $1 AND client_id = ANY($2::text[])', [tenant, clients]);
   }
 }
 

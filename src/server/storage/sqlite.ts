@@ -31,6 +31,8 @@ import type {
   PasskeyRecord,
   Storage,
   StoredApplicationBody,
+  TenantChanges,
+  TenantContents,
   TenantRecord,
   TenantStore,
   ThrottleRecord,
@@ -161,6 +163,78 @@ class Tenants implements TenantStore {
       this.#insertKeys(tenant, keys);
       return keys;
     }).immediate();
+  }
+
+  async contents(name: string): Promise<TenantContents> {
+    return this.d.db.transaction(() => this.#contents(name))();
+  }
+  async batch<T>(name: string, decide: (contents: TenantContents) => { readonly changes: TenantChanges; readonly result: T }): Promise<T> {
+    // IMMEDIATE: the write lock is taken before the read, so what `decide` saw is what it changes.
+    // One process serves the file and this runs without yielding, so batches take turns.
+    return this.d.db.transaction(() => {
+      const { changes, result } = decide(this.#contents(name));
+      this.#write(name, changes);
+      return result;
+    }).immediate();
+  }
+  #contents(name: string): TenantContents {
+    const t = this.d.q('SELECT * FROM tenants WHERE name = ?').get(name) as Row | undefined;
+    return {
+      tenant: t && tenantRow(t),
+      applications: (this.d.q('SELECT * FROM applications WHERE tenant = ? ORDER BY name').all(name) as Row[]).map(appRow),
+      users: (this.d.q('SELECT * FROM users WHERE tenant = ? ORDER BY id').all(name) as Row[]).map(userRow),
+      assignments: (this.d.q('SELECT * FROM assignments WHERE tenant = ? ORDER BY application, user_id').all(name) as Row[]).map(assignmentRow),
+    };
+  }
+  /** The writes of TenantChanges, each the SQL of the single-object method it names. */
+  #write(tenant: string, c: TenantChanges): void {
+    const t = now();
+    if (c.tenant !== undefined) {
+      const existed = this.d.q('SELECT 1 FROM tenants WHERE name = ?').get(tenant) !== undefined;
+      this.d.q(`INSERT INTO tenants (name, body, created_at, updated_at) VALUES (?, ?, ?, ?)
+        ON CONFLICT (name) DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at`).run(tenant, JSON.stringify(c.tenant.body), t, t);
+      if (!existed && c.tenant.initialKeys !== undefined) this.#insertKeys(tenant, c.tenant.initialKeys);
+    }
+    const putApp = this.d.q(`INSERT INTO applications (tenant, name, kind, client_id, identifier, body, secret_hash, created_at, updated_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+      ON CONFLICT (tenant, name) DO UPDATE SET kind = excluded.kind, client_id = excluded.client_id,
+        identifier = excluded.identifier, body = excluded.body, secret_hash = excluded.secret_hash, updated_at = excluded.updated_at`);
+    for (const a of c.applications) {
+      const b = a.body;
+      putApp.run(tenant, a.name, b.kind, b.kind === 'api' ? null : b.clientId, b.kind === 'api' ? b.identifier : null, JSON.stringify(b), a.secretHash, t, t);
+    }
+    const putUser = this.d.q(`INSERT INTO users (tenant, id, email, body, password_hash, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+      ON CONFLICT (tenant, id) DO UPDATE SET email = excluded.email, body = excluded.body,
+        password_hash = coalesce(users.password_hash, excluded.password_hash), updated_at = excluded.updated_at`);
+    const revokeUser = this.d.q('DELETE FROM artifacts WHERE tenant = ? AND account_id = ?');
+    for (const u of c.users) {
+      putUser.run(tenant, u.id, u.body.email.toLowerCase(), JSON.stringify(u.body), u.initialPasswordHash, t, t);
+      if (u.revokeArtifacts) revokeUser.run(tenant, u.id);
+    }
+    const putAssignment = this.d.q(`INSERT INTO assignments (tenant, application, user_id, body, created_at) VALUES (?, ?, ?, ?, ?)
+      ON CONFLICT (tenant, application, user_id) DO UPDATE SET body = excluded.body`);
+    for (const a of c.assignments) putAssignment.run(tenant, a.application, a.userId, JSON.stringify(a.body), t);
+    const grantsOf = this.d.q(`SELECT id FROM artifacts WHERE tenant = ? AND account_id = ? AND client_id = ? AND model = 'Grant'`);
+    const revokeGrant = this.d.q('DELETE FROM artifacts WHERE tenant = ? AND grant_id = ?');
+    const revokeAtClient = this.d.q(`DELETE FROM artifacts WHERE tenant = ? AND account_id = ? AND client_id = ? AND model != 'Session'`);
+    for (const a of c.deleteAssignments) {
+      this.d.q('DELETE FROM assignments WHERE tenant = ? AND application = ? AND user_id = ?').run(tenant, a.application, a.userId);
+      for (const g of grantsOf.all(tenant, a.userId, a.clientId) as { id: string }[]) revokeGrant.run(tenant, g.id);
+      revokeAtClient.run(tenant, a.userId, a.clientId);
+    }
+    for (const id of c.deleteUsers) {
+      this.d.q('DELETE FROM assignments WHERE tenant = ? AND user_id = ?').run(tenant, id);
+      revokeUser.run(tenant, id);
+      for (const table of USER_FACTOR_TABLES) this.d.q(`DELETE FROM ${table} WHERE tenant = ? AND user_id = ?`).run(tenant, id);
+      this.d.q('DELETE FROM users WHERE tenant = ? AND id = ?').run(tenant, id);
+    }
+    for (const name of c.deleteApplications) {
+      const app = this.d.q('SELECT client_id FROM applications WHERE tenant = ? AND name = ?').get(tenant, name) as Row | undefined;
+      if (app === undefined) continue;
+      this.d.q('DELETE FROM assignments WHERE tenant = ? AND application = ?').run(tenant, name);
+      if (app.client_id !== null) this.d.q('DELETE FROM artifacts WHERE tenant = ? AND client_id = ?').run(tenant, app.client_id);
+      this.d.q('DELETE FROM applications WHERE tenant = ? AND name = ?').run(tenant, name);
+    }
   }
   #insertKeys(tenant: string, keys: readonly KeyRecord[]): void {
     for (const k of keys) {

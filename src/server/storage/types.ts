@@ -131,6 +131,46 @@ export class MissingUsersError extends Error {
   }
 }
 
+/** Everything the admin API manages in one tenant, as stored: what a batch is judged against. */
+export interface TenantContents {
+  readonly tenant: TenantRecord | undefined;
+  /** Every application, the internal service client included, ordered by name (bytewise). */
+  readonly applications: readonly ApplicationRecord[];
+  /** Ordered by id (bytewise). */
+  readonly users: readonly UserRecord[];
+  /** Ordered by application, then user id (bytewise). */
+  readonly assignments: readonly AssignmentRecord[];
+}
+
+/**
+ * The writes of one batch, made in this order in one transaction. Each write does what the
+ * single-object store method it names does, cascades and revocations included.
+ */
+export interface TenantChanges {
+  /** Upsert of the tenant (TenantStore.put): `initialKeys` only if this write creates it. */
+  readonly tenant?: { readonly body: TenantBody; readonly initialKeys?: readonly KeyRecord[] };
+  /** Upserts (ApplicationStore.put). */
+  readonly applications: readonly { readonly name: string; readonly body: StoredApplicationBody; readonly secretHash: string | null }[];
+  /**
+   * Upserts (UserStore.put). `initialPasswordHash` is stored only where the user has no password
+   * yet, so a password set meanwhile is never overwritten; a stored password is otherwise kept.
+   */
+  readonly users: readonly {
+    readonly id: string;
+    readonly body: Omit<UserBody, 'initialPassword'>;
+    readonly initialPasswordHash: string | null;
+    readonly revokeArtifacts: boolean;
+  }[];
+  /** Upserts (UserStore.putAssignment). */
+  readonly assignments: readonly { readonly application: string; readonly userId: string; readonly body: AssignmentBody }[];
+  /** Each also revokes the user's grants and everything issued under them at `clientId` (GrantStore.revokeUserClient). */
+  readonly deleteAssignments: readonly { readonly application: string; readonly userId: string; readonly clientId: string }[];
+  /** As UserStore.delete: assignments, artifacts and login factors go with each user. */
+  readonly deleteUsers: readonly string[];
+  /** As ApplicationStore.delete: assignments and artifacts issued to its client go with each application. */
+  readonly deleteApplications: readonly string[];
+}
+
 /** Tenants and their signing keys. */
 export interface TenantStore {
   get(name: string): Promise<TenantRecord | undefined>;
@@ -155,6 +195,17 @@ export interface TenantStore {
    * write back a stale set. `update` must be synchronous.
    */
   updateKeys(tenant: string, update: (current: readonly KeyRecord[]) => readonly KeyRecord[]): Promise<readonly KeyRecord[]>;
+
+  /** The tenant with all its applications, users and assignments, read at once. */
+  contents(name: string): Promise<TenantContents>;
+  /**
+   * Read-decide-write of one tenant in one transaction (the admin API's tenant batch): `decide`
+   * gets the tenant's contents and returns the changes to write and a result; the changes are
+   * written in the same transaction, all or nothing, and the result returned. Batches of one tenant
+   * (in this process or another one on the same database) take turns, each deciding on what the
+   * previous one wrote. `decide` must be synchronous; what it throws is thrown, with nothing written.
+   */
+  batch<T>(name: string, decide: (contents: TenantContents) => { readonly changes: TenantChanges; readonly result: T }): Promise<T>;
 }
 
 /** Applications: OAuth clients (web, proxy, spa, the internal service client) and apis. */

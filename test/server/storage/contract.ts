@@ -10,7 +10,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { AssignmentBody, TenantBody, UserBody } from '../../../src/contract/index.ts';
 import type {
-  ArtifactPayload, KeyRecord, PasskeyRecord, Storage, StoredApplicationBody,
+  ArtifactPayload, KeyRecord, PasskeyRecord, Storage, StoredApplicationBody, TenantChanges,
 } from '../../../src/server/storage/index.ts';
 import { NameTakenError } from '../../../src/server/storage/types.ts';
 
@@ -707,6 +707,141 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
         expect(await s.throttle.get('acme', 'idle')).toBeUndefined();
         expect(await s.throttle.get('acme', 'recent')).toBeDefined();
         expect(await s.throttle.get('acme', 'locked-long')).toBeDefined();
+      });
+    });
+
+    describe('tenant batches', () => {
+      const NONE: TenantChanges = { applications: [], users: [], assignments: [], deleteAssignments: [], deleteUsers: [], deleteApplications: [] };
+      const write = (t: string, changes: Partial<TenantChanges>) => s.tenants.batch(t, () => ({ changes: { ...NONE, ...changes }, result: undefined }));
+
+      it('contents reads the tenant with every application (service client included), user and assignment, ordered, and nothing of another tenant', async () => {
+        expect(await s.tenants.contents('acme')).toEqual({ tenant: undefined, applications: [], users: [], assignments: [] });
+        await s.tenants.put('acme', tenantBody('Acme'));
+        await s.applications.put('acme', 'web', webApp('web-id'), 'hmac');
+        await s.applications.put('acme', 'api', apiApp('https://api.example'), null);
+        await s.applications.put('acme', 'svc', { kind: 'service', clientId: 'svc-id', scopes: ['admin'], audience: [] }, 'hmac');
+        for (const id of ['u-b', 'u-a', 'U']) await s.users.put('acme', id, userBody(`${id}@acme.test`), id === 'u-a' ? 'h' : null);
+        await s.users.putAssignment('acme', 'web', 'u-b', { managedBy: 'idforge' });
+        await s.users.putAssignment('acme', 'web', 'u-a', {});
+        await s.users.putAssignment('acme', 'api', 'u-a', {});
+        await populateTenant(s, 'globex');
+        const c = await s.tenants.contents('acme');
+        expect(c.tenant).toEqual(await s.tenants.get('acme'));
+        expect(c.applications.map((a) => a.name)).toEqual(['api', 'svc', 'web']);
+        expect(c.applications[2]).toEqual(await s.applications.get('acme', 'web'));
+        expect(c.users.map((u) => u.id)).toEqual(['U', 'u-a', 'u-b']);
+        expect(c.users[1]).toEqual(await s.users.get('acme', 'u-a'));
+        expect(c.assignments.map((a) => `${a.application}/${a.userId}`)).toEqual(['api/u-a', 'web/u-a', 'web/u-b']);
+        expect(c.assignments[2]).toEqual(await s.users.getAssignment('acme', 'web', 'u-b'));
+      });
+
+      it('batch writes what decide returns, given the contents, and returns its result; upserts keep createdAt', async () => {
+        await s.users.put('acme', 'old', userBody('old@acme.test'), 'old-hash');
+        vi.setSystemTime(T0 + 5_000);
+        const keys = [key('acme', 'k1', 1, 'active'), key('acme', 'k2', 2)];
+        const result = await s.tenants.batch('acme', (c) => {
+          expect(c.tenant).toBeUndefined();
+          expect(c.users.map((u) => u.id)).toEqual(['old']);
+          return {
+            changes: {
+              ...NONE,
+              tenant: { body: tenantBody('Acme'), initialKeys: keys },
+              applications: [{ name: 'web', body: webApp('web-id'), secretHash: 'hmac' }, { name: 'api', body: apiApp('https://api.example'), secretHash: null }],
+              users: [
+                { id: 'new', body: userBody('New@Acme.test', ['admin']), initialPasswordHash: 'new-hash', revokeArtifacts: false },
+                { id: 'old', body: userBody('renamed@acme.test'), initialPasswordHash: null, revokeArtifacts: false },
+              ],
+              assignments: [{ application: 'web', userId: 'new', body: { managedBy: 'idforge' } }],
+            },
+            result: 'decided',
+          };
+        });
+        expect(result).toBe('decided');
+        expect(await s.tenants.get('acme')).toEqual({ name: 'acme', body: tenantBody('Acme'), createdAt: T0S + 5, updatedAt: T0S + 5 });
+        expect(await s.tenants.listKeys('acme')).toEqual(keys);
+        expect(await s.applications.getByClientId('acme', 'web-id')).toEqual({ tenant: 'acme', name: 'web', body: webApp('web-id'), secretHash: 'hmac', createdAt: T0S + 5, updatedAt: T0S + 5 });
+        expect(await s.applications.getByIdentifier('acme', 'https://api.example')).toMatchObject({ name: 'api', secretHash: null });
+        expect(await s.users.getByEmail('acme', 'new@acme.test')).toEqual({ tenant: 'acme', id: 'new', body: userBody('New@Acme.test', ['admin']), passwordHash: 'new-hash', createdAt: T0S + 5, updatedAt: T0S + 5 });
+        // A stored password is kept when the batch sets none.
+        expect(await s.users.get('acme', 'old')).toEqual({ tenant: 'acme', id: 'old', body: userBody('renamed@acme.test'), passwordHash: 'old-hash', createdAt: T0S, updatedAt: T0S + 5 });
+        expect(await s.users.getAssignment('acme', 'web', 'new')).toEqual({ tenant: 'acme', application: 'web', userId: 'new', body: { managedBy: 'idforge' }, createdAt: T0S + 5 });
+
+        vi.setSystemTime(T0 + 9_000);
+        await write('acme', {
+          tenant: { body: tenantBody('Acme 2'), initialKeys: [key('acme', 'ignored', 3)] },
+          applications: [{ name: 'web', body: webApp('web-id-2'), secretHash: 'hmac-2' }],
+          // An initial password never replaces one that is there (set meanwhile by someone else).
+          users: [{ id: 'new', body: userBody('new@acme.test'), initialPasswordHash: 'other-hash', revokeArtifacts: false }],
+          assignments: [{ application: 'web', userId: 'new', body: {} }],
+        });
+        expect(await s.tenants.get('acme')).toMatchObject({ body: tenantBody('Acme 2'), createdAt: T0S + 5, updatedAt: T0S + 9 });
+        expect((await s.tenants.listKeys('acme')).map((k) => k.kid)).toEqual(['k1', 'k2']);
+        expect(await s.applications.get('acme', 'web')).toMatchObject({ body: webApp('web-id-2'), secretHash: 'hmac-2', createdAt: T0S + 5, updatedAt: T0S + 9 });
+        expect(await s.applications.getByClientId('acme', 'web-id')).toBeUndefined();
+        expect(await s.users.get('acme', 'new')).toMatchObject({ passwordHash: 'new-hash', createdAt: T0S + 5, updatedAt: T0S + 9 });
+        expect(await s.users.getAssignment('acme', 'web', 'new')).toEqual({ tenant: 'acme', application: 'web', userId: 'new', body: {}, createdAt: T0S + 5 });
+        // Nothing written for a tenant that decide leaves alone.
+        await write('acme', {});
+        expect(await s.tenants.get('acme')).toMatchObject({ updatedAt: T0S + 9 });
+      });
+
+      it('batch deletes as the single-object deletes do: an assignment with its grants at that client, a user and an application with everything of theirs', async () => {
+        await populateTenant(s, 'acme');
+        await populateUser(s, 'acme', 'kept');
+        await s.grants.upsert('acme', 'Grant', 'g-other-client', { accountId: 'u1', clientId: 'other-id' }, 600);
+        // Unassigning u1 from portal ends its grant at portal's client, not its session or its grant at another client.
+        await write('acme', { deleteAssignments: [{ application: 'portal', userId: 'u1', clientId: 'portal-id' }] });
+        expect(await userContents(s, 'acme', 'u1')).toEqual({ ...FULL_USER, assignment: false, grant: false });
+        expect(await s.grants.find('acme', 'Grant', 'g-other-client')).toBeDefined();
+        await write('acme', { deleteUsers: ['u1', 'nobody'] });
+        expect(await userContents(s, 'acme', 'u1')).toEqual(EMPTY_USER);
+        expect(await s.grants.find('acme', 'Grant', 'g-other-client')).toBeUndefined();
+        expect(await userContents(s, 'acme', 'kept')).toEqual(FULL_USER);
+        await write('acme', { deleteApplications: ['portal', 'nothing'] });
+        expect(await s.applications.get('acme', 'portal')).toBeUndefined();
+        expect(await userContents(s, 'acme', 'kept')).toEqual({ ...FULL_USER, assignment: false, grant: false });
+      });
+
+      it('batch revokes the grants and tokens of a user written with revokeArtifacts, and only those', async () => {
+        await s.users.put('acme', 'u1', userBody('u1@acme.test', ['admin']), null);
+        await s.users.put('acme', 'u2', userBody('u2@acme.test', ['admin']), null);
+        for (const u of ['u1', 'u2']) await s.grants.upsert('acme', 'RefreshToken', `rt-${u}`, { accountId: u, clientId: 'spa' }, 600);
+        await write('acme', {
+          users: [
+            { id: 'u1', body: userBody('u1@acme.test'), initialPasswordHash: null, revokeArtifacts: true },
+            { id: 'u2', body: userBody('u2@acme.test', ['admin']), initialPasswordHash: null, revokeArtifacts: false },
+          ],
+        });
+        expect(await s.grants.find('acme', 'RefreshToken', 'rt-u1')).toBeUndefined();
+        expect(await s.grants.find('acme', 'RefreshToken', 'rt-u2')).toBeDefined();
+      });
+
+      it('batch is all or nothing: a failure half-way, or a decide that throws, leaves the tenant as it was', async () => {
+        await populateTenant(s, 'acme');
+        const before = await s.tenants.contents('acme');
+        const restore = await backend.failArtifactDeletes();
+        await expect(write('acme', {
+          tenant: { body: tenantBody('Changed') },
+          users: [{ id: 'u-new', body: userBody('new@acme.test'), initialPasswordHash: 'h', revokeArtifacts: false }],
+          deleteUsers: ['u1'],
+        })).rejects.toThrow(/injected failure/);
+        await restore();
+        expect(await s.tenants.contents('acme')).toEqual(before);
+        await expect(s.tenants.batch('acme', () => {
+          throw new Error('refused');
+        })).rejects.toThrow('refused');
+        expect(await tenantContents(s, 'acme')).toEqual(FULL_TENANT);
+      });
+
+      it('concurrent batches of one tenant (two instances) take turns, each deciding on what the previous one wrote', async () => {
+        const s2 = await other();
+        const seen = await Promise.all(Array.from({ length: 8 }, (_, i) => (i % 2 === 0 ? s : s2).tenants.batch('race', (c) => {
+          // The next id is the count of users seen: two batches deciding on the same contents would write one id twice.
+          const id = `u${c.users.length}`;
+          return { changes: { ...NONE, users: [{ id, body: userBody(`${id}@race.test`), initialPasswordHash: null, revokeArtifacts: false }] }, result: id };
+        })));
+        expect([...seen].sort()).toEqual(Array.from({ length: 8 }, (_, i) => `u${i}`));
+        expect((await s.tenants.contents('race')).users).toHaveLength(8);
       });
     });
 
