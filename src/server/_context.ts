@@ -3,6 +3,7 @@ import type { ServerAddress } from '../contract/index.ts';
 import type { MasterKey } from './_crypto.ts';
 import type { SigningAlg } from './keys.ts';
 import type { LoginSettings } from './login/options.ts';
+import type { ScimSettings } from './scim/options.ts';
 import type { Storage } from './storage/types.ts';
 
 export interface ServerContext {
@@ -14,6 +15,8 @@ export interface ServerContext {
   readonly log: (line: string) => void;
   /** Guessing defence, emailed codes and mail delivery (login/options.ts). */
   readonly login: LoginSettings;
+  /** The SCIM endpoint's rate limit (scim/options.ts); absent: the defaults. */
+  readonly scim?: ScimSettings;
   /** Drops a tenant's cached oidc-provider so the next request sees new keys, scopes or settings. */
   readonly evictTenant: (tenant: string) => void;
 }

@@ -9,6 +9,7 @@ import type { ServerContext } from './_context.ts';
 import { adminRouter, sendJsonError } from './admin/routes.ts';
 import { errors } from './errors.ts';
 import { interactionRouter } from './login/routes.ts';
+import { SCIM_PATH, scimRouter } from './scim/index.ts';
 import { resolveHost, type ProviderCache } from './tenancy.ts';
 
 /**
@@ -48,6 +49,7 @@ export function createApp(ctx: ServerContext, providers: ProviderCache, trustedP
 
   const admin = adminRouter(ctx);
   const interactions = interactionRouter(ctx);
+  const scim = scimRouter(ctx, ctx.scim);
 
   app.use(async (req: Request, res: Response, next: NextFunction) => {
     try {
@@ -67,6 +69,7 @@ export function createApp(ctx: ServerContext, providers: ProviderCache, trustedP
         req.url = req.url.slice('/oauth2'.length) || '/';
         return runtime.callback(req, res);
       }
+      if (req.path === SCIM_PATH || req.path.startsWith(`${SCIM_PATH}/`)) return scim(Object.assign(req, { url: req.url.slice(SCIM_PATH.length) || '/' }), res, next);
       return interactions(req, res, (err?: unknown) => {
         if (err !== undefined) return next(err);
         next(errors.notFound(`no route ${req.method} ${req.path} on tenant '${target.tenant}'`));

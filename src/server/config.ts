@@ -3,6 +3,7 @@
  */
 import type { SigningAlg } from './keys.ts';
 import type { LoginOptions } from './login/options.ts';
+import type { ScimOptions } from './scim/options.ts';
 
 /**
  * Token and artifact lifetimes, in seconds. Access tokens are JWTs that resource servers verify
@@ -72,6 +73,8 @@ export interface ServerOptions {
   readonly log?: (line: string) => void;
   /** Lockout, backoff, emailed-code lifetime, mail delivery: defaults in login/options.ts. */
   readonly login?: LoginOptions;
+  /** The SCIM endpoint's rate limit per token: defaults in scim/options.ts. */
+  readonly scim?: ScimOptions;
 }
 
 export const DEFAULTS = {

@@ -19,6 +19,7 @@ import { StartupError } from './errors.ts';
 import { loginSettings } from './login/options.ts';
 import { DATABASE_URL_ENV, openStorage, purgeExpired, type Storage } from './storage/index.ts';
 import { ProviderCache } from './tenancy.ts';
+import { scimSettings } from './scim/options.ts';
 
 export type { ServerOptions } from './config.ts';
 export { LIFETIMES, SYSTEM_TENANT, ADMIN_AUDIENCE, ADMIN_SCOPE, BOOTSTRAP_CREDENTIALS_FILE } from './config.ts';
@@ -30,6 +31,7 @@ export { DATABASE_URL_ENV } from './storage/index.ts';
 export type { LoginFactor, LoginPolicy } from './login/factors.ts';
 export type { LoginOptions } from './login/options.ts';
 export { LOGIN_DEFAULTS } from './login/options.ts';
+export { SCIM_DEFAULTS, type ScimOptions } from './scim/options.ts';
 
 export interface RunningServer {
   /** Base URL, e.g. `http://localhost:3000`; the admin API is at `${url}/admin/v1`. */
@@ -86,6 +88,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       return address;
     },
     evictTenant: (t) => providers.evict(t),
+    scim: scimSettings(options.scim),
   };
 
   let server: Server | undefined;

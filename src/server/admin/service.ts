@@ -4,7 +4,7 @@
  * with the changed fields; `dryRun` computes that without writing (idforge plan uses it).
  */
 import {
-  BUILTIN_SCOPES, RESERVED_TENANTS, changedFields, checkRequestedScopes, formatPath, isConfidentialKind,
+  BUILTIN_SCOPES, RESERVED_TENANTS, changedFields, checkRequestedScopes, formatPath, isConfidentialKind, mayChange, ownedElsewhere,
   type ApplicationBody, type AssignmentBody, type Outcome, type PutResult, type SigningAlg, type TenantBody, type UserBody,
 } from '../../contract/index.ts';
 import type { ServerContext } from '../_context.ts';
@@ -254,6 +254,8 @@ export class AdminService {
     const other = await this.#s.users.getByEmail(tenantName, stored.email);
     if (other !== undefined && other.id !== id) throw errors.conflict(`email '${stored.email}' belongs to another user of this tenant`, 'email');
     const before = await this.#s.users.get(tenantName, id);
+    // One owner per object: what SCIM or the console manages, nobody else changes (a model naming it, too).
+    if (before !== undefined && !mayChange(before.body.managedBy, stored.managedBy)) throw errors.conflict(ownedElsewhere('user', id, before.body.managedBy, stored.managedBy), 'managedBy');
     const changes = diff(before?.body, stored);
     // The initial password only counts when there is no password yet, so re-applying is a no-op.
     const setsPassword = initialPassword !== undefined && (before?.passwordHash ?? null) === null;
