@@ -3,8 +3,8 @@
  *
  * Mapping: SCIM `id` is the user id (the token's `sub`; made by the server on POST, a UUID, never
  * changed). `userName` is kept as the client gives it, unique in the tenant without regard to case;
- * the user signs in with their email, which is the primary (or only) entry of `emails`, or the
- * userName itself when there are no emails and it is an address. `displayName` is the name in ID
+ * the user signs in with their email, the primary (or first) entry of `emails`, which the User
+ * schema here therefore requires; it is unique in the tenant, as everywhere. `displayName` is the name in ID
  * tokens; `active: false` disables the user and ends their sessions and tokens at once. Every other
  * attribute is kept as SCIM wrote it. Users that another door made (the model in Git, the console,
  * the admin API) are listed read-only, their userName being their email.
@@ -69,15 +69,12 @@ export async function getUser(scope: ScimScope, id: string): Promise<Resource> {
   return (await representations(scope, [await load(scope, id)]))[0]!;
 }
 
-/** The address the user signs in with: the primary email, the only one, or the userName when it is an address. */
+/** The address the user signs in with: the primary email, or the first (`emails` is required). */
 function signInEmail(attrs: Attrs): string {
-  const emails = (attrs.emails ?? []) as { value?: unknown; primary?: unknown }[];
-  const chosen = (emails.find((e) => e.primary === true) ?? emails[0])?.value ?? (emails.length === 0 ? attrs.userName : undefined);
-  const checked = UserBody.shape.email.safeParse(chosen);
+  const emails = attrs.emails as { value: unknown; primary?: unknown }[];
+  const checked = UserBody.shape.email.safeParse((emails.find((e) => e.primary === true) ?? emails[0])?.value);
   if (!checked.success) {
-    throw scimErrors.invalidValue(emails.length === 0
-      ? "a user needs an email address to sign in with: give 'emails' (or a userName that is an email address)"
-      : `the ${emails.some((e) => e.primary === true) ? 'primary' : 'first'} value of 'emails' must be an email address: the user signs in with it`);
+    throw scimErrors.invalidValue(`the ${emails.some((e) => e.primary === true) ? 'primary' : 'first'} value of 'emails' must be an email address: the user signs in with it`);
   }
   return checked.data;
 }
