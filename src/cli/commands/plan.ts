@@ -21,6 +21,8 @@ import { compilePlan } from '../../generators/index.ts';
 import { EXIT, UsageError, type CliIo, type Command } from '../../command/io.ts';
 import { parseCommandArgs } from '../../command/args.ts';
 import { loadForCommand, reportProblems } from '../_model.ts';
+import { locateProblems } from '../../schema/index.ts';
+import { ownershipProblems } from './_ownership.ts';
 import { DEFAULT_STATE_FILE, StateFileError, resolvePasswords, resolveSecrets } from '../_state.ts';
 
 export { AdminApiError } from '../../admin-client/index.ts';
@@ -274,6 +276,11 @@ export async function preparePlan(
   const steps = compilePlan(model, { secrets, passwords }).steps;
   try {
     const client = await connect(model.server, values['data-dir'], io);
+    const owned = await ownershipProblems(client, model);
+    if (owned.length > 0) {
+      reportProblems(io, await locateProblems(positionals.map((p) => resolve(io.cwd, p)), owned), json);
+      return { exit: EXIT.invalid };
+    }
     // apply does not dry-run: it PUTs every step and the server reports what changed.
     let plan: RemotePlan;
     if (command === 'plan') plan = await planAgainst(client, steps);
