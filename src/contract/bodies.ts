@@ -153,11 +153,11 @@ export const MAX_GROUP_MEMBERS = 10_000;
  * it, with their grants and refresh tokens at that application.
  */
 export const GroupBody = z.strictObject({
-  displayName: z.string().min(1).max(256).describe('unique in the tenant, case-insensitively'),
+  displayName: z.string().min(1).max(256).regex(/^[^\u0000]*$/, { error: 'must not contain NUL characters' }).describe('unique in the tenant, case-insensitively'),
   /** User ids of the members; order and repeats do not matter (the server keeps them sorted and once). */
   members: z.array(UserId).max(MAX_GROUP_MEMBERS).default([]),
   /** The group's id in the system that provisions it (SCIM `externalId`). */
-  externalId: z.string().min(1).max(256).optional(),
+  externalId: z.string().min(1).max(256).regex(/^[^\u0000]*$/, { error: 'must not contain NUL characters' }).optional(),
   managedBy: ManagedBy,
   stack: Stack,
 });

@@ -40,6 +40,8 @@ function singleValue(attr: Attr, value: unknown, at: string): unknown {
     case 'string':
     case 'reference': {
       if (typeof value !== 'string') throw scimErrors.invalidValue(`'${at}' must be a string`);
+      // NUL is no character of any name or address, and PostgreSQL text cannot hold it.
+      if (value.includes('\u0000')) throw scimErrors.invalidValue(`'${at}' must not contain NUL characters`);
       const max = attr.maxLength ?? DEFAULT_MAX_LENGTH;
       if (value.length > max) throw scimErrors.invalidValue(`'${at}' must be at most ${max} characters`);
       return value;

@@ -37,7 +37,6 @@ function depthOf(value: unknown, limit: number): number {
 function serviceProviderConfig(base: string) {
   return {
     schemas: [URN.serviceProviderConfig],
-    documentationUri: 'https://github.com/idforge/idforge/blob/main/src/server/README.md#scim',
     patch: { supported: true },
     bulk: { supported: false, maxOperations: 0, maxPayloadSize: 0 },
     filter: { supported: true, maxResults: MAX_RESULTS },
