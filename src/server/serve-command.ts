@@ -1,12 +1,13 @@
 import { resolve } from 'node:path';
-import { BOOTSTRAP_CREDENTIALS_FILE, DATABASE_URL_ENV, LOGIN_DEFAULTS, StartupError, startServer, type LoginOptions } from './index.ts';
+import { BOOTSTRAP_CREDENTIALS_FILE, DATABASE_URL_ENV, LOGIN_DEFAULTS, SCIM_DEFAULTS, StartupError, startServer, type LoginOptions } from './index.ts';
 import { EXIT, UsageError, type Command } from '../command/io.ts';
 import { parseCommandArgs } from '../command/args.ts';
 
 const USAGE =
   'usage: idforge serve --data-dir <dir> [--database <postgres-url>] [--port <n>] [--base-domain <domain>] [--scheme http|https] [--host <addr>] [--public-port <n>] [--trusted-proxies <n>] [--key-alg RS256|ES256]\n' +
   '                     [--smtp-url <url> | --mail-outbox <dir>] [--mail-from <addr>] [--otp-lifetime <s>] [--otp-attempts <n>]\n' +
-  '                     [--lockout-threshold <n>] [--lockout-seconds <s>] [--failure-window <s>] [--address-lockout-threshold <n>] [--backoff-ms <ms>]';
+  '                     [--lockout-threshold <n>] [--lockout-seconds <s>] [--failure-window <s>] [--address-lockout-threshold <n>] [--backoff-ms <ms>]\n' +
+  '                     [--scim-rate <n>] [--scim-burst <n>]';
 
 const HELP = `${USAGE}
 
@@ -40,6 +41,10 @@ Sign-in (see src/server/README.md, "Login methods"):
   --failure-window             seconds a failure counts towards backoff and lockout (default ${LOGIN_DEFAULTS.failureWindowSeconds})
   --address-lockout-threshold  failed attempts that lock a client address (default ${LOGIN_DEFAULTS.addressLockoutThreshold})
   --backoff-ms   first backoff delay after repeated failures, doubling (default ${LOGIN_DEFAULTS.backoffBaseMs}; 0 = off)
+
+SCIM (<tenant host>/scim/v2, see src/server/README.md, "SCIM"); the sign-in's guessing defence guards its tokens too:
+  --scim-rate    requests per second one SCIM token may make, sustained (default ${SCIM_DEFAULTS.requestsPerSecond}); beyond it, 429 with Retry-After
+  --scim-burst   requests a SCIM token may make at once before the rate applies (default ${SCIM_DEFAULTS.burst})
 `;
 
 function count(value: string | undefined, flag: string, allowZero = false): number | undefined {
@@ -79,6 +84,8 @@ export const run: Command = async (argv, io) => {
       'failure-window': { type: 'string' },
       'address-lockout-threshold': { type: 'string' },
       'backoff-ms': { type: 'string' },
+      'scim-rate': { type: 'string' },
+      'scim-burst': { type: 'string' },
     },
     USAGE,
   );
@@ -120,6 +127,7 @@ export const run: Command = async (argv, io) => {
       ...(values['trusted-proxies'] === undefined ? {} : { trustedProxies: count(values['trusted-proxies'], '--trusted-proxies', true) }),
       keyAlg,
       login,
+      scim: { requestsPerSecond: count(values['scim-rate'], '--scim-rate'), burst: count(values['scim-burst'], '--scim-burst') },
       env: io.env,
       log: (line) => io.stderr(`idforge serve: ${line}\n`),
     });
