@@ -240,6 +240,20 @@ describe('groups', () => {
   });
 });
 
+describe('search across types', () => {
+  it('POST /.search: Users and Groups together, sorted as one list; a filter applies to the types that have its attributes', async () => {
+    const { scim } = await scimTenant(admin, server, 'searching');
+    const u = (await scim.call('POST', '/Users', scimUser('zed', 'zed@searching.test', { displayName: 'Zed' }))).body;
+    const g = (await scim.call('POST', '/Groups', { schemas: [GROUP], displayName: 'Alpha', members: [{ value: u.id }] })).body;
+    const search = (body: Record<string, unknown>) => scim.call('POST', '/.search', { schemas: ['urn:ietf:params:scim:api:messages:2.0:SearchRequest'], ...body });
+    const all = await search({ sortBy: 'displayName', attributes: ['displayName'] });
+    expect(all.body).toMatchObject({ totalResults: 2, Resources: [{ schemas: [GROUP], id: g.id, displayName: 'Alpha' }, { schemas: [USER], id: u.id, displayName: 'Zed' }] });
+    expect((await search({ filter: 'userName eq "zed"' })).body.Resources.map((r: { id: string }) => r.id)).toEqual([u.id]);
+    expect((await search({ filter: 'members pr' })).body.Resources.map((r: { id: string }) => r.id)).toEqual([g.id]);
+    expect((await search({ filter: 'shoeSize eq 1' })).body).toMatchObject({ status: '400', scimType: 'invalidFilter' });
+  });
+});
+
 describe('bad input is a SCIM error, never a 5xx', () => {
   let scim: ScimClient;
   beforeAll(async () => {

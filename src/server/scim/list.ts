@@ -154,11 +154,17 @@ function sortKey(kind: ResourceKind, resource: Resource, sortBy: string): string
 
 const byteOrder = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b));
 
-/** Sorted as asked (resources without a value last), ties by id; by id when no sortBy. */
-export function sortResources(kind: ResourceKind, resources: readonly Resource[], p: Pick<ListParams, 'sortBy' | 'descending'>): Resource[] {
+/**
+ * Sorted as asked (resources without a value last), ties by id; by id when no sortBy. `kind` may
+ * be a function of the resource, for a search across types.
+ */
+export function sortResources(
+  kind: ResourceKind | ((r: Resource) => ResourceKind), resources: readonly Resource[], p: Pick<ListParams, 'sortBy' | 'descending'>,
+): Resource[] {
   const sorted = [...resources];
   if (p.sortBy === undefined) return sorted.sort((a, b) => byteOrder(a.id, b.id));
-  const keys = new Map(sorted.map((r) => [r, sortKey(kind, r, p.sortBy!)]));
+  const kindOf = typeof kind === 'function' ? kind : () => kind;
+  const keys = new Map(sorted.map((r) => [r, sortKey(kindOf(r), r, p.sortBy!)]));
   return sorted.sort((a, b) => {
     const x = keys.get(a);
     const y = keys.get(b);

@@ -205,10 +205,8 @@ async function searchAll(scope: ScimScope, body: unknown): Promise<Record<string
   }
   // A filter that fits neither type is the client's mistake, said as such.
   if (refused.length === 2) throw refused[0];
-  const sorted = p.sortBy === undefined
-    ? sortResources('User', found.map((f) => f.r), p)
-    : [...sortResources('User', found.filter((f) => f.kind === 'User').map((f) => f.r), p), ...sortResources('Group', found.filter((f) => f.kind === 'Group').map((f) => f.r), p)];
   const kindOf = new Map(found.map((f) => [f.r, f.kind]));
+  const sorted = sortResources((r) => kindOf.get(r)!, found.map((f) => f.r), p);
   const from = p.startIndex - 1;
   return listResponse(sorted.slice(from, from + p.count).map((r) => project(kindOf.get(r)!, r, p)), sorted.length, p.startIndex);
 }
