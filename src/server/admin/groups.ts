@@ -13,6 +13,7 @@ import {
 } from '../../contract/index.ts';
 import type { ServerContext } from '../_context.ts';
 import { errors } from '../errors.ts';
+import { isUniqueViolation } from '../storage/_common.ts';
 import type { ApplicationRecord, GroupAssignmentRecord, GroupRecord, Page, PageRequest } from '../storage/types.ts';
 
 const iso = (epoch: number) => new Date(epoch * 1000).toISOString();
@@ -64,7 +65,7 @@ export class GroupAdmin {
       throw errors.conflict(ownedElsewhere('group', id, before.body.managedBy, stored.managedBy), 'managedBy');
     }
     const same = await this.#s.groups.getByDisplayName(tenant, stored.displayName);
-    if (same !== undefined && same.id !== id) throw errors.conflict(`displayName '${stored.displayName}' is taken by group '${same.id}' of this tenant`, 'displayName');
+    if (same !== undefined && same.id !== id) throw errors.conflict(`displayName '${stored.displayName}' is taken by another group of this tenant`, 'displayName');
     const problems: { path: string; message: string }[] = [];
     for (const m of members) {
       if (problems.length === 20) break;
@@ -81,7 +82,13 @@ export class GroupAdmin {
     }
     const has = new Set(current);
     const keep = new Set(members);
-    const rec = await this.#s.groups.put(tenant, id, stored, { add: members.filter((m) => !has.has(m)), remove: current.filter((m) => !keep.has(m)) });
+    let rec: GroupRecord;
+    try {
+      rec = await this.#s.groups.put(tenant, id, stored, { add: members.filter((m) => !has.has(m)), remove: current.filter((m) => !keep.has(m)) });
+    } catch (err) {
+      if (isUniqueViolation(err)) throw errors.conflict(`displayName '${stored.displayName}' is taken by another group of this tenant`, 'displayName');
+      throw err;
+    }
     return { outcome, changes, resource: groupView(rec, await this.#s.groups.listMembers(tenant, id)) };
   }
 

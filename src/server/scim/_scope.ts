@@ -20,8 +20,4 @@ export function oneAtATime<T>(scope: ScimScope, kind: 'User' | 'Group', id: stri
   return locks.hold([`${scope.tenant}\u0000${kind}\u0000${id}`], fn);
 }
 
-/** A unique index refused the write: someone took the name between our check and the write. */
-export function isUniqueViolation(err: unknown): boolean {
-  const code = (err as { code?: unknown })?.code;
-  return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
-}
+export { isUniqueViolation } from '../storage/_common.ts';

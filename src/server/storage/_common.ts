@@ -39,6 +39,12 @@ export const GROUP_AND_SCIM_TABLES = ['tenant_groups', 'group_members', 'group_a
 /** Everything a tenant owns besides its own row: removed with it. */
 export const TENANT_TABLES = ['keys', 'applications', 'users', 'assignments', 'artifacts', ...USER_FACTOR_TABLES, 'login_throttle', ...GROUP_AND_SCIM_TABLES] as const;
 
+/** A unique index refused a write (PostgreSQL 23505, SQLite's constraint codes): the name was taken between a check and the write. */
+export function isUniqueViolation(err: unknown): boolean {
+  const code = (err as { code?: unknown })?.code;
+  return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+}
+
 /** Group display names and SCIM userNames are unique without regard to case: the key they are unique by. */
 export const caseKey = (s: string): string => s.toLowerCase();
 
