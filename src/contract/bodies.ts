@@ -182,6 +182,38 @@ export type AssignmentBatchEntry = z.infer<typeof AssignmentBatchEntry>;
 /** The answer: every entry in request order (adds, then removes). A refused batch changed nothing and answers the error body, with one problem per failed entry at `add[i]` or `remove[i]`. */
 export const AssignmentBatchResult = z.object({ results: z.array(AssignmentBatchEntry) });
 export type AssignmentBatchResult = z.infer<typeof AssignmentBatchResult>;
+/**
+ * Members one group PUT may carry: 10,000 ids fit the admin API's 256 KiB body limit. Larger
+ * groups are kept through SCIM, whose PATCH adds and removes members without resending them all.
+ */
+export const MAX_GROUP_MEMBERS = 10_000;
+
+/**
+ * PUT /admin/v1/tenants/{tenant}/groups/{group}: a group of users of the tenant. Assigned to an
+ * application (a group assignment), it gives its members access there; a member who leaves loses
+ * it, with their grants and refresh tokens at that application.
+ */
+export const GroupBody = z.strictObject({
+  displayName: z.string().min(1).max(256).regex(/^[^\u0000]*$/, { error: 'must not contain NUL characters' }).describe('unique in the tenant, case-insensitively'),
+  /** User ids of the members; order and repeats do not matter (the server keeps them sorted and once). */
+  members: z.array(UserId).max(MAX_GROUP_MEMBERS).default([]),
+  /** The group's id in the system that provisions it (SCIM `externalId`). */
+  externalId: z.string().min(1).max(256).regex(/^[^\u0000]*$/, { error: 'must not contain NUL characters' }).optional(),
+  managedBy: ManagedBy,
+  stack: Stack,
+});
+export type GroupBody = z.infer<typeof GroupBody>;
+
+/** PUT /admin/v1/tenants/{tenant}/applications/{application}/group-assignments/{group} */
+export const GroupAssignmentBody = z.strictObject({ managedBy: ManagedBy, stack: Stack });
+export type GroupAssignmentBody = z.infer<typeof GroupAssignmentBody>;
+
+/** POST /admin/v1/tenants/{tenant}/scim/tokens */
+export const ScimTokenBody = z.strictObject({
+  /** What the token is for, e.g. the identity provider that holds it. */
+  description: z.string().min(1).max(200).optional(),
+});
+export type ScimTokenBody = z.infer<typeof ScimTokenBody>;
 
 export const SIGNING_ALGS = ['RS256', 'ES256'] as const;
 export type SigningAlg = (typeof SIGNING_ALGS)[number];
@@ -220,6 +252,34 @@ export const AssignmentView = z.object({
   createdAt: z.iso.datetime(),
 });
 export type AssignmentView = z.infer<typeof AssignmentView>;
+
+export const GroupView = z.object({ id: z.string(), ...GroupBody.shape, ...Timestamps });
+export type GroupView = z.infer<typeof GroupView>;
+/** A group in a listing: its members counted, not listed (a page of large groups would be huge). */
+export const GroupSummaryView = z.object({ id: z.string(), ...GroupBody.omit({ members: true }).shape, memberCount: z.number().int(), ...Timestamps });
+export type GroupSummaryView = z.infer<typeof GroupSummaryView>;
+
+export const GroupAssignmentView = z.object({
+  application: z.string(),
+  group: z.string(),
+  ...GroupAssignmentBody.shape,
+  createdAt: z.iso.datetime(),
+});
+export type GroupAssignmentView = z.infer<typeof GroupAssignmentView>;
+
+/** A SCIM token as listed: never its value, which only the answer to its creation holds. */
+export const ScimTokenView = z.object({
+  id: z.string(),
+  description: z.string().optional(),
+  createdAt: z.iso.datetime(),
+});
+export type ScimTokenView = z.infer<typeof ScimTokenView>;
+export const ScimTokenList = z.object({ items: z.array(ScimTokenView) });
+export const ScimTokenCreated = z.object({
+  ...ScimTokenView.shape,
+  token: z.string().describe('the bearer token for /scim/v2, shown this once: only its hash is stored'),
+});
+export type ScimTokenCreated = z.infer<typeof ScimTokenCreated>;
 
 export const KeyView = z.object({
   kid: z.string(),

@@ -1,10 +1,11 @@
 /**
  * The contract between idforge's parts: the admin API (routes, bodies, errors, OpenAPI), the rules
- * every door runs (names, redirect URIs, scopes, login policy), the application kinds, the server's
+ * every door runs (names, redirect URIs, scopes, login policy, who may change an object), the application kinds, the server's
  * public addresses, the provisioning plan's shape, and the one JSON normal form and path formatter.
  * It depends on nothing else of idforge; everything else may depend on it.
  */
 export * from './names.ts';
+export * from './ownership.ts';
 export * from './hosts.ts';
 export * from './json.ts';
 export * from './problems.ts';

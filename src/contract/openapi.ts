@@ -3,7 +3,7 @@
  * that validate requests, so the document cannot drift from the behaviour.
  */
 import { z } from 'zod';
-import { ApplicationBody, AssignmentBody, RotateKeysBody, TenantBody, UserBody } from './bodies.ts';
+import { ApplicationBody, AssignmentBody, GroupBody, RotateKeysBody, TenantBody, UserBody } from './bodies.ts';
 import { TenantBatchBody } from './batch.ts';
 import { ErrorBody } from './errors.ts';
 import { ADMIN_AUDIENCE, ADMIN_SCOPE, SYSTEM_TENANT } from './names.ts';
@@ -18,7 +18,7 @@ const json = (schema: object) => ({ 'application/json': { schema } });
 /** Request bodies published by name under components.schemas, so tools can refer to them. */
 const NAMED_BODIES = new Map<z.ZodType, string>([
   [TenantBody, 'TenantBody'], [ApplicationBody, 'ApplicationBody'], [UserBody, 'UserBody'], [AssignmentBody, 'AssignmentBody'], [RotateKeysBody, 'RotateKeysBody'],
-  [TenantBatchBody, 'TenantBatchBody'],
+  [TenantBatchBody, 'TenantBatchBody'], [GroupBody, 'GroupBody'],
 ]);
 const bodyRef = (schema: z.ZodType) => {
   const name = NAMED_BODIES.get(schema);
@@ -57,7 +57,7 @@ function operation(operationId: string, spec: RouteSpec): object {
     const body = json(schemaOf(spec.response, 'output'));
     responses[200] = { description: 'Updated or unchanged', content: body };
     responses[201] = { description: 'Created', content: body };
-  } else responses[200] = { description: 'OK', content: json(schemaOf(spec.response, 'output')) };
+  } else responses[spec.status ?? 200] = { description: spec.status === 201 ? 'Created' : 'OK', content: json(schemaOf(spec.response, 'output')) };
   if (spec.conflicts !== undefined) responses[409] = { description: `Conflict: ${spec.conflicts}`, content: json(errorRef) };
   if (spec.refusal !== undefined) responses[422] = { description: spec.refusal.description, content: json(schemaOf(spec.refusal.body, 'output')) };
   if (spec.maxBodyBytes !== undefined) responses[413] = { description: `The body is larger than ${spec.maxBodyBytes} bytes`, content: json(errorRef) };
@@ -81,7 +81,7 @@ export function openApiDocument(addr: ServerAddress): Record<string, unknown> {
     info: {
       title: 'idforge admin API',
       version: '1',
-      description: 'Declarative, idempotent management of tenants, applications, users and assignments. '
+      description: 'Declarative, idempotent management of tenants, applications, users, groups and assignments. '
         + `Authenticate with an access token from the '${SYSTEM_TENANT}' tenant (client_credentials, resource ${ADMIN_AUDIENCE}, scope ${ADMIN_SCOPE}).`,
     },
     servers: [{ url: adminBaseUrl(addr) }],

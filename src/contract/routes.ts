@@ -5,8 +5,9 @@
  */
 import { z } from 'zod';
 import {
-  ApplicationBody, ApplicationView, AssignmentBatchBody, AssignmentBatchResult, AssignmentBody, AssignmentView, KeyList, Page, PutResult, RotateKeysBody,
-  RenameBody, SecretRotation, SecretVerification, SecretVerificationResult, TenantBody, TenantView, UserBody, UserView,
+  ApplicationBody, ApplicationView, AssignmentBatchBody, AssignmentBatchResult, AssignmentBody, AssignmentView, GroupAssignmentBody,
+  GroupAssignmentView, GroupBody, GroupSummaryView, GroupView, KeyList, Page, PutResult, RenameBody, RotateKeysBody, ScimTokenBody,
+  ScimTokenCreated, ScimTokenList, SecretRotation, SecretVerification, SecretVerificationResult, TenantBody, TenantView, UserBody, UserView,
 } from './bodies.ts';
 import { BATCH_MAX_BYTES, TenantBatchBody, TenantBatchRefusal, TenantBatchResult } from './batch.ts';
 import { DNS_LABEL, NAME, NAME_RULES, USER_ID } from './names.ts';
@@ -19,6 +20,8 @@ export const PATH_PARAMS = {
   tenant: { pattern: DNS_LABEL, what: 'tenant name', rule: NAME_RULES.dnsLabel },
   application: { pattern: NAME, what: 'application name', rule: NAME_RULES.name },
   userId: { pattern: USER_ID, what: 'user id', rule: NAME_RULES.userId },
+  group: { pattern: USER_ID, what: 'group id', rule: NAME_RULES.userId },
+  tokenId: { pattern: NAME, what: 'token id', rule: NAME_RULES.name },
 } as const;
 export type PathParam = keyof typeof PATH_PARAMS;
 
@@ -30,7 +33,7 @@ export interface RouteSpec {
   readonly method: 'GET' | 'PUT' | 'POST' | 'DELETE';
   /** Below ADMIN_BASE_PATH, parameters in braces. */
   readonly path: string;
-  readonly tag: 'tenant' | 'key' | 'application' | 'user' | 'assignment' | 'batch';
+  readonly tag: 'tenant' | 'key' | 'application' | 'user' | 'assignment' | 'batch' | 'group' | 'scim';
   readonly summary: string;
   readonly query?: QueryKind;
   readonly body?: z.ZodType;
@@ -38,6 +41,8 @@ export interface RouteSpec {
   readonly optionalBody?: boolean;
   /** The JSON answer; absent: 204 No Content. */
   readonly response?: z.ZodType;
+  /** 201 when the operation makes something (a POST that creates); default 200 (PUT: 201 when created). */
+  readonly status?: 201;
   /** Error statuses beyond the ones every operation may answer (400, 401, 403, 404). */
   readonly conflicts?: string;
   /** The largest body read, in bytes. Default: 256 KiB, enough for any one object. */
@@ -130,6 +135,47 @@ export const ADMIN_ROUTES = {
       'and deletions; judged with the single-object rules, entry after entry, and written in one transaction; the answer gives every entry\'s outcome',
     query: 'dryRun', body: TenantBatchBody, response: TenantBatchResult, maxBodyBytes: BATCH_MAX_BYTES,
     refusal: { description: 'Some entry is refused (its status, error, reason and path are in `results`); nothing was written', body: TenantBatchRefusal },
+  }),
+
+  listGroups: route({ method: 'GET', path: '/tenants/{tenant}/groups', tag: 'group', summary: 'List groups (members counted, not listed)', query: 'page', response: Page(GroupSummaryView) }),
+  getGroup: route({ method: 'GET', path: '/tenants/{tenant}/groups/{group}', tag: 'group', summary: 'Get one group with its members', response: GroupView }),
+  putGroup: route({
+    method: 'PUT', path: '/tenants/{tenant}/groups/{group}', tag: 'group',
+    summary: "Create or replace a group and its members (full desired state; idempotent); a member who leaves loses the group's access, with their grants there",
+    query: 'dryRun', body: GroupBody, response: PutResult(GroupView),
+    conflicts: 'displayName taken by another group of the tenant, or the group is managed by another door (SCIM, the console)',
+  }),
+  deleteGroup: route({
+    method: 'DELETE', path: '/tenants/{tenant}/groups/{group}', tag: 'group',
+    summary: "Delete a group and its assignments; members who lose access to an application lose their grants and refresh tokens there", query: 'dryRun',
+  }),
+
+  listGroupAssignments: route({
+    method: 'GET', path: '/tenants/{tenant}/applications/{application}/group-assignments', tag: 'assignment',
+    summary: 'List the groups assigned to an application', query: 'page', response: Page(GroupAssignmentView),
+  }),
+  getGroupAssignment: route({
+    method: 'GET', path: '/tenants/{tenant}/applications/{application}/group-assignments/{group}', tag: 'assignment',
+    summary: 'Get one group assignment', response: GroupAssignmentView,
+  }),
+  putGroupAssignment: route({
+    method: 'PUT', path: '/tenants/{tenant}/applications/{application}/group-assignments/{group}', tag: 'assignment',
+    summary: "Assign a group to an application: its members may sign in there (idempotent)", query: 'dryRun', body: GroupAssignmentBody, optionalBody: true,
+    response: PutResult(GroupAssignmentView),
+  }),
+  deleteGroupAssignment: route({
+    method: 'DELETE', path: '/tenants/{tenant}/applications/{application}/group-assignments/{group}', tag: 'assignment',
+    summary: "Remove a group assignment; members left without access lose their grants and refresh tokens at the application", query: 'dryRun',
+  }),
+
+  createScimToken: route({
+    method: 'POST', path: '/tenants/{tenant}/scim/tokens', tag: 'scim',
+    summary: "Make a bearer token for the tenant's SCIM endpoint (/scim/v2); the answer holds it once, the server keeps a hash",
+    body: ScimTokenBody, optionalBody: true, response: ScimTokenCreated, status: 201,
+  }),
+  listScimTokens: route({ method: 'GET', path: '/tenants/{tenant}/scim/tokens', tag: 'scim', summary: "List the tenant's SCIM tokens (never their values)", response: ScimTokenList }),
+  deleteScimToken: route({
+    method: 'DELETE', path: '/tenants/{tenant}/scim/tokens/{tokenId}', tag: 'scim', summary: 'Revoke a SCIM token: requests with it are refused from now on',
   }),
 } as const satisfies Record<string, RouteSpec>;
 

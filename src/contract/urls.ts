@@ -27,6 +27,11 @@ export function jwksUrl(addr: ServerAddress, tenant: string): string {
   return `${issuerUrl(addr, tenant)}.well-known/jwks.json`;
 }
 
+/** `{scheme}://<tenant>.<baseDomain>[:port]/scim/v2`: the tenant's SCIM 2.0 service provider (RFC 7644). */
+export function scimBaseUrl(addr: ServerAddress, tenant: string): string {
+  return `${addr.scheme}://${hostPort(addr, `${tenant}.${addr.baseDomain}`)}/scim/v2`;
+}
+
 /** The base host (no tenant subdomain) serves the admin API. */
 export function adminBaseUrl(addr: ServerAddress): string {
   return `${addr.scheme}://${hostPort(addr, addr.baseDomain)}/admin/v1`;

@@ -127,7 +127,11 @@ export const tenantUsersProvider: Required<
     const checked = checkWith(TenantUsersInputsSchema as z.ZodType<TenantUsersInputs & Record<string, unknown>>, news as never);
     if (checked.failures !== undefined && checked.failures.length > 0) return checked;
     const missing = missingForNewUsers((olds as Partial<TenantUsersInputs>).users, checked.inputs as TenantUsersInputs);
-    return missing.length > 0 ? { inputs: checked.inputs, failures: missing } : checked;
+    // Users another door (SCIM, the console) manages on the server: the model may not declare them.
+    const { ownershipFailures } = await import('./_ownership.ts');
+    const inputs = checked.inputs as TenantUsersInputs;
+    const owned = await ownershipFailures(inputs.connection, inputs.tenant, Object.keys(inputs.users));
+    return missing.length + owned.length > 0 ? { inputs: checked.inputs, failures: [...missing, ...owned] } : checked;
   },
   async diff(_id, olds, news) {
     const replaces = changedKeys(['tenant'], { ...olds }, { ...news });

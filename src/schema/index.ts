@@ -1,5 +1,5 @@
 /** The model: schemas, loading with positions, semantic checks, problems and their formatting. */
-export { loadModel, validateSources, type LoadResult, type ModelSource } from './load.ts';
+export { loadModel, locateProblems, validateSources, type LoadResult, type ModelSource } from './load.ts';
 export { checkModel } from './checks.ts';
 export { applyOverlay, loadModelWithOverlay, OVERLAY_LISTS } from './overlay.ts';
 export { formatProblem, formatProblems, formatPath, type Problem, type PathSegment } from './problems.ts';

@@ -108,8 +108,12 @@ export function validateSources(sources: readonly ModelSource[]): LoadResult {
   return validateCarefully(sources);
 }
 
-/** The position-tracking path: every problem, each with its file and line:col. */
-export function validateCarefully(sources: readonly ModelSource[]): LoadResult {
+/**
+ * The position-tracking path: every problem, each with its file and line:col. `found` are problems
+ * found elsewhere (against a live server) at paths of the merged model: they are located the way
+ * the model's own are.
+ */
+export function validateCarefully(sources: readonly ModelSource[], found: readonly Problem[] = []): LoadResult {
   const problems: Problem[] = [];
   const parsed: Array<{ source: SourceDoc; server: ModelFile['server']; tenants: readonly SalvagedTenant[] }> = [];
   let shapeProblems = false;
@@ -185,7 +189,7 @@ export function validateCarefully(sources: readonly ModelSource[]): LoadResult {
 
   const model = assembleModel(server, tenants);
 
-  for (const p of checkModel(model)) {
+  for (const p of [...checkModel(model), ...found]) {
     if (p.path[0] === 'server') {
       problems.push(serverFrom === undefined ? p : positioned(p, serverFrom, p.path));
       continue;
@@ -281,8 +285,17 @@ async function collectFiles(path: string, problems: Problem[]): Promise<string[]
   return files;
 }
 
+/**
+ * Problems found outside the model (against a live server: a user another door manages) at paths of
+ * the merged model that `paths` load, with the file and line:col of each, as validate prints them.
+ */
+export async function locateProblems(paths: readonly string[], found: readonly Problem[]): Promise<readonly Problem[]> {
+  const result = await loadModel(paths, found);
+  return result.ok ? found : result.problems;
+}
+
 /** Read model files (or directories of them, recursively, in sorted order) and validate them. */
-export async function loadModel(paths: readonly string[]): Promise<LoadResult> {
+export async function loadModel(paths: readonly string[], found: readonly Problem[] = []): Promise<LoadResult> {
   const problems: Problem[] = [];
   const files: string[] = [];
   for (const p of paths) files.push(...(await collectFiles(p, problems)));
@@ -307,5 +320,5 @@ export async function loadModel(paths: readonly string[]): Promise<LoadResult> {
     }
   }
   if (problems.length > 0) return { ok: false, problems };
-  return validateSources(sources);
+  return found.length === 0 ? validateSources(sources) : validateCarefully(sources, found);
 }

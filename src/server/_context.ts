@@ -4,6 +4,7 @@ import type { MasterKey } from './_crypto.ts';
 import type { TokenSettings } from './config.ts';
 import type { SigningAlg } from './keys.ts';
 import type { LoginSettings } from './login/options.ts';
+import type { ScimSettings } from './scim/options.ts';
 import type { Storage } from './storage/types.ts';
 
 export interface ServerContext {
@@ -17,6 +18,8 @@ export interface ServerContext {
   readonly login: LoginSettings;
   /** Access token lifetime and refresh token reuse grace (config.ts). */
   readonly tokens: TokenSettings;
+  /** The SCIM endpoint's rate limit (scim/options.ts); absent: the defaults. */
+  readonly scim?: ScimSettings;
   /** Drops a tenant's cached oidc-provider so the next request sees new keys, scopes or settings. */
   readonly evictTenant: (tenant: string) => void;
 }

@@ -1,5 +1,6 @@
 /**
- * Users as oidc-provider sees them (findAccount), assignments, and which scopes a user may hold.
+ * Users as oidc-provider sees them (findAccount), who may use an application (assigned, directly or
+ * through a group), and which scopes a user may hold.
  */
 import type { Account, KoaContextWithOIDC } from 'oidc-provider';
 import type { ServerContext } from './_context.ts';
@@ -33,7 +34,9 @@ export async function isAssigned(
   if (isConsoleClient(clientId)) return true;
   const app = await (apps ? apps.byClientId(clientId) : ctx.storage.applications.getByClientId(tenant, clientId));
   if (app === undefined) return false;
-  return (await ctx.storage.users.getAssignment(tenant, app.name, userId)) !== undefined;
+  // Assigned directly, or a member of a group assigned to the application: access follows
+  // membership, so a member who leaves the group is refused at the next request.
+  return (await ctx.storage.users.getAssignment(tenant, app.name, userId)) !== undefined || ctx.storage.groups.grantsAccess(tenant, app.name, userId);
 }
 
 export function accountFor(user: UserRecord): Account {

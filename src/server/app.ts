@@ -14,6 +14,7 @@ import { interactionRouter } from './login/routes.ts';
 import { serveOps, type Ops } from './ops/index.ts';
 import { routeLabel } from './ops/metrics.ts';
 import { requestIdFrom, runInRequest } from './ops/request-context.ts';
+import { SCIM_PATH, scimRouter } from './scim/index.ts';
 import { PUBLISHED_PATHS, resolveHost, type ProviderCache, type PublishedPath } from './tenancy.ts';
 
 /**
@@ -88,6 +89,7 @@ export function createApp(
   const admin = adminRouter(ctx);
   const interactions = interactionRouter(ctx);
   const adminConsole = consoleRouter(ctx, adminCredentials);
+  const scim = scimRouter(ctx, ctx.scim);
 
   app.use(async (req: Request, res: Response, next: NextFunction) => {
     try {
@@ -108,6 +110,7 @@ export function createApp(
         return runtime.callback(req, res);
       }
       if (req.path === CONSOLE_PATH || req.path.startsWith(`${CONSOLE_PATH}/`)) return adminConsole(req, res, next);
+      if (req.path === SCIM_PATH || req.path.startsWith(`${SCIM_PATH}/`)) return scim(Object.assign(req, { url: req.url.slice(SCIM_PATH.length) || '/' }), res, next);
       return interactions(req, res, (err?: unknown) => {
         if (err !== undefined) return next(err);
         next(errors.notFound(`no route ${req.method} ${req.path} on tenant '${target.tenant}'`));

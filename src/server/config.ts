@@ -7,6 +7,7 @@ import type { SigningAlg } from './keys.ts';
 import type { LoginOptions } from './login/options.ts';
 import { tableDefault } from './options.ts';
 import type { NamedLocks } from './storage/_keyed-locks.ts';
+import type { ScimOptions } from './scim/options.ts';
 
 /**
  * Token and artifact lifetimes, in seconds. Access tokens are JWTs that resource servers verify
@@ -124,6 +125,8 @@ export interface ServerOptions {
    * through the cluster primary (sign-in locks on SQLite, the metrics of every worker).
    */
   readonly cluster?: ClusterLink;
+  /** The SCIM endpoint's rate limit per token: defaults in scim/options.ts. */
+  readonly scim?: ScimOptions;
 }
 
 /** Token settings the server runs with (ServerOptions, defaults applied and checked). */

@@ -23,6 +23,7 @@ import { jsonLogLine } from './ops/log.ts';
 import { ServerMetrics } from './ops/metrics.ts';
 import { ProviderCache } from './tenancy.ts';
 import { SYSTEM_TENANT } from './config.ts';
+import { scimSettings } from './scim/options.ts';
 
 export type { ServerOptions, ClusterLink } from './config.ts';
 export { jsonLogLine } from './ops/log.ts';
@@ -36,6 +37,7 @@ export { DATABASE_URL_ENV } from './storage/index.ts';
 export type { LoginFactor, LoginPolicy } from './login/factors.ts';
 export type { LoginOptions } from './login/options.ts';
 export { LOGIN_DEFAULTS } from './login/options.ts';
+export { SCIM_DEFAULTS, type ScimOptions } from './scim/options.ts';
 
 export interface RunningServer {
   /** Base URL, e.g. `http://localhost:3000`; the admin API is at `${url}/admin/v1`. */
@@ -110,7 +112,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     cache.evict(tenant);
   });
   const ctx: ServerContext = {
-    storage, master, log, login, tokens, keyAlg, address: addressOf,
+    storage, master, log, login, tokens, keyAlg, address: addressOf, scim: scimSettings(options.scim),
     evictTenant: (t) => {
       // At once here, so the admin's next request sees the change; within a second elsewhere.
       cache.evict(t);

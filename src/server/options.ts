@@ -9,6 +9,7 @@ import { resolve } from 'node:path';
 import { MASTER_KEY_ENV, MASTER_KEY_FILE_ENV } from './_crypto.ts';
 import { UsageError } from '../command/io.ts';
 import { LOGIN_DEFAULTS, type LoginOptions } from './login/options.ts';
+import { SCIM_DEFAULTS, type ScimOptions } from './scim/options.ts';
 import { DATABASE_URL_ENV } from './storage/index.ts';
 import type { ServerOptions } from './config.ts';
 import { DEFAULT_ACCESS_TOKEN_LIFETIME, DEFAULT_REFRESH_REUSE_GRACE } from '../contract/index.ts';
@@ -29,7 +30,7 @@ export interface ServeSettings extends ServerOptions {
   readonly workers: number;
 }
 
-type Key = Exclude<keyof ServeSettings, 'login' | 'env' | 'log'> | `login.${keyof LoginOptions}`;
+type Key = Exclude<keyof ServeSettings, 'login' | 'scim' | 'env' | 'log'> | `login.${keyof LoginOptions}` | `scim.${keyof ScimOptions}`;
 
 export interface OptionRow {
   readonly flag: `--${string}`;
@@ -43,7 +44,7 @@ export interface OptionRow {
   /** How the default reads in help and README, when the value alone would not say it. */
   readonly defaultText?: string;
   readonly required?: boolean;
-  readonly group: 'server' | 'operations' | 'sign-in';
+  readonly group: 'server' | 'operations' | 'sign-in' | 'scim';
   readonly help: string;
 }
 
@@ -134,6 +135,14 @@ export const SERVE_OPTIONS: readonly OptionRow[] = [
     flag: '--backoff-ms', key: 'login.backoffBaseMs', kind: 'count', meta: '<ms>', default: LOGIN_DEFAULTS.backoffBaseMs, group: 'sign-in',
     help: 'after 2 free failures per account (10 per address) each try waits this, doubling, at most 60 s; 0 = off',
   },
+  {
+    flag: '--scim-rate', key: 'scim.requestsPerSecond', kind: 'positive', meta: '<n>', default: SCIM_DEFAULTS.requestsPerSecond, group: 'scim',
+    help: 'requests per second one SCIM token may make, sustained; beyond it, 429 with Retry-After',
+  },
+  {
+    flag: '--scim-burst', key: 'scim.burst', kind: 'positive', meta: '<n>', default: SCIM_DEFAULTS.burst, group: 'scim',
+    help: 'requests a SCIM token may make at once before the rate applies',
+  },
 ];
 
 /** Options that exclude each other. */
@@ -160,7 +169,9 @@ export function defaultText(r: OptionRow): string | undefined {
   return String(r.default);
 }
 
-const GROUP_TITLES = { server: 'Server', operations: 'Operations (processes, shutdown, logs, caches)', 'sign-in': 'Sign-in (see src/server/README.md, "Login methods")' } as const;
+const GROUP_TITLES = { server: 'Server', operations: 'Operations (processes, shutdown, logs, caches)', 'sign-in': 'Sign-in (see src/server/README.md, "Login methods")',
+  scim: 'SCIM (<tenant host>/scim/v2, see src/server/README.md, "SCIM"; the sign-in\'s guessing defence guards its tokens too)',
+} as const;
 
 /** `idforge serve --help`. */
 export function serveHelp(): string {
@@ -237,15 +248,16 @@ export function parseServeValues(values: Readonly<Record<string, string | boolea
     if (values[a.slice(2)] !== undefined && values[b.slice(2)] !== undefined) throw new UsageError(`${a} and ${b} exclude each other\n${serveUsage()}`);
   }
   const top: Record<string, unknown> = {};
-  const login: Record<string, unknown> = {};
+  const nested: { login: Record<string, unknown>; scim: Record<string, unknown> } = { login: {}, scim: {} };
   for (const r of SERVE_OPTIONS) {
     const given = values[r.flag.slice(2)];
     const value = given !== undefined ? parseValue(r, given, cwd) : typeof r.default === 'function' ? r.default() : r.default;
     if (value === undefined) continue;
-    if (r.key.startsWith('login.')) login[r.key.slice('login.'.length)] = value;
+    const dot = r.key.indexOf('.');
+    if (dot > 0) nested[r.key.slice(0, dot) as keyof typeof nested][r.key.slice(dot + 1)] = value;
     else top[r.key] = value;
   }
-  return { ...(top as unknown as ServeSettings), login: login as LoginOptions };
+  return { ...(top as unknown as ServeSettings), login: nested.login as LoginOptions, scim: nested.scim as ScimOptions };
 }
 
 /** The defaults of the table's server options (config.ts's DEFAULTS reads them from here). */

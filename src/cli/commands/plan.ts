@@ -23,6 +23,8 @@ import { compilePlan } from '../../generators/index.ts';
 import { EXIT, UsageError, type CliIo, type Command } from '../../command/io.ts';
 import { parseCommandArgs } from '../../command/args.ts';
 import { loadForCommand, reportProblems } from '../_model.ts';
+import { locateProblems } from '../../schema/index.ts';
+import { ownershipProblems } from './_ownership.ts';
 import { DEFAULT_STATE_FILE, StateFileError, resolvePasswords, resolveSecrets } from '../_state.ts';
 import { PLAN_PRUNE, applyPrune, formatOutsideGit, outsideGitOf, type OutsideGitObject } from '../_outside-git.ts';
 
@@ -121,7 +123,7 @@ const OP = { created: 'create', updated: 'update', unchanged: 'unchanged', delet
  * (`PUT acme/portal: HTTP 409: clientId ... (at clientId)`), so a plan that apply could not carry
  * out fails before anything is written, naming each problem.
  */
-export function batchRefusal(tenant: string, batch: TenantBatchBody, results: readonly BatchEntryResult[]): AdminApiError {
+export function batchRefusal(tenant: string, batch: TenantBatchBody, results: readonly BatchEntryResult[]): BatchRefused {
   const puts = new Set([
     ...(batch.tenant === undefined ? [] : ['tenant']),
     ...(batch.applications ?? []).map((a) => `application ${a.name}`),
@@ -133,7 +135,14 @@ export function batchRefusal(tenant: string, batch: TenantBatchBody, results: re
     return `${method} ${stepName(refOfResult(tenant, r))}: HTTP ${r.status}: ${r.reason}${r.path ? ` (at ${r.path})` : ''}`;
   });
   const first = results.find((r) => r.outcome === 'refused');
-  return new AdminApiError(first?.status ?? 422, '', undefined, lines.join('\n'));
+  return new BatchRefused(tenant, results, first?.status ?? 422, lines.join('\n'));
+}
+
+/** A tenant batch the server refused (nothing was written), with every entry's outcome. */
+export class BatchRefused extends AdminApiError {
+  constructor(readonly tenant: string, readonly results: readonly BatchEntryResult[], status: number, message: string) {
+    super(status, '', undefined, message);
+  }
 }
 
 /**
@@ -290,6 +299,12 @@ export async function preparePlan(
     const plan = await planAgainst(client, steps, values['allow-delete-console'] === true);
     return { plan, client, values: { json, allowMassDelete: values['allow-mass-delete'] === true } };
   } catch (err) {
+    // Users another door manages (SCIM, the console) are the model's mistake: shown at their place in it.
+    const owned = err instanceof BatchRefused ? ownershipProblems(model, err.tenant, err.results) : [];
+    if (owned.length > 0) {
+      reportProblems(io, await locateProblems(positionals.map((p) => resolve(io.cwd, p)), owned), json);
+      return { exit: EXIT.invalid };
+    }
     if (err instanceof AdminApiError) {
       if (json) io.stdout(`${JSON.stringify({ ok: false, error: err.message }, null, 2)}\n`);
       else io.stderr(`idforge ${command}: ${err.message}\n`);

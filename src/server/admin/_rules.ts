@@ -6,7 +6,7 @@
  * the two doors cannot disagree. Lookups are synchronous: the caller fetched what they read.
  */
 import {
-  BUILTIN_SCOPES, RESERVED_TENANTS, changedFields, checkRequestedScopes, formatPath,
+  BUILTIN_SCOPES, RESERVED_TENANTS, changedFields, checkRequestedScopes, formatPath, mayChange, ownedElsewhere,
   type ApplicationBody, type AssignmentBody, type Outcome, type TenantBody, type UserBody,
 } from '../../contract/index.ts';
 import { timingSafeEqual } from 'node:crypto';
@@ -171,6 +171,8 @@ export interface UserDecision {
 /** `emailOwner`: the user the tenant finds by this email (the lowest id when several share it). */
 export function judgeUser(id: string, body: UserBody, before: UserRecord | undefined, emailOwner: UserRecord | undefined): UserDecision {
   const { initialPassword, ...stored } = body;
+  // One owner per object: what SCIM or the console manages, nobody else changes (a model naming it, too).
+  if (before !== undefined && !mayChange(before.body.managedBy, stored.managedBy)) throw errors.conflict(ownedElsewhere('user', id, before.body.managedBy, stored.managedBy), 'managedBy');
   if (emailOwner !== undefined && emailOwner.id !== id) throw errors.conflict(`email '${stored.email}' belongs to another user of this tenant`, 'email');
   const changes = changedFields(before?.body, stored);
   // The initial password only counts when there is no password yet, so re-applying is a no-op.

@@ -12,8 +12,10 @@ import {
 } from '../../contract/index.ts';
 import type { ServerContext } from '../_context.ts';
 import { ServerError, errorBody, errors } from '../errors.ts';
+import { createScimToken, deleteScimToken, listScimTokens } from '../scim/tokens.ts';
 import { requireAdmin } from './auth.ts';
 import { RefusedBatch } from './batch.ts';
+import { GroupAdmin } from './groups.ts';
 import { AdminService } from './service.ts';
 
 interface HandlerInput<R extends RouteName> {
@@ -24,7 +26,7 @@ interface HandlerInput<R extends RouteName> {
 }
 type Handlers = { readonly [R in RouteName]: (input: HandlerInput<R>) => Promise<RouteResponse<R> | void> };
 
-function handlers(svc: AdminService): Handlers {
+function handlers(svc: AdminService, groups: GroupAdmin, ctx: ServerContext): Handlers {
   return {
     listTenants: ({ page }) => svc.listTenants(page),
     getTenant: ({ params }) => svc.getTenant(params.tenant),
@@ -54,6 +56,20 @@ function handlers(svc: AdminService): Handlers {
     changeAssignments: ({ params, body, dryRun }) => svc.changeAssignments(params.tenant, params.application, body, dryRun),
 
     applyTenantBatch: ({ params, body, dryRun }) => svc.applyTenantBatch(params.tenant, body, dryRun),
+
+    listGroups: ({ params, page }) => groups.listGroups(params.tenant, page),
+    getGroup: ({ params }) => groups.getGroup(params.tenant, params.group),
+    putGroup: ({ params, body, dryRun }) => groups.putGroup(params.tenant, params.group, body, dryRun),
+    deleteGroup: ({ params, dryRun }) => groups.deleteGroup(params.tenant, params.group, dryRun),
+
+    listGroupAssignments: ({ params, page }) => groups.listGroupAssignments(params.tenant, params.application, page),
+    getGroupAssignment: ({ params }) => groups.getGroupAssignment(params.tenant, params.application, params.group),
+    putGroupAssignment: ({ params, body, dryRun }) => groups.putGroupAssignment(params.tenant, params.application, params.group, body, dryRun),
+    deleteGroupAssignment: ({ params, dryRun }) => groups.deleteGroupAssignment(params.tenant, params.application, params.group, dryRun),
+
+    createScimToken: ({ params, body }) => createScimToken(ctx, params.tenant, body.description),
+    listScimTokens: ({ params }) => listScimTokens(ctx, params.tenant),
+    deleteScimToken: ({ params }) => deleteScimToken(ctx, params.tenant, params.tokenId),
   } as Handlers;
 }
 
@@ -91,7 +107,7 @@ function page(req: Request): { cursor: string | undefined; limit: number } {
 }
 
 export function adminRouter(ctx: ServerContext): Router {
-  const handle = handlers(new AdminService(ctx));
+  const handle = handlers(new AdminService(ctx), new GroupAdmin(ctx), ctx);
   const router = express.Router();
 
   // The API's own description is public: it holds no data, and tools need it before they have a token.
@@ -117,7 +133,7 @@ export function adminRouter(ctx: ServerContext): Router {
       });
       if (spec.response === undefined) res.status(204).end();
       // PUT: 201 when created, 200 otherwise; the body says what happened.
-      else res.status(spec.method === 'PUT' && (result as { outcome?: string }).outcome === 'created' ? 201 : 200).json(result);
+      else res.status(spec.status ?? (spec.method === 'PUT' && (result as { outcome?: string }).outcome === 'created' ? 201 : 200)).json(result);
     });
   }
 

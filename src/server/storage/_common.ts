@@ -7,6 +7,11 @@ import type {
   ApplicationRecord,
   ArtifactPayload,
   AssignmentRecord,
+  GroupAssignmentRecord,
+  GroupRecord,
+  ScimTokenRecord,
+  ScimUserRecord,
+  UserWithScim,
   KeyRecord,
   OtpRecord,
   Page,
@@ -27,8 +32,21 @@ export const THROTTLE_IDLE_MS = 24 * 60 * 60 * 1000;
 
 /** Tables of per-user login factors: removed with their user. */
 export const USER_FACTOR_TABLES = ['totp_secrets', 'otp_codes', 'passkeys'] as const;
+/** Rows of other concerns that name a user (`user_id`): group memberships, SCIM attributes. Removed with their user. */
+export const USER_LINK_TABLES = ['group_members', 'scim_users'] as const;
+/** Groups, their members and assignments, SCIM users' attributes and tokens: a tenant's, removed with it. */
+export const GROUP_AND_SCIM_TABLES = ['tenant_groups', 'group_members', 'group_assignments', 'scim_users', 'scim_tokens'] as const;
 /** Everything a tenant owns besides its own row: removed with it. */
-export const TENANT_TABLES = ['keys', 'applications', 'users', 'assignments', 'artifacts', ...USER_FACTOR_TABLES, 'login_throttle'] as const;
+export const TENANT_TABLES = ['keys', 'applications', 'users', 'assignments', 'artifacts', ...USER_FACTOR_TABLES, 'login_throttle', ...GROUP_AND_SCIM_TABLES] as const;
+
+/** A unique index refused a write (PostgreSQL 23505, SQLite's constraint codes): the name was taken between a check and the write. */
+export function isUniqueViolation(err: unknown): boolean {
+  const code = (err as { code?: unknown })?.code;
+  return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+}
+
+/** Group display names and SCIM userNames are unique without regard to case: the key they are unique by. */
+export const caseKey = (s: string): string => s.toLowerCase();
 
 export function encodeCursor(key: readonly string[]): string {
   return Buffer.from(JSON.stringify(key)).toString('base64url');
@@ -124,3 +142,27 @@ export const passkeyRow = (r: Row): PasskeyRecord => ({
 export const throttleRow = (r: Row): ThrottleRecord => ({
   failures: Number(r.failures), lastFailureMs: Number(r.last_failure_ms), lockedUntilMs: Number(r.locked_until_ms),
 });
+
+export const groupRow = (r: Row): GroupRecord => ({
+  tenant: String(r.tenant), id: String(r.id), body: json(r.body), createdAt: Number(r.created_at), updatedAt: Number(r.updated_at),
+});
+export const groupAssignmentRow = (r: Row): GroupAssignmentRecord => ({
+  tenant: String(r.tenant), application: String(r.application), group: String(r.group_id), body: json(r.body), createdAt: Number(r.created_at),
+});
+export const scimTokenRow = (r: Row): ScimTokenRecord => ({
+  tenant: String(r.tenant), id: String(r.id), hash: String(r.token_hash), description: strOrNull(r.description), createdAt: Number(r.created_at),
+});
+
+/**
+ * A user row joined with its SCIM attributes (`SCIM_USER_COLUMNS`, NULL when SCIM never wrote
+ * the user): one query for both, in every backend.
+ */
+export const SCIM_USER_SELECT = `SELECT u.*, s.user_name AS scim_user_name, s.external_id AS scim_external_id, s.resource AS scim_resource
+  FROM users u LEFT JOIN scim_users s ON s.tenant = u.tenant AND s.user_id = u.id`;
+export const userWithScimRow = (r: Row): UserWithScim => {
+  const user = userRow(r);
+  const scim: ScimUserRecord | undefined = r.scim_user_name === null || r.scim_user_name === undefined ? undefined : {
+    tenant: user.tenant, userId: user.id, userName: String(r.scim_user_name), externalId: strOrNull(r.scim_external_id), resource: json(r.scim_resource),
+  };
+  return { user, scim };
+};

@@ -67,6 +67,31 @@ CREATE TABLE login_throttle (
   locked_until_ms bigint NOT NULL, PRIMARY KEY (tenant, key));
 `,
   },
+  {
+    version: 2,
+    name: 'groups, group assignments, SCIM users and tokens',
+    sql: `
+CREATE TABLE tenant_groups (
+  tenant text COLLATE "C" NOT NULL, id text COLLATE "C" NOT NULL, display_key text COLLATE "C" NOT NULL, body text NOT NULL,
+  created_at bigint NOT NULL, updated_at bigint NOT NULL, PRIMARY KEY (tenant, id));
+CREATE UNIQUE INDEX tenant_groups_display ON tenant_groups (tenant, display_key);
+CREATE TABLE group_members (
+  tenant text COLLATE "C" NOT NULL, group_id text COLLATE "C" NOT NULL, user_id text COLLATE "C" NOT NULL, PRIMARY KEY (tenant, group_id, user_id));
+CREATE INDEX group_members_user ON group_members (tenant, user_id);
+CREATE TABLE group_assignments (
+  tenant text COLLATE "C" NOT NULL, application text COLLATE "C" NOT NULL, group_id text COLLATE "C" NOT NULL, body text NOT NULL,
+  created_at bigint NOT NULL, PRIMARY KEY (tenant, application, group_id));
+CREATE INDEX group_assignments_group ON group_assignments (tenant, group_id);
+CREATE TABLE scim_users (
+  tenant text COLLATE "C" NOT NULL, user_id text COLLATE "C" NOT NULL, user_name text NOT NULL, user_name_key text COLLATE "C" NOT NULL,
+  external_id text COLLATE "C", resource text NOT NULL, PRIMARY KEY (tenant, user_id));
+CREATE UNIQUE INDEX scim_users_user_name ON scim_users (tenant, user_name_key);
+CREATE INDEX scim_users_external_id ON scim_users (tenant, external_id) WHERE external_id IS NOT NULL;
+CREATE TABLE scim_tokens (
+  tenant text COLLATE "C" NOT NULL, id text COLLATE "C" NOT NULL, token_hash text NOT NULL, description text, created_at bigint NOT NULL,
+  PRIMARY KEY (tenant, id));
+`,
+  },
 ];
 
 export const LATEST_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

@@ -12,10 +12,13 @@
  */
 import { createHash } from 'node:crypto';
 import pg from 'pg';
-import type { AssignmentBody, TenantBody, UserBody } from '../../contract/index.ts';
+import type { AssignmentBody, GroupAssignmentBody, GroupBody, TenantBody, UserBody } from '../../contract/index.ts';
 import {
   TENANT_TABLES, THROTTLE_IDLE_MS, USER_FACTOR_TABLES, appRow, artifactColumns, artifactRow, assignmentRow, decodeCursor, keyRow,
   nextThrottle, nowSeconds as now, otpRow, passkeyRow, tenantRow, throttleRow, toPage, totpRow, userRow, type Row,
+} from './_common.ts';
+import {
+  SCIM_USER_SELECT, USER_LINK_TABLES, caseKey, groupAssignmentRow, groupRow, scimTokenRow, userWithScimRow,
 } from './_common.ts';
 import { KeyedLocks } from './_keyed-locks.ts';
 import { migrate } from './postgres-migrations.ts';
@@ -27,6 +30,14 @@ import type {
   AssignmentRecord,
   ChangeFeed,
   GrantStore,
+  GroupAssignmentRecord,
+  GroupRecord,
+  GroupStore,
+  MembershipChange,
+  ScimStore,
+  ScimTokenRecord,
+  ScimUserRecord,
+  UserWithScim,
   KeyRecord,
   MetaStore,
   OtpRecord,
@@ -78,9 +89,13 @@ type Param = string | number | null | Buffer | readonly (string | null)[];
 const matchesNothing = (sql: string, params: readonly Param[]) =>
   !/^\s*INSERT/i.test(sql) && params.some((p) => typeof p === 'string' && p.includes('\u0000'));
 
+/** In an array of keys (`= ANY($n::text[])`), a value with NUL is one that no row holds: it is left out, the others still match. */
+const storableKeys = (params: readonly Param[]): Param[] =>
+  params.map((p) => (Array.isArray(p) ? (p as unknown[]).filter((x) => !(typeof x === 'string' && x.includes('\u0000'))) as unknown as Param : p));
+
 async function query(db: Queryable, sql: string, params: readonly Param[] = []): Promise<{ rows: Row[]; rowCount: number }> {
   if (matchesNothing(sql, params)) return { rows: [], rowCount: 0 };
-  const r = await db.query(sql, params as Param[]);
+  const r = await db.query(sql, storableKeys(params));
   return { rows: r.rows as Row[], rowCount: r.rowCount ?? 0 };
 }
 
@@ -250,12 +265,13 @@ async function writeChanges(q: Query, tenant: string, c: TenantChanges): Promise
     const ids = c.deleteUsers;
     await q('DELETE FROM assignments WHERE tenant = $1 AND user_id = ANY($2::text[])', [tenant, ids]);
     await q('DELETE FROM artifacts WHERE tenant = $1 AND account_id = ANY($2::text[])', [tenant, ids]);
-    for (const table of USER_FACTOR_TABLES) await q(`DELETE FROM ${table} WHERE tenant = $1 AND user_id = ANY($2::text[])`, [tenant, ids]);
+    for (const table of [...USER_FACTOR_TABLES, ...USER_LINK_TABLES]) await q(`DELETE FROM ${table} WHERE tenant = $1 AND user_id = ANY($2::text[])`, [tenant, ids]);
     await q('DELETE FROM users WHERE tenant = $1 AND id = ANY($2::text[])', [tenant, ids]);
   }
   if (c.deleteApplications.length > 0) {
     const gone = (await q('DELETE FROM applications WHERE tenant = $1 AND name = ANY($2::text[]) RETURNING name, client_id', [tenant, c.deleteApplications])).rows;
     await q('DELETE FROM assignments WHERE tenant = $1 AND application = ANY($2::text[])', [tenant, gone.map((r) => String(r.name))]);
+    await q('DELETE FROM group_assignments WHERE tenant = $1 AND application = ANY($2::text[])', [tenant, gone.map((r) => String(r.name))]);
     const clients = gone.filter((r) => r.client_id !== null).map((r) => String(r.client_id));
     if (clients.length > 0) await q('DELETE FROM artifacts WHERE tenant = $1 AND client_id = ANY($2::text[])', [tenant, clients]);
   }
@@ -304,6 +320,7 @@ class Applications implements ApplicationStore {
       const app = (await q('DELETE FROM applications WHERE tenant = $1 AND name = $2 RETURNING client_id', [tenant, name])).rows[0];
       if (app === undefined) return false;
       await q('DELETE FROM assignments WHERE tenant = $1 AND application = $2', [tenant, name]);
+      await q('DELETE FROM group_assignments WHERE tenant = $1 AND application = $2', [tenant, name]);
       if (app.client_id !== null) await q('DELETE FROM artifacts WHERE tenant = $1 AND client_id = $2', [tenant, String(app.client_id)]);
       return true;
     });
@@ -316,6 +333,7 @@ class Applications implements ApplicationStore {
       if (rows.some((r) => r.name === to)) throw new NameTakenError(`application '${to}' exists`);
       await q('UPDATE applications SET name = $1, updated_at = $2 WHERE tenant = $3 AND name = $4', [to, now(), tenant, from]);
       await q('UPDATE assignments SET application = $1 WHERE tenant = $2 AND application = $3', [to, tenant, from]);
+      await q('UPDATE group_assignments SET application = $1 WHERE tenant = $2 AND application = $3', [to, tenant, from]);
       return true;
     });
   }
@@ -357,6 +375,7 @@ class Users implements UserStore {
       await q('DELETE FROM assignments WHERE tenant = $1 AND user_id = $2', [tenant, id]);
       await q('DELETE FROM artifacts WHERE tenant = $1 AND account_id = $2', [tenant, id]);
       for (const table of USER_FACTOR_TABLES) await q(`DELETE FROM ${table} WHERE tenant = $1 AND user_id = $2`, [tenant, id]);
+      for (const table of USER_LINK_TABLES) await q(`DELETE FROM ${table} WHERE tenant = $1 AND user_id = $2`, [tenant, id]);
       return (await q('DELETE FROM users WHERE tenant = $1 AND id = $2', [tenant, id])).rowCount > 0;
     });
   }
@@ -465,6 +484,14 @@ class Users implements UserStore {
   }
 }
 
+/**
+ * Grants, refresh tokens, access tokens and codes of some users ($2, an array) at one client ($3):
+ * one statement, so the grants and everything issued under them go together.
+ */
+const REVOKE_USERS_AT_CLIENT = `DELETE FROM artifacts WHERE tenant = $1 AND (
+    (account_id = ANY($2::text[]) AND client_id = $3 AND model <> 'Session')
+    OR grant_id IN (SELECT id FROM artifacts WHERE tenant = $1 AND account_id = ANY($2::text[]) AND client_id = $3 AND model = 'Grant'))`;
+
 class Grants implements GrantStore {
   constructor(private readonly d: Db) {}
 
@@ -503,17 +530,184 @@ class Grants implements GrantStore {
     await this.d.q('DELETE FROM artifacts WHERE tenant = $1 AND grant_id = $2', [tenant, grantId]);
   }
   async revokeUserClient(tenant: string, accountId: string, clientId: string): Promise<void> {
-    // One statement: the grants and everything issued under them go together.
-    await this.d.q(`DELETE FROM artifacts WHERE tenant = $1 AND (
-        (account_id = $2 AND client_id = $3 AND model <> 'Session')
-        OR grant_id IN (SELECT id FROM artifacts WHERE tenant = $1 AND account_id = $2 AND client_id = $3 AND model = 'Grant'))`,
-    [tenant, accountId, clientId]);
+    await this.d.q(REVOKE_USERS_AT_CLIENT, [tenant, [accountId] as never, clientId]);
   }
   async revokeUser(tenant: string, accountId: string): Promise<void> {
     await this.d.q('DELETE FROM artifacts WHERE tenant = $1 AND account_id = $2', [tenant, accountId]);
   }
   async purgeExpired(): Promise<number> {
     return (await this.d.q('DELETE FROM artifacts WHERE expires_at IS NOT NULL AND expires_at <= $1', [now()])).rowCount;
+  }
+}
+
+type Tx = (sql: string, params?: readonly Param[]) => ReturnType<typeof query>;
+const texts = (a: readonly string[]) => a as unknown as Param;
+
+class Groups implements GroupStore {
+  constructor(private readonly d: Db) {}
+
+  async get(tenant: string, id: string): Promise<GroupRecord | undefined> {
+    const r = await this.d.one('SELECT * FROM tenant_groups WHERE tenant = $1 AND id = $2', [tenant, id]);
+    return r && groupRow(r);
+  }
+  async getByDisplayName(tenant: string, displayName: string): Promise<GroupRecord | undefined> {
+    const r = await this.d.one('SELECT * FROM tenant_groups WHERE tenant = $1 AND display_key = $2', [tenant, caseKey(displayName)]);
+    return r && groupRow(r);
+  }
+  async list(tenant: string, page: PageRequest): Promise<Page<GroupRecord>> {
+    const [after = ''] = decodeCursor(page.cursor, 1) ?? [];
+    const { rows } = await this.d.q('SELECT * FROM tenant_groups WHERE tenant = $1 AND id > $2 ORDER BY id LIMIT $3', [tenant, after, page.limit + 1]);
+    return toPage(rows, page.limit, groupRow, (r) => [String(r.id)]);
+  }
+  async put(tenant: string, id: string, body: Omit<GroupBody, 'members'>, members: MembershipChange = {}): Promise<GroupRecord> {
+    return this.d.tx(async (q) => {
+      const row = (await q(`INSERT INTO tenant_groups (tenant, id, display_key, body, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $5)
+        ON CONFLICT (tenant, id) DO UPDATE SET display_key = excluded.display_key, body = excluded.body, updated_at = excluded.updated_at
+        RETURNING *`, [tenant, id, caseKey(body.displayName), JSON.stringify(body), now()])).rows[0]!;
+      // Only users of the tenant become members, decided in the same statement as the insert.
+      if ((members.add ?? []).length > 0) {
+        await q(`INSERT INTO group_members (tenant, group_id, user_id) SELECT tenant, $2, id FROM users WHERE tenant = $1 AND id = ANY($3::text[])
+          ON CONFLICT DO NOTHING`, [tenant, id, texts(members.add!)]);
+      }
+      if ((members.remove ?? []).length > 0) {
+        const removed = (await q('DELETE FROM group_members WHERE tenant = $1 AND group_id = $2 AND user_id = ANY($3::text[]) RETURNING user_id',
+          [tenant, id, texts(members.remove!)])).rows.map((r) => String(r.user_id));
+        await revokeLostAccess(q, tenant, removed, await assignedClients(q, tenant, id));
+      }
+      return groupRow(row);
+    });
+  }
+  async delete(tenant: string, id: string): Promise<boolean> {
+    return this.d.tx(async (q) => {
+      const clients = await assignedClients(q, tenant, id);
+      await q('DELETE FROM group_assignments WHERE tenant = $1 AND group_id = $2', [tenant, id]);
+      const members = (await q('DELETE FROM group_members WHERE tenant = $1 AND group_id = $2 RETURNING user_id', [tenant, id])).rows.map((r) => String(r.user_id));
+      await revokeLostAccess(q, tenant, members, clients);
+      return (await q('DELETE FROM tenant_groups WHERE tenant = $1 AND id = $2', [tenant, id])).rowCount > 0;
+    });
+  }
+  async listMembers(tenant: string, id: string): Promise<readonly string[]> {
+    return (await this.d.q('SELECT user_id FROM group_members WHERE tenant = $1 AND group_id = $2 ORDER BY user_id', [tenant, id])).rows.map((r) => String(r.user_id));
+  }
+  async countMembers(tenant: string, ids: readonly string[]): Promise<ReadonlyMap<string, number>> {
+    const { rows } = await this.d.q('SELECT group_id, count(*) AS n FROM group_members WHERE tenant = $1 AND group_id = ANY($2::text[]) GROUP BY group_id', [tenant, texts(ids)]);
+    return new Map(rows.map((r) => [String(r.group_id), Number(r.n)]));
+  }
+  async groupsOf(tenant: string, userIds: readonly string[]): Promise<ReadonlyMap<string, readonly string[]>> {
+    const { rows } = await this.d.q('SELECT user_id, group_id FROM group_members WHERE tenant = $1 AND user_id = ANY($2::text[]) ORDER BY user_id, group_id',
+      [tenant, texts(userIds)]);
+    const out = new Map<string, string[]>();
+    for (const r of rows) {
+      const list = out.get(String(r.user_id)) ?? [];
+      list.push(String(r.group_id));
+      out.set(String(r.user_id), list);
+    }
+    return out;
+  }
+
+  async getAssignment(tenant: string, application: string, group: string): Promise<GroupAssignmentRecord | undefined> {
+    const r = await this.d.one('SELECT * FROM group_assignments WHERE tenant = $1 AND application = $2 AND group_id = $3', [tenant, application, group]);
+    return r && groupAssignmentRow(r);
+  }
+  async listAssignments(tenant: string, application: string, page: PageRequest): Promise<Page<GroupAssignmentRecord>> {
+    const [after = ''] = decodeCursor(page.cursor, 1) ?? [];
+    const { rows } = await this.d.q('SELECT * FROM group_assignments WHERE tenant = $1 AND application = $2 AND group_id > $3 ORDER BY group_id LIMIT $4',
+      [tenant, application, after, page.limit + 1]);
+    return toPage(rows, page.limit, groupAssignmentRow, (r) => [String(r.group_id)]);
+  }
+  async putAssignment(tenant: string, application: string, group: string, body: GroupAssignmentBody): Promise<GroupAssignmentRecord> {
+    const r = await this.d.one(`INSERT INTO group_assignments (tenant, application, group_id, body, created_at) VALUES ($1, $2, $3, $4, $5)
+      ON CONFLICT (tenant, application, group_id) DO UPDATE SET body = excluded.body RETURNING *`,
+    [tenant, application, group, JSON.stringify(body), now()]);
+    return groupAssignmentRow(r!);
+  }
+  async deleteAssignment(tenant: string, application: string, group: string): Promise<boolean> {
+    return this.d.tx(async (q) => {
+      if ((await q('DELETE FROM group_assignments WHERE tenant = $1 AND application = $2 AND group_id = $3', [tenant, application, group])).rowCount === 0) return false;
+      const app = (await q('SELECT name, client_id FROM applications WHERE tenant = $1 AND name = $2', [tenant, application])).rows[0];
+      const members = (await q('SELECT user_id FROM group_members WHERE tenant = $1 AND group_id = $2', [tenant, group])).rows.map((r) => String(r.user_id));
+      await revokeLostAccess(q, tenant, members, app === undefined || app.client_id === null ? [] : [{ name: String(app.name), clientId: String(app.client_id) }]);
+      return true;
+    });
+  }
+  async grantsAccess(tenant: string, application: string, userId: string): Promise<boolean> {
+    return (await this.d.one(`SELECT 1 FROM group_assignments ga JOIN group_members gm ON gm.tenant = ga.tenant AND gm.group_id = ga.group_id
+      WHERE ga.tenant = $1 AND ga.application = $2 AND gm.user_id = $3 LIMIT 1`, [tenant, application, userId])) !== undefined;
+  }
+}
+
+/** The client applications a group is assigned to. */
+async function assignedClients(q: Tx, tenant: string, group: string): Promise<{ name: string; clientId: string }[]> {
+  return (await q(`SELECT a.name, a.client_id FROM group_assignments ga JOIN applications a ON a.tenant = ga.tenant AND a.name = ga.application
+    WHERE ga.tenant = $1 AND ga.group_id = $2 AND a.client_id IS NOT NULL ORDER BY a.name`, [tenant, group])).rows
+    .map((r) => ({ name: String(r.name), clientId: String(r.client_id) }));
+}
+
+/**
+ * Inside the caller's transaction, after the change: of `users`, those left without access to an
+ * application (no assignment of their own, in no other group assigned to it) lose what they hold
+ * there. One query and one delete per application, whatever the number of users.
+ */
+async function revokeLostAccess(q: Tx, tenant: string, users: readonly string[], clients: readonly { name: string; clientId: string }[]): Promise<void> {
+  if (users.length === 0) return;
+  for (const app of clients) {
+    const lost = (await q(`SELECT u FROM unnest($3::text[]) AS u
+      WHERE NOT EXISTS (SELECT 1 FROM assignments a WHERE a.tenant = $1 AND a.application = $2 AND a.user_id = u)
+        AND NOT EXISTS (SELECT 1 FROM group_assignments ga JOIN group_members gm ON gm.tenant = ga.tenant AND gm.group_id = ga.group_id
+          WHERE ga.tenant = $1 AND ga.application = $2 AND gm.user_id = u)`, [tenant, app.name, texts(users)])).rows.map((r) => String(r.u));
+    if (lost.length > 0) await q(REVOKE_USERS_AT_CLIENT, [tenant, texts(lost), app.clientId]);
+  }
+}
+
+const SCIM_UPSERT = `INSERT INTO scim_users (tenant, user_id, user_name, user_name_key, external_id, resource) VALUES ($1, $2, $3, $4, $5, $6)
+  ON CONFLICT (tenant, user_id) DO UPDATE SET user_name = excluded.user_name, user_name_key = excluded.user_name_key,
+    external_id = excluded.external_id, resource = excluded.resource`;
+
+class Scim implements ScimStore {
+  constructor(private readonly d: Db) {}
+
+  async getUser(tenant: string, id: string): Promise<UserWithScim | undefined> {
+    const r = await this.d.one(`${SCIM_USER_SELECT} WHERE u.tenant = $1 AND u.id = $2`, [tenant, id]);
+    return r && userWithScimRow(r);
+  }
+  async getUserByUserName(tenant: string, userName: string): Promise<UserWithScim | undefined> {
+    const r = await this.d.one(`${SCIM_USER_SELECT} WHERE s.tenant = $1 AND s.user_name_key = $2`, [tenant, caseKey(userName)]);
+    return r && userWithScimRow(r);
+  }
+  async getUsersByExternalId(tenant: string, externalId: string): Promise<readonly UserWithScim[]> {
+    return (await this.d.q(`${SCIM_USER_SELECT} WHERE s.tenant = $1 AND s.external_id = $2 ORDER BY u.id`, [tenant, externalId])).rows.map(userWithScimRow);
+  }
+  async listUsers(tenant: string, offset: number, limit: number): Promise<readonly UserWithScim[]> {
+    return (await this.d.q(`${SCIM_USER_SELECT} WHERE u.tenant = $1 ORDER BY u.id LIMIT $2 OFFSET $3`, [tenant, limit, offset])).rows.map(userWithScimRow);
+  }
+  async countUsers(tenant: string): Promise<number> {
+    return Number((await this.d.one('SELECT count(*) AS n FROM users WHERE tenant = $1', [tenant]))!.n);
+  }
+  async putUser(
+    tenant: string, id: string, body: Omit<UserBody, 'initialPassword'>, passwordHash: string | null,
+    scim: Omit<ScimUserRecord, 'tenant' | 'userId'>, options: { readonly revokeArtifacts?: boolean } = {},
+  ): Promise<UserWithScim> {
+    await this.d.tx(async (q) => {
+      await q(UPSERT_USER, [tenant, id, body.email.toLowerCase(), JSON.stringify(body), passwordHash, now()]);
+      await q(SCIM_UPSERT, [tenant, id, scim.userName, caseKey(scim.userName), scim.externalId, JSON.stringify(scim.resource)]);
+      if (options.revokeArtifacts === true) await q('DELETE FROM artifacts WHERE tenant = $1 AND account_id = $2', [tenant, id]);
+    });
+    return (await this.getUser(tenant, id))!;
+  }
+
+  async putToken(token: ScimTokenRecord): Promise<void> {
+    await this.d.q('INSERT INTO scim_tokens (tenant, id, token_hash, description, created_at) VALUES ($1, $2, $3, $4, $5)',
+      [token.tenant, token.id, token.hash, token.description, token.createdAt]);
+  }
+  async getToken(tenant: string, id: string): Promise<ScimTokenRecord | undefined> {
+    const r = await this.d.one('SELECT * FROM scim_tokens WHERE tenant = $1 AND id = $2', [tenant, id]);
+    return r && scimTokenRow(r);
+  }
+  async listTokens(tenant: string): Promise<readonly ScimTokenRecord[]> {
+    return (await this.d.q('SELECT * FROM scim_tokens WHERE tenant = $1 ORDER BY created_at, id', [tenant])).rows.map(scimTokenRow);
+  }
+  async deleteToken(tenant: string, id: string): Promise<boolean> {
+    return (await this.d.q('DELETE FROM scim_tokens WHERE tenant = $1 AND id = $2', [tenant, id])).rowCount > 0;
   }
 }
 
@@ -706,6 +900,8 @@ export async function openPostgresStorage(url: string, log: (line: string) => vo
     tenants: new Tenants(d),
     applications: new Applications(d),
     users: new Users(d),
+    groups: new Groups(d),
+    scim: new Scim(d),
     grants: new Grants(d),
     throttle: new Throttle(d, lockPool),
     meta: new Meta(d),

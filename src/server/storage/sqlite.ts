@@ -9,13 +9,16 @@
 import Database from 'better-sqlite3';
 import { chmodSync } from 'node:fs';
 import { resolve } from 'node:path';
-import type { AssignmentBody, TenantBody, UserBody } from '../../contract/index.ts';
+import type { AssignmentBody, GroupAssignmentBody, GroupBody, TenantBody, UserBody } from '../../contract/index.ts';
 import {
   TENANT_TABLES, THROTTLE_IDLE_MS, USER_FACTOR_TABLES, appRow, artifactColumns, artifactRow, assignmentRow, decodeCursor, keyRow,
   nextThrottle, nowSeconds as now, otpRow, passkeyRow, tenantRow, throttleRow, toPage, totpRow, userRow, type Row,
 } from './_common.ts';
 import { KeyedLocks, type NamedLocks } from './_keyed-locks.ts';
 import { MissingUsersError, NameTakenError } from './types.ts';
+import {
+  SCIM_USER_SELECT, USER_LINK_TABLES, caseKey, groupAssignmentRow, groupRow, scimTokenRow, userWithScimRow,
+} from './_common.ts';
 import type {
   ApplicationRecord,
   ApplicationStore,
@@ -23,6 +26,14 @@ import type {
   AssignmentRecord,
   ChangeFeed,
   GrantStore,
+  GroupAssignmentRecord,
+  GroupRecord,
+  GroupStore,
+  MembershipChange,
+  ScimStore,
+  ScimTokenRecord,
+  ScimUserRecord,
+  UserWithScim,
   KeyRecord,
   MetaStore,
   OtpRecord,
@@ -89,6 +100,32 @@ CREATE TABLE IF NOT EXISTS login_throttle (
 CREATE TABLE IF NOT EXISTS changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, tenant TEXT NOT NULL, at_ms INTEGER NOT NULL);
 `;
 
+/** Groups, their members and assignments; SCIM users' own attributes and the tenants' SCIM tokens. */
+const GROUPS_AND_SCIM_SCHEMA = `
+CREATE TABLE IF NOT EXISTS tenant_groups (
+  tenant TEXT NOT NULL, id TEXT NOT NULL, display_key TEXT NOT NULL, body TEXT NOT NULL,
+  created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, PRIMARY KEY (tenant, id));
+CREATE UNIQUE INDEX IF NOT EXISTS tenant_groups_display ON tenant_groups (tenant, display_key);
+CREATE TABLE IF NOT EXISTS group_members (
+  tenant TEXT NOT NULL, group_id TEXT NOT NULL, user_id TEXT NOT NULL, PRIMARY KEY (tenant, group_id, user_id));
+CREATE INDEX IF NOT EXISTS group_members_user ON group_members (tenant, user_id);
+CREATE TABLE IF NOT EXISTS group_assignments (
+  tenant TEXT NOT NULL, application TEXT NOT NULL, group_id TEXT NOT NULL, body TEXT NOT NULL, created_at INTEGER NOT NULL,
+  PRIMARY KEY (tenant, application, group_id));
+CREATE INDEX IF NOT EXISTS group_assignments_group ON group_assignments (tenant, group_id);
+CREATE TABLE IF NOT EXISTS scim_users (
+  tenant TEXT NOT NULL, user_id TEXT NOT NULL, user_name TEXT NOT NULL, user_name_key TEXT NOT NULL, external_id TEXT,
+  resource TEXT NOT NULL, PRIMARY KEY (tenant, user_id));
+CREATE UNIQUE INDEX IF NOT EXISTS scim_users_user_name ON scim_users (tenant, user_name_key);
+CREATE INDEX IF NOT EXISTS scim_users_external_id ON scim_users (tenant, external_id) WHERE external_id IS NOT NULL;
+CREATE TABLE IF NOT EXISTS scim_tokens (
+  tenant TEXT NOT NULL, id TEXT NOT NULL, token_hash TEXT NOT NULL, description TEXT, created_at INTEGER NOT NULL,
+  PRIMARY KEY (tenant, id));
+`;
+
+const UPSERT_USER = `INSERT INTO users (tenant, id, email, body, password_hash, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+  ON CONFLICT (tenant, id) DO UPDATE SET email = excluded.email, body = excluded.body,
+    password_hash = excluded.password_hash, updated_at = excluded.updated_at`;
 
 /** The connection and its prepared statements, shared by the stores. */
 class Db {
@@ -104,6 +141,7 @@ class Db {
     this.db.pragma('synchronous = NORMAL');
     this.db.pragma('busy_timeout = 5000');
     this.db.exec(SCHEMA);
+    this.db.exec(GROUPS_AND_SCIM_SCHEMA);
   }
 
   q(sql: string): Database.Statement {
@@ -225,13 +263,14 @@ class Tenants implements TenantStore {
     for (const id of c.deleteUsers) {
       this.d.q('DELETE FROM assignments WHERE tenant = ? AND user_id = ?').run(tenant, id);
       revokeUser.run(tenant, id);
-      for (const table of USER_FACTOR_TABLES) this.d.q(`DELETE FROM ${table} WHERE tenant = ? AND user_id = ?`).run(tenant, id);
+      for (const table of [...USER_FACTOR_TABLES, ...USER_LINK_TABLES]) this.d.q(`DELETE FROM ${table} WHERE tenant = ? AND user_id = ?`).run(tenant, id);
       this.d.q('DELETE FROM users WHERE tenant = ? AND id = ?').run(tenant, id);
     }
     for (const name of c.deleteApplications) {
       const app = this.d.q('SELECT client_id FROM applications WHERE tenant = ? AND name = ?').get(tenant, name) as Row | undefined;
       if (app === undefined) continue;
       this.d.q('DELETE FROM assignments WHERE tenant = ? AND application = ?').run(tenant, name);
+      this.d.q('DELETE FROM group_assignments WHERE tenant = ? AND application = ?').run(tenant, name);
       if (app.client_id !== null) this.d.q('DELETE FROM artifacts WHERE tenant = ? AND client_id = ?').run(tenant, app.client_id);
       this.d.q('DELETE FROM applications WHERE tenant = ? AND name = ?').run(tenant, name);
     }
@@ -282,6 +321,7 @@ class Applications implements ApplicationStore {
       const app = this.d.q('SELECT client_id FROM applications WHERE tenant = ? AND name = ?').get(tenant, name) as Row | undefined;
       if (app === undefined) return false;
       this.d.q('DELETE FROM assignments WHERE tenant = ? AND application = ?').run(tenant, name);
+      this.d.q('DELETE FROM group_assignments WHERE tenant = ? AND application = ?').run(tenant, name);
       if (app.client_id !== null) this.d.q('DELETE FROM artifacts WHERE tenant = ? AND client_id = ?').run(tenant, app.client_id);
       return this.d.q('DELETE FROM applications WHERE tenant = ? AND name = ?').run(tenant, name).changes > 0;
     });
@@ -292,6 +332,7 @@ class Applications implements ApplicationStore {
       if (this.d.q('SELECT 1 FROM applications WHERE tenant = ? AND name = ?').get(tenant, to) !== undefined) throw new NameTakenError(`application '${to}' exists`);
       this.d.q('UPDATE applications SET name = ?, updated_at = ? WHERE tenant = ? AND name = ?').run(to, now(), tenant, from);
       this.d.q('UPDATE assignments SET application = ? WHERE tenant = ? AND application = ?').run(to, tenant, from);
+      this.d.q('UPDATE group_assignments SET application = ? WHERE tenant = ? AND application = ?').run(to, tenant, from);
       return true;
     });
   }
@@ -317,9 +358,7 @@ class Users implements UserStore {
   async put(tenant: string, id: string, body: Omit<UserBody, 'initialPassword'>, passwordHash: string | null, options: { readonly revokeArtifacts?: boolean } = {}): Promise<UserRecord> {
     const t = now();
     this.d.tx(() => {
-      this.d.q(`INSERT INTO users (tenant, id, email, body, password_hash, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)
-        ON CONFLICT (tenant, id) DO UPDATE SET email = excluded.email, body = excluded.body,
-          password_hash = excluded.password_hash, updated_at = excluded.updated_at`)
+      this.d.q(UPSERT_USER)
         .run(tenant, id, body.email.toLowerCase(), JSON.stringify(body), passwordHash, t, t);
       if (options.revokeArtifacts === true) this.d.q('DELETE FROM artifacts WHERE tenant = ? AND account_id = ?').run(tenant, id);
     });
@@ -330,6 +369,7 @@ class Users implements UserStore {
       this.d.q('DELETE FROM assignments WHERE tenant = ? AND user_id = ?').run(tenant, id);
       this.d.q('DELETE FROM artifacts WHERE tenant = ? AND account_id = ?').run(tenant, id);
       for (const table of USER_FACTOR_TABLES) this.d.q(`DELETE FROM ${table} WHERE tenant = ? AND user_id = ?`).run(tenant, id);
+      for (const table of USER_LINK_TABLES) this.d.q(`DELETE FROM ${table} WHERE tenant = ? AND user_id = ?`).run(tenant, id);
       return this.d.q('DELETE FROM users WHERE tenant = ? AND id = ?').run(tenant, id).changes > 0;
     });
   }
@@ -425,7 +465,7 @@ class Users implements UserStore {
   }
 }
 
-/** GrantStore.revokeUserClient's statements, for use inside a caller's transaction. */
+/** Grants, refresh tokens, access tokens and codes of one user at one client; run inside the caller's transaction. */
 function revokeUserClient(d: Db, tenant: string, accountId: string, clientId: string): void {
   const grants = d.q(`SELECT id FROM artifacts WHERE tenant = ? AND account_id = ? AND client_id = ? AND model = 'Grant'`)
     .all(tenant, accountId, clientId) as { id: string }[];
@@ -470,6 +510,171 @@ class Grants implements GrantStore {
   }
   async purgeExpired(): Promise<number> {
     return this.d.q('DELETE FROM artifacts WHERE expires_at IS NOT NULL AND expires_at <= ?').run(now()).changes;
+  }
+}
+
+/** Whether the user may use the application: assigned, or a member of a group assigned to it. */
+const HAS_ACCESS = `SELECT 1 FROM assignments WHERE tenant = ? AND application = ? AND user_id = ?
+  UNION ALL SELECT 1 FROM group_assignments ga JOIN group_members gm ON gm.tenant = ga.tenant AND gm.group_id = ga.group_id
+    WHERE ga.tenant = ? AND ga.application = ? AND gm.user_id = ? LIMIT 1`;
+
+class Groups implements GroupStore {
+  constructor(private readonly d: Db) {}
+
+  async get(tenant: string, id: string): Promise<GroupRecord | undefined> {
+    const r = this.d.q('SELECT * FROM tenant_groups WHERE tenant = ? AND id = ?').get(tenant, id) as Row | undefined;
+    return r && groupRow(r);
+  }
+  async getByDisplayName(tenant: string, displayName: string): Promise<GroupRecord | undefined> {
+    const r = this.d.q('SELECT * FROM tenant_groups WHERE tenant = ? AND display_key = ?').get(tenant, caseKey(displayName)) as Row | undefined;
+    return r && groupRow(r);
+  }
+  async list(tenant: string, page: PageRequest): Promise<Page<GroupRecord>> {
+    const [after = ''] = decodeCursor(page.cursor, 1) ?? [];
+    const rows = this.d.q('SELECT * FROM tenant_groups WHERE tenant = ? AND id > ? ORDER BY id LIMIT ?').all(tenant, after, page.limit + 1) as Row[];
+    return toPage(rows, page.limit, groupRow, (r) => [String(r.id)]);
+  }
+  async put(tenant: string, id: string, body: Omit<GroupBody, 'members'>, members: MembershipChange = {}): Promise<GroupRecord> {
+    const t = now();
+    this.d.tx(() => {
+      this.d.q(`INSERT INTO tenant_groups (tenant, id, display_key, body, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+        ON CONFLICT (tenant, id) DO UPDATE SET display_key = excluded.display_key, body = excluded.body, updated_at = excluded.updated_at`)
+        .run(tenant, id, caseKey(body.displayName), JSON.stringify(body), t, t);
+      // Only users of the tenant become members, decided in the same transaction as the insert.
+      for (const u of members.add ?? []) {
+        this.d.q('INSERT OR IGNORE INTO group_members (tenant, group_id, user_id) SELECT tenant, ?, id FROM users WHERE tenant = ? AND id = ?').run(id, tenant, u);
+      }
+      const removed = (members.remove ?? []).filter((u) =>
+        this.d.q('DELETE FROM group_members WHERE tenant = ? AND group_id = ? AND user_id = ?').run(tenant, id, u).changes > 0);
+      this.#revokeLostAccess(tenant, removed, this.#assignedClients(tenant, id));
+    });
+    return (await this.get(tenant, id))!;
+  }
+  async delete(tenant: string, id: string): Promise<boolean> {
+    return this.d.tx(() => {
+      const clients = this.#assignedClients(tenant, id);
+      const members = (this.d.q('SELECT user_id FROM group_members WHERE tenant = ? AND group_id = ?').all(tenant, id) as Row[]).map((r) => String(r.user_id));
+      this.d.q('DELETE FROM group_assignments WHERE tenant = ? AND group_id = ?').run(tenant, id);
+      this.d.q('DELETE FROM group_members WHERE tenant = ? AND group_id = ?').run(tenant, id);
+      this.#revokeLostAccess(tenant, members, clients);
+      return this.d.q('DELETE FROM tenant_groups WHERE tenant = ? AND id = ?').run(tenant, id).changes > 0;
+    });
+  }
+  async listMembers(tenant: string, id: string): Promise<readonly string[]> {
+    return (this.d.q('SELECT user_id FROM group_members WHERE tenant = ? AND group_id = ? ORDER BY user_id').all(tenant, id) as Row[]).map((r) => String(r.user_id));
+  }
+  async countMembers(tenant: string, ids: readonly string[]): Promise<ReadonlyMap<string, number>> {
+    const rows = this.d.q(`SELECT group_id, count(*) AS n FROM group_members WHERE tenant = ? AND group_id IN (SELECT value FROM json_each(?)) GROUP BY group_id`)
+      .all(tenant, JSON.stringify(ids)) as Row[];
+    return new Map(rows.map((r) => [String(r.group_id), Number(r.n)]));
+  }
+  async groupsOf(tenant: string, userIds: readonly string[]): Promise<ReadonlyMap<string, readonly string[]>> {
+    const rows = this.d.q(`SELECT user_id, group_id FROM group_members WHERE tenant = ? AND user_id IN (SELECT value FROM json_each(?)) ORDER BY user_id, group_id`)
+      .all(tenant, JSON.stringify(userIds)) as Row[];
+    const out = new Map<string, string[]>();
+    for (const r of rows) {
+      const list = out.get(String(r.user_id)) ?? [];
+      list.push(String(r.group_id));
+      out.set(String(r.user_id), list);
+    }
+    return out;
+  }
+
+  async getAssignment(tenant: string, application: string, group: string): Promise<GroupAssignmentRecord | undefined> {
+    const r = this.d.q('SELECT * FROM group_assignments WHERE tenant = ? AND application = ? AND group_id = ?').get(tenant, application, group) as Row | undefined;
+    return r && groupAssignmentRow(r);
+  }
+  async listAssignments(tenant: string, application: string, page: PageRequest): Promise<Page<GroupAssignmentRecord>> {
+    const [after = ''] = decodeCursor(page.cursor, 1) ?? [];
+    const rows = this.d.q('SELECT * FROM group_assignments WHERE tenant = ? AND application = ? AND group_id > ? ORDER BY group_id LIMIT ?')
+      .all(tenant, application, after, page.limit + 1) as Row[];
+    return toPage(rows, page.limit, groupAssignmentRow, (r) => [String(r.group_id)]);
+  }
+  async putAssignment(tenant: string, application: string, group: string, body: GroupAssignmentBody): Promise<GroupAssignmentRecord> {
+    this.d.q(`INSERT INTO group_assignments (tenant, application, group_id, body, created_at) VALUES (?, ?, ?, ?, ?)
+      ON CONFLICT (tenant, application, group_id) DO UPDATE SET body = excluded.body`)
+      .run(tenant, application, group, JSON.stringify(body), now());
+    return (await this.getAssignment(tenant, application, group))!;
+  }
+  async deleteAssignment(tenant: string, application: string, group: string): Promise<boolean> {
+    return this.d.tx(() => {
+      if (this.d.q('DELETE FROM group_assignments WHERE tenant = ? AND application = ? AND group_id = ?').run(tenant, application, group).changes === 0) return false;
+      const app = this.d.q('SELECT name, client_id FROM applications WHERE tenant = ? AND name = ?').get(tenant, application) as Row | undefined;
+      const members = (this.d.q('SELECT user_id FROM group_members WHERE tenant = ? AND group_id = ?').all(tenant, group) as Row[]).map((r) => String(r.user_id));
+      this.#revokeLostAccess(tenant, members, app === undefined || app.client_id === null ? [] : [{ name: String(app.name), clientId: String(app.client_id) }]);
+      return true;
+    });
+  }
+  async grantsAccess(tenant: string, application: string, userId: string): Promise<boolean> {
+    return this.d.q(`SELECT 1 FROM group_assignments ga JOIN group_members gm ON gm.tenant = ga.tenant AND gm.group_id = ga.group_id
+      WHERE ga.tenant = ? AND ga.application = ? AND gm.user_id = ? LIMIT 1`).get(tenant, application, userId) !== undefined;
+  }
+
+  /** The client applications a group is assigned to. */
+  #assignedClients(tenant: string, group: string): { name: string; clientId: string }[] {
+    return (this.d.q(`SELECT a.name, a.client_id FROM group_assignments ga JOIN applications a ON a.tenant = ga.tenant AND a.name = ga.application
+      WHERE ga.tenant = ? AND ga.group_id = ? AND a.client_id IS NOT NULL ORDER BY a.name`).all(tenant, group) as Row[])
+      .map((r) => ({ name: String(r.name), clientId: String(r.client_id) }));
+  }
+  /** Inside the caller's transaction, after the change: users left without access to an application lose what they hold there. */
+  #revokeLostAccess(tenant: string, users: readonly string[], clients: readonly { name: string; clientId: string }[]): void {
+    for (const app of clients) {
+      for (const u of users) {
+        if (this.d.q(HAS_ACCESS).get(tenant, app.name, u, tenant, app.name, u) === undefined) revokeUserClient(this.d, tenant, u, app.clientId);
+      }
+    }
+  }
+}
+
+class Scim implements ScimStore {
+  constructor(private readonly d: Db) {}
+
+  async getUser(tenant: string, id: string): Promise<UserWithScim | undefined> {
+    const r = this.d.q(`${SCIM_USER_SELECT} WHERE u.tenant = ? AND u.id = ?`).get(tenant, id) as Row | undefined;
+    return r && userWithScimRow(r);
+  }
+  async getUserByUserName(tenant: string, userName: string): Promise<UserWithScim | undefined> {
+    const r = this.d.q(`${SCIM_USER_SELECT} WHERE s.tenant = ? AND s.user_name_key = ?`).get(tenant, caseKey(userName)) as Row | undefined;
+    return r && userWithScimRow(r);
+  }
+  async getUsersByExternalId(tenant: string, externalId: string): Promise<readonly UserWithScim[]> {
+    return (this.d.q(`${SCIM_USER_SELECT} WHERE s.tenant = ? AND s.external_id = ? ORDER BY u.id`).all(tenant, externalId) as Row[]).map(userWithScimRow);
+  }
+  async listUsers(tenant: string, offset: number, limit: number): Promise<readonly UserWithScim[]> {
+    return (this.d.q(`${SCIM_USER_SELECT} WHERE u.tenant = ? ORDER BY u.id LIMIT ? OFFSET ?`).all(tenant, limit, offset) as Row[]).map(userWithScimRow);
+  }
+  async countUsers(tenant: string): Promise<number> {
+    return Number((this.d.q('SELECT count(*) AS n FROM users WHERE tenant = ?').get(tenant) as Row).n);
+  }
+  async putUser(
+    tenant: string, id: string, body: Omit<UserBody, 'initialPassword'>, passwordHash: string | null,
+    scim: Omit<ScimUserRecord, 'tenant' | 'userId'>, options: { readonly revokeArtifacts?: boolean } = {},
+  ): Promise<UserWithScim> {
+    const t = now();
+    this.d.tx(() => {
+      this.d.q(UPSERT_USER).run(tenant, id, body.email.toLowerCase(), JSON.stringify(body), passwordHash, t, t);
+      this.d.q(`INSERT INTO scim_users (tenant, user_id, user_name, user_name_key, external_id, resource) VALUES (?, ?, ?, ?, ?, ?)
+        ON CONFLICT (tenant, user_id) DO UPDATE SET user_name = excluded.user_name, user_name_key = excluded.user_name_key,
+          external_id = excluded.external_id, resource = excluded.resource`)
+        .run(tenant, id, scim.userName, caseKey(scim.userName), scim.externalId, JSON.stringify(scim.resource));
+      if (options.revokeArtifacts === true) this.d.q('DELETE FROM artifacts WHERE tenant = ? AND account_id = ?').run(tenant, id);
+    });
+    return (await this.getUser(tenant, id))!;
+  }
+
+  async putToken(token: ScimTokenRecord): Promise<void> {
+    this.d.q('INSERT INTO scim_tokens (tenant, id, token_hash, description, created_at) VALUES (?, ?, ?, ?, ?)')
+      .run(token.tenant, token.id, token.hash, token.description, token.createdAt);
+  }
+  async getToken(tenant: string, id: string): Promise<ScimTokenRecord | undefined> {
+    const r = this.d.q('SELECT * FROM scim_tokens WHERE tenant = ? AND id = ?').get(tenant, id) as Row | undefined;
+    return r && scimTokenRow(r);
+  }
+  async listTokens(tenant: string): Promise<readonly ScimTokenRecord[]> {
+    return (this.d.q('SELECT * FROM scim_tokens WHERE tenant = ? ORDER BY created_at, id').all(tenant) as Row[]).map(scimTokenRow);
+  }
+  async deleteToken(tenant: string, id: string): Promise<boolean> {
+    return this.d.q('DELETE FROM scim_tokens WHERE tenant = ? AND id = ?').run(tenant, id).changes > 0;
   }
 }
 
@@ -586,6 +791,8 @@ export function openSqliteStorage(dataDir: string, locks?: NamedLocks): Storage 
     tenants: new Tenants(d),
     applications: new Applications(d),
     users: new Users(d),
+    groups: new Groups(d),
+    scim: new Scim(d),
     grants: new Grants(d),
     throttle: new Throttle(d, locks),
     meta: new Meta(d),

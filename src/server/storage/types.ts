@@ -9,7 +9,7 @@
  * Times: `createdAt`, `updatedAt`, `retiredAt` and artifact expiry are epoch seconds; fields named
  * `...Ms` are epoch milliseconds. Both come from the server's clock, never the database's.
  */
-import type { ApplicationBody, AssignmentBody, TenantBody, UserBody } from '../../contract/index.ts';
+import type { ApplicationBody, AssignmentBody, GroupAssignmentBody, GroupBody, TenantBody, UserBody } from '../../contract/index.ts';
 
 export interface TenantRecord {
   readonly name: string;
@@ -370,6 +370,8 @@ export interface Storage {
   readonly tenants: TenantStore;
   readonly applications: ApplicationStore;
   readonly users: UserStore;
+  readonly groups: GroupStore;
+  readonly scim: ScimStore;
   readonly grants: GrantStore;
   readonly throttle: ThrottleStore;
   readonly meta: MetaStore;
@@ -379,4 +381,123 @@ export interface Storage {
   /** Which backend and where, for log lines: `sqlite <file>`, `postgres <host>:<port>/<db>` (never a password). */
   readonly description: string;
   close(): Promise<void>;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Groups (any door: SCIM, the admin API) and what SCIM keeps of its own.
+
+/** A group as stored: its members live beside it (GroupStore.listMembers), not in the body. */
+export interface GroupRecord {
+  readonly tenant: string;
+  readonly id: string;
+  readonly body: Omit<GroupBody, 'members'>;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+export interface GroupAssignmentRecord {
+  readonly tenant: string;
+  readonly application: string;
+  readonly group: string;
+  readonly body: GroupAssignmentBody;
+  readonly createdAt: number;
+}
+
+/**
+ * Members to add and to remove, as a difference: two concurrent changes of one group (SCIM PATCH
+ * adds from two requests) both take effect, instead of the later one writing back a stale list.
+ * Ids of users that do not exist in the tenant are not added.
+ */
+export interface MembershipChange {
+  readonly add?: readonly string[];
+  readonly remove?: readonly string[];
+}
+
+/** Groups, their members, and their assignments to applications. */
+export interface GroupStore {
+  get(tenant: string, id: string): Promise<GroupRecord | undefined>;
+  /** Case-insensitive: display names are unique in a tenant without regard to case. */
+  getByDisplayName(tenant: string, displayName: string): Promise<GroupRecord | undefined>;
+  /** Ordered by id (bytewise). */
+  list(tenant: string, page: PageRequest): Promise<Page<GroupRecord>>;
+  /**
+   * Upsert (createdAt kept on update) and the membership change, in one transaction. A member
+   * removed from a group assigned to an application loses their grants, tokens and codes there
+   * in the same transaction, unless another assignment (their own, or another group's) still
+   * lets them in: a retry can never find the membership gone and the access still alive.
+   */
+  put(tenant: string, id: string, body: Omit<GroupBody, 'members'>, members?: MembershipChange): Promise<GroupRecord>;
+  /** Also removes its members and assignments, revoking as `put` does for removed members; all or nothing. */
+  delete(tenant: string, id: string): Promise<boolean>;
+  /** Member user ids, ordered bytewise. */
+  listMembers(tenant: string, id: string): Promise<readonly string[]>;
+  /** Member counts of these groups (absent groups count 0). */
+  countMembers(tenant: string, ids: readonly string[]): Promise<ReadonlyMap<string, number>>;
+  /** Per user id, the ids of the groups it is a member of, ordered bytewise (users in no group are absent). */
+  groupsOf(tenant: string, userIds: readonly string[]): Promise<ReadonlyMap<string, readonly string[]>>;
+
+  getAssignment(tenant: string, application: string, group: string): Promise<GroupAssignmentRecord | undefined>;
+  /** One application's group assignments, ordered by group id (bytewise). */
+  listAssignments(tenant: string, application: string, page: PageRequest): Promise<Page<GroupAssignmentRecord>>;
+  /** Upsert (createdAt kept on update). */
+  putAssignment(tenant: string, application: string, group: string, body: GroupAssignmentBody): Promise<GroupAssignmentRecord>;
+  /** Removes it, revoking for members left without access as `put` does; all or nothing. */
+  deleteAssignment(tenant: string, application: string, group: string): Promise<boolean>;
+  /** Whether a group assigned to the application has this user as a member. */
+  grantsAccess(tenant: string, application: string, userId: string): Promise<boolean>;
+}
+
+/**
+ * A SCIM user's own attributes, beside the user record: the userName (unique in the tenant,
+ * case-insensitively), the externalId, and the resource as SCIM last wrote it (name, emails,
+ * phone numbers, ...). The user record keeps the facts every door shares (email, displayName,
+ * disabled), derived from it when SCIM writes.
+ */
+export interface ScimUserRecord {
+  readonly tenant: string;
+  readonly userId: string;
+  readonly userName: string;
+  readonly externalId: string | null;
+  readonly resource: Readonly<Record<string, unknown>>;
+}
+
+/** A SCIM bearer token: only its hash is stored. */
+export interface ScimTokenRecord {
+  readonly tenant: string;
+  readonly id: string;
+  readonly hash: string;
+  readonly description: string | null;
+  readonly createdAt: number;
+}
+
+/** A user with SCIM's attributes, when SCIM wrote it. */
+export interface UserWithScim {
+  readonly user: UserRecord;
+  readonly scim: ScimUserRecord | undefined;
+}
+
+/** What the SCIM endpoint keeps of its own: users' SCIM attributes, and the tenants' SCIM tokens. */
+export interface ScimStore {
+  getUser(tenant: string, id: string): Promise<UserWithScim | undefined>;
+  /** Case-insensitive. */
+  getUserByUserName(tenant: string, userName: string): Promise<UserWithScim | undefined>;
+  /** Users whose SCIM externalId is this one (case-sensitive, as RFC 7643 has it), ordered by id. */
+  getUsersByExternalId(tenant: string, externalId: string): Promise<readonly UserWithScim[]>;
+  /** Every user of the tenant, ordered by id (bytewise), `offset` users skipped. */
+  listUsers(tenant: string, offset: number, limit: number): Promise<readonly UserWithScim[]>;
+  countUsers(tenant: string): Promise<number>;
+  /**
+   * Writes the user record and its SCIM attributes together (upserts; createdAt kept), with the
+   * revocation of the user's artifacts in the same transaction when asked (as UserStore.put).
+   */
+  putUser(
+    tenant: string, id: string, body: Omit<UserBody, 'initialPassword'>, passwordHash: string | null,
+    scim: Omit<ScimUserRecord, 'tenant' | 'userId'>, options?: { readonly revokeArtifacts?: boolean },
+  ): Promise<UserWithScim>;
+
+  putToken(token: ScimTokenRecord): Promise<void>;
+  getToken(tenant: string, id: string): Promise<ScimTokenRecord | undefined>;
+  /** Ordered by createdAt, then id. */
+  listTokens(tenant: string): Promise<readonly ScimTokenRecord[]>;
+  deleteToken(tenant: string, id: string): Promise<boolean>;
 }

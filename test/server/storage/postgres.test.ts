@@ -11,6 +11,7 @@ import { LATEST_VERSION, MIGRATIONS } from '../../../src/server/storage/postgres
 import { freePort } from '../../support/processes.ts';
 import { startPostgres, type TestPostgres } from '../../support/postgres.ts';
 import { storageContract } from './contract.ts';
+import { groupsAndScimContract } from './contract-groups.ts';
 
 let server: TestPostgres;
 beforeAll(async () => {
@@ -20,7 +21,7 @@ afterAll(async () => {
   await server?.stop();
 });
 
-storageContract('postgres', async () => {
+const postgresBackend = async () => {
   const db = await server.createDatabase();
   return {
     open: () => openStorage({ dataDir: '/nonexistent', database: db.url }),
@@ -35,7 +36,9 @@ storageContract('postgres', async () => {
     },
     dispose: () => server.dropDatabase(db.name),
   };
-});
+};
+storageContract('postgres', postgresBackend);
+groupsAndScimContract('postgres', postgresBackend);
 
 describe('postgres migrations', () => {
   it('replicas starting together on a fresh database all succeed, and each migration is applied once', async () => {

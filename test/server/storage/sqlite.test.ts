@@ -8,8 +8,9 @@ import { openStorage } from '../../../src/server/storage/index.ts';
 import { DATABASE_FILE } from '../../../src/server/storage/sqlite.ts';
 import { tempDir } from '../_support.ts';
 import { storageContract } from './contract.ts';
+import { groupsAndScimContract } from './contract-groups.ts';
 
-storageContract('sqlite', async () => {
+const sqliteBackend = async () => {
   const dir = tempDir('idforge-storage-');
   return {
     open: () => openStorage({ dataDir: dir.path }),
@@ -25,4 +26,6 @@ storageContract('sqlite', async () => {
       dir.remove();
     },
   };
-});
+};
+storageContract('sqlite', sqliteBackend);
+groupsAndScimContract('sqlite', sqliteBackend);

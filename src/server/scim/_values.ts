@@ -1,0 +1,118 @@
+/**
+ * What a request may write, checked against the schema table (_schema.ts): attribute names resolved
+ * without regard to case to their canonical spelling, values checked by type, read-only values
+ * ignored (RFC 7643 §2.2), nulls taken as unassigned (§2.5), unknown attributes and schemas
+ * refused with the path of the offending value. The result holds canonical names only, so nothing
+ * a client writes can reach an object key this server does not know (`__proto__` included).
+ */
+import { scimErrors } from './errors.ts';
+import { RESOURCE_TYPES, URN, attributesOf, findAttr, type Attr, type ResourceKind } from './_schema.ts';
+
+export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
+export type Attrs = Record<string, unknown>;
+
+/** Items a multi-valued attribute may hold in one request (members: see the group rules). */
+const MAX_ITEMS = 100;
+const DEFAULT_MAX_LENGTH = 1024;
+
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/** A value of one attribute (multi-valued: the whole list), in canonical form; undefined = unassigned. */
+export function attributeValue(attr: Attr, value: unknown, at: string, opts: { readonly maxItems?: number } = {}): unknown {
+  if (value === null || value === undefined) return undefined;
+  if (attr.multiValued === true) {
+    if (!Array.isArray(value)) throw scimErrors.invalidValue(`'${at}' must be a list (it is multi-valued)`);
+    const max = opts.maxItems ?? MAX_ITEMS;
+    if (value.length > max) throw scimErrors.invalidValue(`'${at}' may hold at most ${max} values`);
+    const items = value.map((v, i) => singleValue(attr, v, `${at}[${i}]`)).filter((v) => v !== undefined);
+    if (attr.type === 'complex' && items.filter((v) => (v as Attrs).primary === true).length > 1) {
+      throw scimErrors.invalidValue(`'${at}' has more than one value marked primary`);
+    }
+    return items.length === 0 ? undefined : items;
+  }
+  if (Array.isArray(value)) throw scimErrors.invalidValue(`'${at}' must be a single value, not a list`);
+  return singleValue(attr, value, at);
+}
+
+function singleValue(attr: Attr, value: unknown, at: string): unknown {
+  if (value === null || value === undefined) return undefined;
+  switch (attr.type) {
+    case 'string':
+    case 'reference': {
+      if (typeof value !== 'string') throw scimErrors.invalidValue(`'${at}' must be a string`);
+      // NUL is no character of any name or address, and PostgreSQL text cannot hold it.
+      if (value.includes('\u0000')) throw scimErrors.invalidValue(`'${at}' must not contain NUL characters`);
+      const max = attr.maxLength ?? DEFAULT_MAX_LENGTH;
+      if (value.length > max) throw scimErrors.invalidValue(`'${at}' must be at most ${max} characters`);
+      return value;
+    }
+    case 'boolean':
+      if (typeof value === 'boolean') return value;
+      // Microsoft Entra ID sends booleans as the strings "True" and "False".
+      if (typeof value === 'string' && /^(true|false)$/i.test(value)) return value.toLowerCase() === 'true';
+      throw scimErrors.invalidValue(`'${at}' must be true or false`);
+    case 'integer':
+      if (Number.isInteger(value)) return value;
+      throw scimErrors.invalidValue(`'${at}' must be an integer`);
+    case 'decimal':
+      if (typeof value === 'number' && Number.isFinite(value)) return value;
+      throw scimErrors.invalidValue(`'${at}' must be a number`);
+    case 'dateTime':
+      if (typeof value === 'string' && !Number.isNaN(Date.parse(value))) return value;
+      throw scimErrors.invalidValue(`'${at}' must be a date and time (xsd:dateTime)`);
+    case 'complex': {
+      if (!isObject(value)) throw scimErrors.invalidValue(`'${at}' must be an object of ${(attr.subAttributes ?? []).map((s) => s.name).join(', ')}`);
+      const out: Attrs = {};
+      for (const [k, v] of Object.entries(value)) {
+        const sub = findAttr(attr.subAttributes, k);
+        if (sub === undefined) throw scimErrors.invalidSyntax(`'${at}' has no sub-attribute '${k}'; it has ${(attr.subAttributes ?? []).map((s) => s.name).join(', ')}`);
+        if (sub.mutability === 'readOnly') continue;
+        const x = singleValue(sub, v, `${at}.${sub.name}`);
+        if (x !== undefined) out[sub.name] = x;
+      }
+      if (Object.keys(out).length === 0) return undefined;
+      const missing = (attr.subAttributes ?? []).find((s) => s.required === true && out[s.name] === undefined);
+      if (missing !== undefined) throw scimErrors.invalidValue(`'${at}.${missing.name}' is required`);
+      return out;
+    }
+  }
+}
+
+/**
+ * A whole resource as a client sends it (POST, PUT): `schemas` must name the resource type's schema
+ * and nothing else this server does not serve; every attribute is checked; read-only ones (id,
+ * meta, groups) are ignored; required ones must be there. Returns the writable attributes.
+ */
+export function resourceValue(kind: ResourceKind, body: unknown, opts: { readonly maxItems?: Readonly<Record<string, number>> } = {}): Attrs {
+  if (!isObject(body)) throw scimErrors.invalidSyntax(`the request body must be a ${kind} resource (a JSON object)`);
+  const type = RESOURCE_TYPES[kind];
+  const schemas = Object.entries(body).find(([k]) => k.toLowerCase() === 'schemas')?.[1];
+  if (!Array.isArray(schemas) || !schemas.every((s) => typeof s === 'string')) {
+    throw scimErrors.invalidSyntax(`'schemas' must list the schemas of the resource: ["${type.schema}"]`);
+  }
+  for (const s of schemas) {
+    if (s.toLowerCase() !== type.schema.toLowerCase()) throw scimErrors.invalidSyntax(`unknown schema '${s}': ${kind} resources here have the schema ${type.schema} only`);
+  }
+  if (!schemas.some((s) => s.toLowerCase() === type.schema.toLowerCase())) throw scimErrors.invalidSyntax(`'schemas' must include ${type.schema}`);
+  const out: Attrs = {};
+  for (const [key, value] of Object.entries(body)) {
+    if (key.toLowerCase() === 'schemas') continue;
+    if (key.toLowerCase() === type.schema.toLowerCase() || /^urn:/i.test(key)) {
+      throw scimErrors.invalidSyntax(`unknown schema extension '${key}': ${kind} resources here have the schema ${type.schema} only`);
+    }
+    const attr = findAttr(attributesOf(kind), key);
+    if (attr === undefined) throw scimErrors.invalidSyntax(`${kind} resources have no attribute '${key}'; see /Schemas`);
+    if (attr.mutability === 'readOnly') continue;
+    const v = attributeValue(attr, value, attr.name, { maxItems: opts.maxItems?.[attr.name] });
+    if (v !== undefined) out[attr.name] = v;
+  }
+  requireAttributes(kind, out);
+  return out;
+}
+
+/** RFC 7643: a required attribute must have a value (after a PATCH too). */
+export function requireAttributes(kind: ResourceKind, attrs: Attrs): void {
+  for (const a of RESOURCE_TYPES[kind].attributes) {
+    if (a.required === true && attrs[a.name] === undefined) throw scimErrors.invalidValue(`'${a.name}' is required`);
+  }
+}

@@ -1,0 +1,152 @@
+/**
+ * SCIM Groups over the tenant's groups (the ones the admin API also serves). `id` is the group id
+ * (a UUID for groups SCIM makes); `displayName` is unique in the tenant without regard to case;
+ * `members` are users of the tenant (`{"value": <user id>}`; groups cannot be members). Members
+ * are written as differences, and a member who leaves a group assigned to an application loses
+ * their grants and refresh tokens there in the same transaction (storage GroupStore.put).
+ *
+ * Ownership as for users: SCIM writes only groups it made; the others are listed read-only.
+ */
+import { randomUUID } from 'node:crypto';
+import { MAX_GROUP_MEMBERS, SCIM_MANAGED_BY, USER_ID, mayChange, ownedElsewhere } from '../../contract/index.ts';
+import type { GroupRecord } from '../storage/types.ts';
+import { scimErrors } from './errors.ts';
+import { indexedTerm } from './filter.ts';
+import { listResponse, matchesIfMatch, project, sortResources, withMeta, type ListParams, type Resource } from './list.ts';
+import { applyPatch } from './patch.ts';
+import { URN } from './_schema.ts';
+import { isUniqueViolation, oneAtATime, type ScimScope } from './_scope.ts';
+import { resourceValue, type Attrs } from './_values.ts';
+
+const MAX_ITEMS = { members: MAX_GROUP_MEMBERS } as const;
+
+/** A member as a client sends it, as it is kept: `{value}`, a user id; `type`, when given, must be User. */
+function member(_attr: string, item: Record<string, unknown>, at: string): Record<string, unknown> {
+  const value = item.value;
+  if (typeof value !== 'string' || !USER_ID.test(value)) throw scimErrors.invalidValue(`'${at}.value' must be the id of a user of this tenant`);
+  if (item.type !== undefined && String(item.type).toLowerCase() !== 'user') {
+    throw scimErrors.invalidValue(`'${at}': only users can be members here (type '${String(item.type)}'); groups cannot contain groups`);
+  }
+  return { value };
+}
+
+const members = (attrs: Attrs, at: string): Attrs => {
+  const list = attrs.members as Record<string, unknown>[] | undefined;
+  if (list === undefined) return attrs;
+  const seen = new Set<string>();
+  const kept = list.map((m, i) => member('members', m, `${at}[${i}]`)).filter((m) => !seen.has(m.value as string) && seen.add(m.value as string));
+  return { ...attrs, members: kept };
+};
+
+/** The writable attributes of a group: displayName, externalId, members as `{value}`. */
+function attributesOf(g: GroupRecord, memberIds: readonly string[]): Attrs {
+  return {
+    displayName: g.body.displayName,
+    ...(g.body.externalId === undefined ? {} : { externalId: g.body.externalId }),
+    ...(memberIds.length === 0 ? {} : { members: memberIds.map((value) => ({ value })) }),
+  };
+}
+
+function representation(scope: ScimScope, g: GroupRecord, memberIds: readonly string[]): Resource {
+  const { members: plain, ...rest } = attributesOf(g, memberIds);
+  return withMeta({
+    schemas: [URN.group], id: g.id, ...rest,
+    ...(plain === undefined ? {} : { members: memberIds.map((value) => ({ value, $ref: `${scope.base}/Users/${value}`, type: 'User' })) }),
+  }, 'Group', g.createdAt, g.updatedAt, `${scope.base}/Groups/${g.id}`);
+}
+
+async function load(scope: ScimScope, id: string): Promise<{ group: GroupRecord; members: readonly string[] }> {
+  const group = await scope.ctx.storage.groups.get(scope.tenant, id);
+  if (group === undefined) throw scimErrors.notFound(`no group with id '${id}' in this tenant`);
+  return { group, members: await scope.ctx.storage.groups.listMembers(scope.tenant, id) };
+}
+
+export async function getGroup(scope: ScimScope, id: string): Promise<Resource> {
+  const { group, members: m } = await load(scope, id);
+  return representation(scope, group, m);
+}
+
+async function write(scope: ScimScope, id: string, attrs: Attrs, before: readonly string[]): Promise<Resource> {
+  const { storage } = scope.ctx;
+  const t = scope.tenant;
+  const displayName = attrs.displayName as string;
+  const same = await storage.groups.getByDisplayName(t, displayName);
+  if (same !== undefined && same.id !== id) throw scimErrors.uniqueness(`displayName '${displayName}' is taken by another group of this tenant`);
+  const wanted = ((attrs.members ?? []) as { value: string }[]).map((m) => m.value);
+  const had = new Set(before);
+  const add = wanted.filter((u) => !had.has(u));
+  for (const u of add) {
+    if ((await storage.users.get(t, u)) === undefined) throw scimErrors.invalidValue(`member '${u}' is not a user of this tenant`);
+  }
+  const keep = new Set(wanted);
+  const body = { displayName, ...(typeof attrs.externalId === 'string' ? { externalId: attrs.externalId } : {}), managedBy: SCIM_MANAGED_BY };
+  try {
+    const rec = await storage.groups.put(t, id, body, { add, remove: before.filter((u) => !keep.has(u)) });
+    return representation(scope, rec, await storage.groups.listMembers(t, id));
+  } catch (err) {
+    if (isUniqueViolation(err)) throw scimErrors.uniqueness(`displayName '${displayName}' is taken by another group of this tenant`);
+    throw err;
+  }
+}
+
+async function changeable(scope: ScimScope, id: string, ifMatch: string | undefined) {
+  const { group, members: m } = await load(scope, id);
+  if (!mayChange(group.body.managedBy, SCIM_MANAGED_BY)) throw scimErrors.ownedElsewhere(ownedElsewhere('group', id, group.body.managedBy, SCIM_MANAGED_BY));
+  const version = (representation(scope, group, m).meta as { version: string }).version;
+  if (!matchesIfMatch(ifMatch, version)) throw scimErrors.preconditionFailed(`group '${id}' has changed since version ${ifMatch}`);
+  return { group, members: m };
+}
+
+export async function createGroup(scope: ScimScope, body: unknown): Promise<Resource> {
+  return write(scope, randomUUID(), members(resourceValue('Group', body, { maxItems: MAX_ITEMS }), 'members'), []);
+}
+
+export function replaceGroup(scope: ScimScope, id: string, body: unknown, ifMatch: string | undefined): Promise<Resource> {
+  return oneAtATime(scope, 'Group', id, async () => {
+    const attrs = members(resourceValue('Group', body, { maxItems: MAX_ITEMS }), 'members');
+    const { members: before } = await changeable(scope, id, ifMatch);
+    return write(scope, id, attrs, before);
+  });
+}
+
+export function patchGroup(scope: ScimScope, id: string, message: unknown, ifMatch: string | undefined): Promise<Resource> {
+  return oneAtATime(scope, 'Group', id, async () => {
+    const { group, members: before } = await changeable(scope, id, ifMatch);
+    const attrs = applyPatch('Group', attributesOf(group, before), message, { id, maxItems: MAX_ITEMS, item: member });
+    return write(scope, id, members(attrs, 'members'), before);
+  });
+}
+
+export function deleteGroup(scope: ScimScope, id: string, ifMatch: string | undefined): Promise<void> {
+  return oneAtATime(scope, 'Group', id, async () => {
+    await changeable(scope, id, ifMatch);
+    // Its members and assignments go with it; members left without access lose their grants there.
+    await scope.ctx.storage.groups.delete(scope.tenant, id);
+  });
+}
+
+/** GET /Groups and POST /Groups/.search. A tenant's groups are few: they are read whole, then filtered. */
+export async function queryGroups(scope: ScimScope, p: ListParams): Promise<Record<string, unknown>> {
+  const { storage } = scope.ctx;
+  const term = p.filter === undefined ? undefined : indexedTerm(p.filter.ast);
+  const groups: GroupRecord[] = [];
+  if (term?.attr === 'id') {
+    const g = await storage.groups.get(scope.tenant, term.value);
+    if (g !== undefined) groups.push(g);
+  } else {
+    for (let cursor: string | undefined, more = true; more;) {
+      const page = await storage.groups.list(scope.tenant, { cursor, limit: 500 });
+      groups.push(...page.items);
+      cursor = page.nextCursor ?? undefined;
+      more = page.nextCursor !== null;
+    }
+  }
+  const matching: Resource[] = [];
+  for (const g of groups) {
+    const r = representation(scope, g, await storage.groups.listMembers(scope.tenant, g.id));
+    if (p.filter === undefined || p.filter.matches(r)) matching.push(r);
+  }
+  const sorted = sortResources('Group', matching, p);
+  const from = p.startIndex - 1;
+  return listResponse(sorted.slice(from, from + p.count).map((r) => project('Group', r, p)), sorted.length, p.startIndex);
+}
