@@ -10,6 +10,8 @@ export interface CliIo {
   readonly cwd: string;
   /** Colour only for a terminal, and never when NO_COLOR is set (https://no-color.org). */
   readonly color: boolean;
+  /** stderr is a terminal: progress lines may be drawn there (absent: no). */
+  readonly interactive?: boolean;
 }
 
 export function processIo(): CliIo {
@@ -21,6 +23,7 @@ export function processIo(): CliIo {
     env,
     cwd: process.cwd(),
     color: !noColor && process.stdout.isTTY === true && env.TERM !== 'dumb',
+    interactive: process.stderr.isTTY === true && env.TERM !== 'dumb' && env.CI !== 'true',
   };
 }
 

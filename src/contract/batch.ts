@@ -49,7 +49,14 @@ export const TenantBatchBody = z
      * (what `idforge apply` sends, with `managedBy: idforge`). Objects of other owners stay. A list
      * prunes each owner named (`idforge plan` asks about the console's objects too, in its dry run).
      */
-    prune: z.strictObject({ managedBy: z.union([ManagedByValue, z.array(ManagedByValue).min(1)]) }).optional(),
+    prune: z.strictObject({
+      managedBy: z.union([ManagedByValue, z.array(ManagedByValue)]).default([]),
+      /**
+       * Also every object the tenant's drift rule lets go (`removableDrift`: no owner, or any owner
+       * but another door such as the console or SCIM): what a model's `unmanaged: remove` removes.
+       */
+      drift: z.boolean().default(false),
+    }).optional(),
     /**
      * Which outcomes the answer lists: `all` (default), or `changes` (all but the unchanged ones,
      * which are only counted): a no-op batch of thousands of objects then answers in a few bytes.

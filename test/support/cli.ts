@@ -7,7 +7,7 @@ export interface CliRun {
   readonly stderr: string;
 }
 
-export async function runCli(argv: string[], opts: { cwd?: string; env?: Record<string, string>; color?: boolean } = {}): Promise<CliRun> {
+export async function runCli(argv: string[], opts: { cwd?: string; env?: Record<string, string>; color?: boolean; interactive?: boolean } = {}): Promise<CliRun> {
   let stdout = '';
   let stderr = '';
   const code = await main(argv, {
@@ -16,6 +16,7 @@ export async function runCli(argv: string[], opts: { cwd?: string; env?: Record<
     env: opts.env ?? {},
     cwd: opts.cwd ?? process.cwd(),
     color: opts.color ?? false,
+    interactive: opts.interactive ?? false,
   });
   return { code, stdout, stderr };
 }

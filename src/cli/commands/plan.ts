@@ -15,8 +15,8 @@
 import { resolve } from 'node:path';
 import { AdminApiError, AdminClient, mapLimit, readAdminCredentials, endpointFromCredentials } from '../../admin-client/index.ts';
 import {
-  MANAGED_BY, MANAGED_BY_CONSOLE, SYSTEM_TENANT, adminBaseUrl, endpointUrl, refOf, stepName, tenantBatches,
-  type AdminResourceKind, type BatchEntryResult, type PlanStep, type ResourceRef, type ServerAddress, type TenantBatchBody, type TenantBatchResult,
+  MANAGED_BY, SYSTEM_TENANT, adminBaseUrl, endpointUrl, refOf, stepName, tenantBatches,
+  type AdminResourceKind, type BatchEntryResult, type PlanStep, type ResourceRef, type ServerAddress, type TenantBatchBody, type TenantBatchResult, type UnmanagedPolicy,
 } from '../../contract/index.ts';
 import type { Model } from '../../schema/model.ts';
 import { compilePlan } from '../../generators/index.ts';
@@ -26,7 +26,7 @@ import { loadForCommand, reportProblems } from '../_model.ts';
 import { locateProblems } from '../../schema/index.ts';
 import { ownershipProblems } from './_ownership.ts';
 import { DEFAULT_STATE_FILE, StateFileError, resolvePasswords, resolveSecrets } from '../_state.ts';
-import { PLAN_PRUNE, applyPrune, formatOutsideGit, outsideGitOf, type OutsideGitObject } from '../_outside-git.ts';
+import { appliedDeletion, applyPrune, formatOutsideGit, outsideGitOf, planPrune, type OutsideGitObject } from '../_outside-git.ts';
 
 export { AdminApiError } from '../../admin-client/index.ts';
 
@@ -93,6 +93,15 @@ const tenantRef = (tenant: string): ResourceRef => ({ kind: 'tenant', tenant });
 /** Tenant batches in flight at once: enough to keep the server's cores busy, few enough to leave it room for sign-ins. */
 export const BATCH_CONCURRENCY = 4;
 
+export interface PlanOptions {
+  /** Delete the console's objects the model does not declare (`--allow-delete-console`). */
+  readonly allowDeleteConsole?: boolean;
+  /** Each model tenant's `unmanaged` policy (default remove). */
+  readonly unmanaged?: ReadonlyMap<string, UnmanagedPolicy>;
+  /** Called as each tenant's dry run is answered. */
+  readonly progress?: (done: number, total: number) => void;
+}
+
 /** One tenant of the model: the batch that makes the server match it, and the server's dry-run judgement of it. */
 export interface TenantPlan {
   readonly tenant: string;
@@ -150,27 +159,31 @@ export class BatchRefused extends AdminApiError {
  * out: the plan, the mass-deletion guard's verdict, and per tenant what apply will send.
  */
 export async function planAgainst(
-  client: AdminClient, steps: readonly PlanStep[], allowDeleteConsole = false,
+  client: AdminClient, steps: readonly PlanStep[], options: PlanOptions = {},
 ): Promise<RemotePlan & { readonly tenants: readonly TenantPlan[] }> {
+  const allowDeleteConsole = options.allowDeleteConsole === true;
+  const policy = (tenant: string): UnmanagedPolicy => options.unmanaged?.get(tenant) ?? 'remove';
   // Only what changes is listed in the answers (unchanged objects are counted): a no-op plan of
-  // 100,000 users is then a few bytes per tenant. The dry run prunes the console's objects too, so
-  // the server names them (_outside-git.ts); apply prunes them only when allowed.
-  const batches = [...tenantBatches(steps)].map(([tenant, batch]): [string, TenantBatchBody] => [tenant, { ...batch, prune: { managedBy: applyPrune(allowDeleteConsole) }, report: 'changes' }]);
+  // 100,000 users is then a few bytes per tenant. The dry run prunes the console's objects and the
+  // drift too, so the server names them (_outside-git.ts); apply prunes them only when allowed.
+  const batches = [...tenantBatches(steps)].map(([tenant, batch]): [string, TenantBatchBody] =>
+    [tenant, { ...batch, prune: applyPrune(policy(tenant), allowDeleteConsole), report: 'changes' }]);
   const inModel = new Set(batches.map(([t]) => t));
+  let judgedTenants = 0;
   const going = ((await client.listAll('listTenants', {})) ?? []).filter((t) => !inModel.has(t.name) && t.managedBy === MANAGED_BY).map((t) => t.name);
   const tenants = await mapLimit(batches, BATCH_CONCURRENCY, async ([tenant, batch]): Promise<TenantPlan> => {
-    const judged = await client.batch(tenant, { ...batch, prune: { managedBy: PLAN_PRUNE } }, { dryRun: true });
+    const judged = await client.batch(tenant, { ...batch, prune: planPrune(policy(tenant)) }, { dryRun: true });
     if (judged.refused) throw batchRefusal(tenant, batch, judged.results);
+    options.progress?.(++judgedTenants, batches.length);
     return { tenant, batch, judged };
   });
-  const shown = tenants.map((t) => ({ tenant: t.tenant, ...outsideGitOf(t.tenant, t.judged, allowDeleteConsole, refOfResult) }));
+  const shown = tenants.map((t) => ({ tenant: t.tenant, ...outsideGitOf(t.tenant, t.judged, policy(t.tenant), allowDeleteConsole, refOfResult) }));
   // What a deleted tenant holds goes with it; the guard counts it. An empty batch's dry run says how much.
   const goingCounts = await mapLimit(going, BATCH_CONCURRENCY, async (tenant) => (await client.batch(tenant, {}, { dryRun: true })).before);
 
   const { changes, unchanged, guard } = changesFrom(shown, going.map((tenant, i) => ({ tenant, before: goingCounts[i]! })));
   // Apply sends a tenant when its dry run, as sent, has anything to do.
-  const keptByApply = (r: BatchEntryResult) => allowDeleteConsole || r.outcome !== 'deleted' || r.managedBy !== MANAGED_BY_CONSOLE;
-  const sent = tenants.map((t) => ({ ...t, judged: { ...t.judged, results: t.judged.results.filter(keptByApply) } }));
+  const sent = tenants.map((t) => ({ ...t, judged: { ...t.judged, results: t.judged.results.filter((r) => appliedDeletion(r, policy(t.tenant), allowDeleteConsole)) } }));
   return { server: await client.server(), changes, unchanged, guard, outsideGit: shown.flatMap((t) => t.listed), tenants: sent };
 }
 
@@ -296,7 +309,13 @@ export async function preparePlan(
   try {
     const client = await connect(model.server, values['data-dir'], io);
     // apply plans first too: the guard and every refusal are judged before anything is written.
-    const plan = await planAgainst(client, steps, values['allow-delete-console'] === true);
+    const progress = progressLine(io, json, command === 'plan' ? 'planning' : 'planning before apply');
+    const plan = await planAgainst(client, steps, {
+      allowDeleteConsole: values['allow-delete-console'] === true,
+      unmanaged: new Map(model.tenants.map((t) => [t.name, t.unmanaged])),
+      progress: progress.update,
+    });
+    progress.done();
     return { plan, client, values: { json, allowMassDelete: values['allow-mass-delete'] === true } };
   } catch (err) {
     // Users another door manages (SCIM, the console) are the model's mistake: shown at their place in it.
@@ -312,6 +331,28 @@ export async function preparePlan(
     }
     throw err;
   }
+}
+
+/**
+ * Per-tenant progress on a terminal (stderr, rewritten in place, at most ten times a second), gone
+ * when the work ends. Nothing without a terminal or with --json, so pipes and logs stay clean.
+ */
+export function progressLine(io: CliIo, json: boolean, what: string): { update: (done: number, total: number) => void; done: () => void } {
+  if (json || !io.interactive) return { update: () => {}, done: () => {} };
+  let last = 0;
+  let shown = false;
+  return {
+    update: (done, total) => {
+      const now = Date.now();
+      if (done < total && now - last < 100) return;
+      last = now;
+      shown = true;
+      io.stderr(`\r\u001b[2K${what}: ${done}/${total} tenant${total === 1 ? '' : 's'}`);
+    },
+    done: () => {
+      if (shown) io.stderr('\r\u001b[2K');
+    },
+  };
 }
 
 export function planJson(plan: RemotePlan) {
@@ -333,7 +374,10 @@ Only objects marked managedBy: idforge are ever deleted; deleting most of a tena
 assignments is refused without --allow-mass-delete (plan exits 1 when apply would refuse).
 Objects made in the admin console (managedBy: console) are listed under "Made outside Git": kept
 when the model does not declare them, deleted only with --allow-delete-console; those the model
-declares are marked managed in Git by apply.
+declares are marked managed in Git by apply. Objects made by hand (through the admin API) in a
+tenant of the model are drift, listed there too: deleted under the tenant's 'unmanaged: remove'
+(the default), kept under 'report', not looked for under 'keep'. What SCIM made is never touched.
+On a terminal, progress is shown per tenant on stderr.
 
 ${CREDENTIAL_HELP}
 `;

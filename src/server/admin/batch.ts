@@ -10,7 +10,7 @@
  * which the batch is judged again; a refused entry stops the batch before any hashing. A dry run
  * judges a snapshot of the contents and writes nothing.
  */
-import { type BatchEntryResult, type ParsedTenantBatch, type TenantBatchResult, RESERVED_TENANTS } from '../../contract/index.ts';
+import { type BatchEntryResult, type ParsedTenantBatch, type TenantBatchResult, RESERVED_TENANTS, removableDrift } from '../../contract/index.ts';
 import type { ServerContext } from '../_context.ts';
 import { ServerError, errors } from '../errors.ts';
 import { newTenantKeys } from '../keys.ts';
@@ -299,9 +299,10 @@ function judge(ctx: ServerContext, tenant: string, batch: ParsedTenantBatch, con
   }
 
   // Deletions: what the batch names, then (prune) what its owner no longer lists; children first.
-  const prune = batch.prune?.managedBy;
-  const owners = prune === undefined ? undefined : new Set(typeof prune === 'string' ? [prune] : prune);
-  const pruned = (managedBy: string | undefined) => owners !== undefined && managedBy !== undefined && owners.has(managedBy);
+  const prune = batch.prune;
+  const owners = prune === undefined ? undefined : new Set(typeof prune.managedBy === 'string' ? [prune.managedBy] : prune.managedBy);
+  const pruned = (managedBy: string | undefined) =>
+    owners !== undefined && ((managedBy !== undefined && owners.has(managedBy)) || (prune!.drift && removableDrift(managedBy)));
   const listedPairs = new Set(batch.assignments.flatMap((g) => g.users.map((u) => pairKey(g.application, u))));
   const listedUsers = new Set(batch.users.map((u) => u.id));
   const listedApps = new Set(batch.applications.map((a) => a.name));
