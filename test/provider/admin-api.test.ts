@@ -103,41 +103,46 @@ describe('provider implementations against the real admin API', () => {
     expect(await admin.find('getUser', { tenant: 'acme', userId: 'u-alice' })).toBeUndefined();
   });
 
-  it('create takes back exactly what a create killed before its checkpoint left; anything else made outside the stack is refused', async () => {
-    const t: TenantInputs = { connection, name: 'crash', body: { displayName: 'Crash', scopes: [{ name: 'admin' }], managedBy: 'idforge' } };
-    // The tenant as the killed create left it: the same body, nothing in it yet.
-    await admin.call('putTenant', { tenant: 'crash' }, { body: t.body });
+  it('create takes back what this stack made (a create killed before its checkpoint); anything made outside the stack is refused', async () => {
+    // Objects carry the stack that made them (`stack`); a killed create leaves them with this stack's marker.
+    const stack = 'idforge/crash-test';
+    const t: TenantInputs = { connection, name: 'crash', body: { displayName: 'Crash', scopes: [{ name: 'admin' }], managedBy: 'idforge', stack } };
+    // Made by someone else (no marker, or another stack's): refused, whatever the body.
+    await admin.call('putTenant', { tenant: 'crash' }, { body: { ...t.body, stack: undefined } });
+    await expect(tenantProvider.create(t)).rejects.toThrow('tenant crash already exists on the server, outside this stack');
+    await admin.call('putTenant', { tenant: 'crash' }, { body: { ...t.body, stack: 'idforge/other' } });
+    await expect(tenantProvider.create(t)).rejects.toThrow('tenant crash already exists on the server, outside this stack');
+    // As the killed create left it (an older body even): taken, and brought to the declared body.
+    await admin.call('putTenant', { tenant: 'crash' }, { body: { ...t.body, displayName: 'Older' } });
     expect((await tenantProvider.create(t)).id).toBe('crash');
-    // A different body was made by someone else.
-    await expect(tenantProvider.create({ ...t, body: { ...t.body, displayName: 'Other' } })).rejects.toThrow('tenant crash already exists on the server, outside this stack');
+    expect(await admin.find('getTenant', { tenant: 'crash' })).toMatchObject({ displayName: 'Crash', stack });
 
     const secret = 's'.repeat(43);
     const app: ApplicationInputs = {
       connection, tenant: 'crash', name: 'web', clientSecret: secret,
-      body: { kind: 'web', clientId: 'crash-web', redirectUris: ['https://web.crash.test/cb'], postLogoutRedirectUris: [], scopes: ['openid'], audience: [], managedBy: 'idforge' },
+      body: { kind: 'web', clientId: 'crash-web', redirectUris: ['https://web.crash.test/cb'], postLogoutRedirectUris: [], scopes: ['openid'], audience: [], managedBy: 'idforge', stack },
     };
-    await admin.call('putApplication', { tenant: 'crash', application: 'web' }, { body: { ...app.body, clientSecret: secret } as ApplicationBody });
+    await admin.call('putApplication', { tenant: 'crash', application: 'web' }, { body: { ...app.body, stack: undefined, clientSecret: secret } as ApplicationBody });
+    await expect(applicationProvider.create(app)).rejects.toThrow('application crash/web already exists on the server, outside this stack');
+    await admin.call('putApplication', { tenant: 'crash', application: 'web' }, { body: { ...app.body, clientSecret: 'o'.repeat(43) } as ApplicationBody });
     expect((await applicationProvider.create(app)).id).toBe('crash/web');
-    // The same body with another secret is not this stack's application.
-    await expect(applicationProvider.create({ ...app, clientSecret: 'o'.repeat(43) })).rejects.toThrow('application crash/web already exists on the server, outside this stack');
+    // The stack's secret is the one the server now holds.
+    expect(await admin.call('verifyClientSecret', { tenant: 'crash', application: 'web' }, { body: { clientSecret: secret } })).toMatchObject({ matches: true });
 
-    const users: TenantUsersInputs = { connection, tenant: 'crash', users: { 'u-1': { email: 'u1@crash.test', scopes: [], disabled: false, managedBy: 'idforge' } } };
-    await admin.call('putUser', { tenant: 'crash', userId: 'u-1' }, { body: users.users['u-1']! });
+    const users: TenantUsersInputs = { connection, tenant: 'crash', users: { 'u-1': { email: 'u1@crash.test', scopes: [], disabled: false, managedBy: 'idforge', stack } } };
+    await admin.call('putUser', { tenant: 'crash', userId: 'u-1' }, { body: { ...users.users['u-1']!, displayName: 'Older' } });
     await tenantUsersProvider.create(users);
+    expect((await admin.find('getUser', { tenant: 'crash', userId: 'u-1' }))?.displayName).toBeUndefined();
     await admin.call('putUser', { tenant: 'crash', userId: 'u-2' }, { body: { email: 'u2@crash.test' } });
-    await expect(tenantUsersProvider.create({ ...users, users: { ...users.users, 'u-2': { email: 'u2@crash.test', scopes: [], disabled: false, managedBy: 'idforge' } } }))
+    await expect(tenantUsersProvider.create({ ...users, users: { ...users.users, 'u-2': { email: 'u2@crash.test', scopes: [], disabled: false, managedBy: 'idforge', stack } } }))
       .rejects.toThrow('in tenant crash, user u-2 already exists on the server, outside this stack');
 
-    const assignments: TenantAssignmentsInputs = { connection, tenant: 'crash', assignments: { web: ['u-1'] } };
-    await admin.call('putAssignment', { tenant: 'crash', application: 'web', userId: 'u-1' }, { body: { managedBy: 'idforge' } });
+    const assignments: TenantAssignmentsInputs = { connection, tenant: 'crash', stack, assignments: { web: ['u-1'] } };
+    await admin.call('putAssignment', { tenant: 'crash', application: 'web', userId: 'u-1' }, { body: { managedBy: 'idforge', stack } });
     await tenantAssignmentsProvider.create(assignments);
     await admin.call('putAssignment', { tenant: 'crash', application: 'web', userId: 'u-2' }, { body: {} });
     await expect(tenantAssignmentsProvider.create({ ...assignments, assignments: { web: ['u-1', 'u-2'] } }))
       .rejects.toThrow('in tenant crash, assignment web→u-2 already exists on the server, outside this stack');
-    // Once the tenant holds what the stack made, an identical empty-looking tenant create is no longer taken.
-    await expect(tenantProvider.create(t)).rejects.toThrow('tenant crash already exists on the server, outside this stack');
-    // An unassigned identical application is taken; once someone is assigned, it is not.
-    await expect(applicationProvider.create(app)).rejects.toThrow('application crash/web already exists on the server, outside this stack');
     await tenantProvider.delete('crash', t);
   });
 
