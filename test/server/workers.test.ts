@@ -9,6 +9,7 @@ import { resolve } from 'node:path';
 import * as oidc from 'openid-client';
 import { afterAll, expect, it } from 'vitest';
 import { readAdminCredentials } from '../../src/admin-client/index.ts';
+import { routePath } from '../../src/contract/index.ts';
 import { DATABASE_URL_ENV, LOGIN_DEFAULTS, MASTER_KEY_ENV, MASTER_KEY_FILE_ENV } from '../../src/server/index.ts';
 import { startProcess, stopAll } from '../support/processes.ts';
 import { Browser, adminClient, fixtureTenant, localhostFetch, pkceParams, relyingParty, tempDir } from './_support.ts';
@@ -70,4 +71,35 @@ it('two workers on one port share SQLite, count a guessing burst once, survive a
 
   await proc.stop();
   expect(await proc.exited).toBe(0);
+});
+
+it('two workers take concurrent admin writes on one SQLite file without a "database is locked" error', async () => {
+  const data = tempDir();
+  const proc = startProcess('serve-workers-writes', process.execPath, [BIN, 'serve', '--data-dir', data.path, '--port', '0', '--workers', '2'], {
+    env: { [DATABASE_URL_ENV]: undefined, [MASTER_KEY_ENV]: undefined, [MASTER_KEY_FILE_ENV]: undefined },
+  });
+  try {
+    while (!proc.output().includes('workers:     2 processes')) {
+      if (proc.hasExited()) throw new Error(proc.output());
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const url = /listening on (http:\/\/localhost:\d+)/.exec(proc.output())![1]!;
+    const admin = await adminClient({ url, adminCredentials: await readAdminCredentials(data.path) });
+    await fixtureTenant(admin, 'acme');
+    // Each delete reads the application, then writes: spread over both workers, each worker's
+    // transaction must hold the write lock from its first read, or SQLite refuses it at once.
+    const names = Array.from({ length: 24 }, (_, i) => `app-${i}`);
+    const app = (n: string) => ({ kind: 'spa', clientId: `acme-${n}`, redirectUris: [`https://${n}.acme.test`], scopes: ['openid'] });
+    const statuses = async (calls: Promise<{ status: number; body: unknown }>[]) => (await Promise.all(calls)).map((r) => r.status);
+    for (let round = 0; round < 3; round++) {
+      expect(new Set(await statuses(names.map((n) => admin.call('PUT', routePath('getApplication', { tenant: 'acme', application: n }), app(n)))))).toEqual(new Set([201]));
+      expect(new Set(await statuses([
+        ...names.map((n) => admin.call('DELETE', routePath('getApplication', { tenant: 'acme', application: n }))),
+        ...names.map((n, i) => admin.call('PUT', routePath('getUser', { tenant: 'acme', userId: `u-${round}-${i}` }), { email: `${n}-${round}@acme.test` })),
+      ]))).toEqual(new Set([204, 201]));
+    }
+  } finally {
+    await proc.stop();
+    data.remove();
+  }
 });

@@ -136,10 +136,11 @@ class Db {
     this.db = new Database(file);
     // Password hashes and sealed keys: readable by the server's user only (WAL files inherit it).
     chmodSync(file, 0o600);
+    // First: workers open the file together, and switching to WAL waits for the others' locks too.
+    this.db.pragma('busy_timeout = 5000');
     // WAL: readers never block the writer; NORMAL sync is durable across process crashes in WAL mode.
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = NORMAL');
-    this.db.pragma('busy_timeout = 5000');
     this.db.exec(SCHEMA);
     this.db.exec(GROUPS_AND_SCIM_SCHEMA);
   }
@@ -153,8 +154,13 @@ class Db {
     return s;
   }
 
+  /**
+   * A write transaction. IMMEDIATE: the write lock is taken before the first read. Other processes
+   * (`serve --workers`) share the file: a deferred transaction that read and then writes after
+   * another connection's commit would be refused at once ("database is locked"), busy timeout or not.
+   */
   tx<T>(fn: () => T): T {
-    return this.db.transaction(fn)();
+    return this.db.transaction(fn).immediate();
   }
 }
 
@@ -195,12 +201,12 @@ class Tenants implements TenantStore {
   }
   async updateKeys(tenant: string, update: (current: readonly KeyRecord[]) => readonly KeyRecord[]): Promise<readonly KeyRecord[]> {
     // IMMEDIATE: take the write lock before reading, so no other connection's write slips between.
-    return this.d.db.transaction(() => {
+    return this.d.tx(() => {
       const keys = update((this.d.q('SELECT * FROM keys WHERE tenant = ? ORDER BY created_at, kid').all(tenant) as Row[]).map(keyRow));
       this.d.q('DELETE FROM keys WHERE tenant = ?').run(tenant);
       this.#insertKeys(tenant, keys);
       return keys;
-    }).immediate();
+    });
   }
 
   async contents(name: string): Promise<TenantContents> {
@@ -209,11 +215,11 @@ class Tenants implements TenantStore {
   async batch<T>(name: string, decide: (contents: TenantContents) => { readonly changes: TenantChanges; readonly result: T }): Promise<T> {
     // IMMEDIATE: the write lock is taken before the read, so what `decide` saw is what it changes.
     // One process serves the file and this runs without yielding, so batches take turns.
-    return this.d.db.transaction(() => {
+    return this.d.tx(() => {
       const { changes, result } = decide(this.#contents(name));
       this.#write(name, changes);
       return result;
-    }).immediate();
+    });
   }
   #contents(name: string): TenantContents {
     const t = this.d.q('SELECT * FROM tenants WHERE name = ?').get(name) as Row | undefined;
@@ -398,7 +404,7 @@ class Users implements UserStore {
     change: { readonly add: readonly string[]; readonly remove: readonly string[]; readonly body: AssignmentBody },
   ): Promise<{ readonly added: readonly string[]; readonly removed: readonly string[] }> {
     // IMMEDIATE: the users checked are the users written against, whatever another connection does.
-    return this.d.db.transaction(() => {
+    return this.d.tx(() => {
       const missing = change.add.filter((id) => this.d.q('SELECT 1 FROM users WHERE tenant = ? AND id = ?').get(tenant, id) === undefined);
       if (missing.length > 0) throw new MissingUsersError(missing);
       const t = now();
@@ -411,7 +417,7 @@ class Users implements UserStore {
         return gone;
       });
       return { added, removed };
-    }).immediate();
+    });
   }
 
   async getTotp(tenant: string, userId: string): Promise<TotpRecord | undefined> {
