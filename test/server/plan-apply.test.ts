@@ -128,10 +128,12 @@ describe('plan and apply', () => {
   });
 
   it('deletes only managed objects, and refuses to delete most users without --allow-mass-delete', async () => {
-    // Someone made a user by hand: not managed, never deleted by apply.
+    // Someone made a user by hand, in a tenant whose model keeps what it does not declare
+    // (`unmanaged: keep`; the other policies are test/cli/plan-drift.test.ts's): never deleted by apply.
     await admin.put(routePath('getUser', { tenant: 'acme', userId: 'u-manual' }), { email: 'manual@acme.example' });
     const p = join(work.path, 'acme.yaml');
-    const original = readFileSync(p, 'utf8');
+    const original = readFileSync(p, 'utf8').replace('  - name: acme\n', '  - name: acme\n    unmanaged: keep\n');
+    expect(original).toContain('unmanaged: keep');
     // A model without bob: one managed user of three goes, with his two assignments (of five).
     const noBob = original
       .replace(/      - id: u-bob\n(?:        .*\n)+?(?=    groups:)/, '')
@@ -161,8 +163,12 @@ describe('plan and apply', () => {
     expect(forced.code, forced.stderr).toBe(0);
     expect((await admin.call('GET', routePath('getUser', { tenant: 'acme', userId: 'u-alice' }))).status).toBe(404);
     expect((await admin.call('GET', routePath('getUser', { tenant: 'acme', userId: 'u-manual' }))).status).toBe(200);
-    // Back to the full model.
-    expect((await withCreds('apply', 'acme.yaml')).code).toBe(0);
+    // Back to the full model: its users return, the hand-made one is still kept.
+    writeFileSync(join(work.path, 'acme-keep.yaml'), original);
+    const back = await withCreds('apply', 'acme-keep.yaml');
+    expect(back.code, back.stderr).toBe(0);
+    expect((await admin.call('GET', routePath('getUser', { tenant: 'acme', userId: 'u-alice' }))).status).toBe(200);
+    expect((await admin.call('GET', routePath('getUser', { tenant: 'acme', userId: 'u-manual' }))).status).toBe(200);
   });
 
   it('reports missing credentials and unreachable servers as errors, not stack traces', async () => {
