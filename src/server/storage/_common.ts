@@ -110,6 +110,17 @@ const json = (v: unknown) => JSON.parse(String(v));
 const numOrNull = (v: unknown) => (v === null || v === undefined ? null : Number(v));
 const strOrNull = (v: unknown) => (v === null || v === undefined ? null : String(v));
 
+/** `user_id, group_id` rows, ordered by user: each user's group ids. */
+export function groupIdsByUser(rows: readonly Row[]): ReadonlyMap<string, readonly string[]> {
+  const out = new Map<string, string[]>();
+  for (const r of rows) {
+    const list = out.get(String(r.user_id)) ?? [];
+    list.push(String(r.group_id));
+    out.set(String(r.user_id), list);
+  }
+  return out;
+}
+
 export const tenantRow = (r: Row): TenantRecord => ({
   name: String(r.name), body: json(r.body), createdAt: Number(r.created_at), updatedAt: Number(r.updated_at),
 });

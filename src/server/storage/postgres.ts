@@ -18,7 +18,7 @@ import {
   nextThrottle, nowSeconds as now, otpRow, passkeyRow, tenantRow, throttleRow, toPage, totpRow, userRow, type Row,
 } from './_common.ts';
 import {
-  SCIM_USER_SELECT, USER_LINK_TABLES, caseKey, groupAssignmentRow, groupRow, scimTokenRow, userWithScimRow,
+  SCIM_USER_SELECT, USER_LINK_TABLES, caseKey, groupAssignmentRow, groupIdsByUser, groupRow, scimTokenRow, userWithScimRow,
 } from './_common.ts';
 import { KeyedLocks } from './_keyed-locks.ts';
 import { migrate } from './postgres-migrations.ts';
@@ -596,13 +596,7 @@ class Groups implements GroupStore {
   async groupsOf(tenant: string, userIds: readonly string[]): Promise<ReadonlyMap<string, readonly string[]>> {
     const { rows } = await this.d.q('SELECT user_id, group_id FROM group_members WHERE tenant = $1 AND user_id = ANY($2::text[]) ORDER BY user_id, group_id',
       [tenant, texts(userIds)]);
-    const out = new Map<string, string[]>();
-    for (const r of rows) {
-      const list = out.get(String(r.user_id)) ?? [];
-      list.push(String(r.group_id));
-      out.set(String(r.user_id), list);
-    }
-    return out;
+    return groupIdsByUser(rows);
   }
 
   async getAssignment(tenant: string, application: string, group: string): Promise<GroupAssignmentRecord | undefined> {

@@ -17,7 +17,7 @@ import {
 import { KeyedLocks, type NamedLocks } from './_keyed-locks.ts';
 import { MissingUsersError, NameTakenError } from './types.ts';
 import {
-  SCIM_USER_SELECT, USER_LINK_TABLES, caseKey, groupAssignmentRow, groupRow, scimTokenRow, userWithScimRow,
+  SCIM_USER_SELECT, USER_LINK_TABLES, caseKey, groupAssignmentRow, groupIdsByUser, groupRow, scimTokenRow, userWithScimRow,
 } from './_common.ts';
 import type {
   ApplicationRecord,
@@ -577,13 +577,7 @@ class Groups implements GroupStore {
   async groupsOf(tenant: string, userIds: readonly string[]): Promise<ReadonlyMap<string, readonly string[]>> {
     const rows = this.d.q(`SELECT user_id, group_id FROM group_members WHERE tenant = ? AND user_id IN (SELECT value FROM json_each(?)) ORDER BY user_id, group_id`)
       .all(tenant, JSON.stringify(userIds)) as Row[];
-    const out = new Map<string, string[]>();
-    for (const r of rows) {
-      const list = out.get(String(r.user_id)) ?? [];
-      list.push(String(r.group_id));
-      out.set(String(r.user_id), list);
-    }
-    return out;
+    return groupIdsByUser(rows);
   }
 
   async getAssignment(tenant: string, application: string, group: string): Promise<GroupAssignmentRecord | undefined> {
