@@ -4,7 +4,7 @@
  * failure can show what the process said.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, mkdirSync } from 'node:fs';
+import { createWriteStream, mkdirSync, readFileSync, readdirSync } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 
@@ -70,6 +70,17 @@ export function startProcess(name: string, command: string, args: readonly strin
       // already gone
     }
   };
+  /** A member of the process group still runs (a zombie waiting to be reaped holds no port). */
+  const groupAlive = (): boolean => readdirSync('/proc').some((entry) => {
+    if (!/^\d+$/.test(entry)) return false;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      return Number(pgrp) === pid && state !== 'Z';
+    } catch {
+      return false; // ended meanwhile
+    }
+  });
   const handle: RunningProcess = {
     name,
     pid,
@@ -84,8 +95,10 @@ export function startProcess(name: string, command: string, args: readonly strin
         if (lingering) signalGroup('SIGKILL');
         await exited;
       }
-      // Children of a run script may outlive it (the script's own exit ends the wait above).
+      // Children of a run script may outlive it (the script's own exit ends the wait above): they
+      // are killed too, and stop() returns once none is left, so their ports are free again.
       signalGroup('SIGKILL');
+      for (const deadline = Date.now() + 5_000; groupAlive() && Date.now() < deadline;) await sleep(20);
     },
   };
   running.add(handle);
