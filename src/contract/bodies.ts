@@ -325,4 +325,5 @@ export const SecretRotation = z.object({ clientId: z.string(), clientSecret: z.s
 export const SecretVerification = z.strictObject({ clientSecret: z.string().min(1).max(256) });
 /** POST .../applications/{application}/rename: the application's new name. */
 export const RenameBody = z.strictObject({ to: ApplicationName });
+export const TenantRenameBody = z.strictObject({ to: TenantName });
 export const SecretVerificationResult = z.object({ matches: z.boolean() });

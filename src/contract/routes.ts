@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import {
   ApplicationBody, ApplicationView, AssignmentBatchBody, AssignmentBatchResult, AssignmentBody, AssignmentView, GroupAssignmentBody,
-  GroupAssignmentView, GroupBody, GroupSummaryView, GroupView, KeyList, Page, PutResult, RenameBody, RotateKeysBody, ScimTokenBody,
+  GroupAssignmentView, GroupBody, GroupSummaryView, GroupView, KeyList, Page, PutResult, RenameBody, RotateKeysBody, TenantRenameBody, ScimTokenBody,
   ScimTokenCreated, ScimTokenList, SecretRotation, SecretVerification, SecretVerificationResult, TenantBody, TenantView, UserBody, UserView,
 } from './bodies.ts';
 import { BATCH_MAX_BYTES, TenantBatchBody, TenantBatchRefusal, TenantBatchResult } from './batch.ts';
@@ -64,6 +64,13 @@ export const ADMIN_ROUTES = {
     query: 'dryRun', body: TenantBody, response: PutResult(TenantView),
   }),
   deleteTenant: route({ method: 'DELETE', path: '/tenants/{tenant}', tag: 'tenant', summary: 'Delete a tenant and everything in it', query: 'dryRun' }),
+  renameTenant: route({
+    method: 'POST', path: '/tenants/{tenant}/rename', tag: 'tenant',
+    summary: 'Give a tenant a new name (its subdomain and issuer): applications, client ids and secrets, users, passwords, TOTP, groups, ' +
+      'assignments and signing keys move with it; sessions and tokens of the old issuer end, and passkeys (bound to the old host) are removed ' +
+      '(a rename declared in the model with previousName)',
+    body: TenantRenameBody, response: TenantView, conflicts: 'the new name is taken',
+  }),
 
   listKeys: route({ method: 'GET', path: '/tenants/{tenant}/keys', tag: 'key', summary: 'List signing keys (public facts only)', response: KeyList }),
   rotateKeys: route({

@@ -17,6 +17,9 @@ import { LIFETIMES } from './config.ts';
 
 const generateKeyPair = promisify(generateKeyPairCb);
 
+/** The associated data a tenant's signing key is sealed with: a key moved to another tenant does not unseal. */
+export const keySealedFor = (tenant: string, kid: string): string => `key:${tenant}:${kid}`;
+
 export { SIGNING_ALGS, type SigningAlg } from '../contract/index.ts';
 
 /**
@@ -35,7 +38,7 @@ async function newKey(tenant: string, alg: SigningAlg, state: KeyRecord['state']
   const kid = await calculateJwkThumbprint(jwk as JWK);
   const full = { ...jwk, kid, alg, use: 'sig' };
   return {
-    tenant, kid, alg, state, sealedJwk: master.seal(JSON.stringify(full), `key:${tenant}:${kid}`),
+    tenant, kid, alg, state, sealedJwk: master.seal(JSON.stringify(full), keySealedFor(tenant, kid)),
     createdAt: Math.floor(Date.now() / 1000), retiredAt: null,
   };
 }
@@ -95,7 +98,7 @@ export function privateJwks(keys: readonly KeyRecord[], master: MasterKey): JWK[
       const id = `${k.tenant}\u0000${k.kid}\u0000${k.sealedJwk}`;
       let jwk = UNSEALED.get(id);
       if (jwk === undefined) {
-        jwk = JSON.parse(master.unseal(k.sealedJwk, `key:${k.tenant}:${k.kid}`)) as JWK;
+        jwk = JSON.parse(master.unseal(k.sealedJwk, keySealedFor(k.tenant, k.kid))) as JWK;
         if (UNSEALED.size >= UNSEALED_CAPACITY) UNSEALED.delete(UNSEALED.keys().next().value as string);
         UNSEALED.set(id, jwk);
       }

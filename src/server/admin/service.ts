@@ -14,7 +14,8 @@ import { ServerError, errors } from '../errors.ts';
 import { MissingUsersError } from '../storage/index.ts';
 import { NameTakenError } from '../storage/types.ts';
 import { passwordHashPool } from '../password-pool.ts';
-import { newTenantKeys, rotateTenantKeys } from '../keys.ts';
+import { keySealedFor, newTenantKeys, rotateTenantKeys } from '../keys.ts';
+import { totpSealedFor } from '../login/factor-totp.ts';
 import {
   applicationLookup, judgeApplication, judgeApplicationDelete, judgeAssignment, judgeTenant, judgeUser, requireApplication,
   requireClientApplication, requireUser, reserved, type ApplicationLookup,
@@ -89,6 +90,26 @@ export class AdminService {
     const gone = await this.#s.tenants.delete(name);
     this.ctx.evictTenant(name);
     return gone;
+  }
+
+  /** A tenant's new name: everything moves, sealed under the new name; the old issuer's sessions and tokens end. */
+  async renameTenant(name: string, to: string) {
+    await this.#tenant(name);
+    if (RESERVED_TENANTS.includes(to)) throw reserved(to);
+    const master = this.ctx.master;
+    try {
+      const moved = await this.#s.tenants.rename(name, to, {
+        key: (from, into, kid, sealed) => master.seal(master.unseal(sealed, keySealedFor(from, kid)), keySealedFor(into, kid)),
+        totp: (from, into, userId, sealed) => master.seal(master.unseal(sealed, totpSealedFor(from, userId)), totpSealedFor(into, userId)),
+      });
+      if (!moved) throw errors.notFound(`tenant '${name}' does not exist`);
+    } catch (err) {
+      if (err instanceof NameTakenError) throw errors.conflict(`tenant '${to}' already exists`, 'to');
+      throw err;
+    }
+    this.ctx.evictTenant(name);
+    this.ctx.evictTenant(to);
+    return this.getTenant(to);
   }
 
   async listKeys(tenant: string) {

@@ -13,7 +13,9 @@ import type { FactorContext, LoginFactor } from './types.ts';
 const TOLERANCE_SECONDS = 30;
 const ENROLMENT_MODEL = 'TotpEnrolment';
 
-const sealedFor = (ctx: FactorContext, userId: string) => `totp:${ctx.tenant}:${userId}`;
+/** The associated data an enrolled TOTP secret is sealed with (tenant and user). */
+export const totpSealedFor = (tenant: string, userId: string): string => `totp:${tenant}:${userId}`;
+const sealedFor = (ctx: FactorContext, userId: string) => totpSealedFor(ctx.tenant, userId);
 const pendingFor = (ctx: FactorContext, userId: string) => `totp-pending:${ctx.tenant}:${ctx.uid}:${userId}`;
 
 /** The secret being set up in this interaction, made on first display. */

@@ -40,6 +40,17 @@ export const GROUP_AND_SCIM_TABLES = ['tenant_groups', 'group_members', 'group_a
 export const TENANT_TABLES = ['keys', 'applications', 'users', 'assignments', 'artifacts', ...USER_FACTOR_TABLES, 'login_throttle', ...GROUP_AND_SCIM_TABLES] as const;
 
 /** A unique index refused a write (PostgreSQL 23505, SQLite's constraint codes): the name was taken between a check and the write. */
+/**
+ * A tenant rename: what belongs to the old issuer or host (sessions, grants and tokens, emailed
+ * codes, passkeys bound to the old host name) is dropped; keys and TOTP secrets are sealed anew;
+ * every other table moves as it is.
+ */
+export const RENAME_DROPPED_TABLES = ['artifacts', 'otp_codes', 'passkeys'] as const;
+export const RENAME_RESEALED_TABLES = ['keys', 'totp_secrets'] as const;
+export const RENAME_MOVED_TABLES = TENANT_TABLES.filter(
+  (t) => !(RENAME_DROPPED_TABLES as readonly string[]).includes(t) && !(RENAME_RESEALED_TABLES as readonly string[]).includes(t),
+);
+
 export function isUniqueViolation(err: unknown): boolean {
   const code = (err as { code?: unknown })?.code;
   return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';

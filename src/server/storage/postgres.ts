@@ -16,6 +16,7 @@ import type { AssignmentBody, GroupAssignmentBody, GroupBody, TenantBody, UserBo
 import {
   TENANT_TABLES, THROTTLE_IDLE_MS, USER_FACTOR_TABLES, appRow, artifactColumns, artifactRow, assignmentRow, decodeCursor, keyRow,
   nextThrottle, nowSeconds as now, otpRow, passkeyRow, tenantRow, throttleRow, toPage, totpRow, userRow, type Row,
+  RENAME_DROPPED_TABLES, RENAME_MOVED_TABLES, isUniqueViolation,
 } from './_common.ts';
 import {
   SCIM_USER_SELECT, USER_LINK_TABLES, caseKey, groupAssignmentRow, groupIdsByUser, groupRow, scimTokenRow, userWithScimRow,
@@ -24,6 +25,7 @@ import { KeyedLocks } from './_keyed-locks.ts';
 import { migrate } from './postgres-migrations.ts';
 import { MissingUsersError, NameTakenError } from './types.ts';
 import type {
+  TenantReseal,
   ApplicationRecord,
   ApplicationStore,
   ArtifactPayload,
@@ -163,6 +165,34 @@ class Tenants implements TenantStore {
       for (const table of TENANT_TABLES) await q(`DELETE FROM ${table} WHERE tenant = $1`, [name]);
       return (await q('DELETE FROM tenants WHERE name = $1', [name])).rowCount > 0;
     });
+  }
+
+  async rename(from: string, to: string, reseal: TenantReseal): Promise<boolean> {
+    try {
+      return await this.d.tx(async (q) => {
+        // Batches and key rotations of the tenant wait for the move (and the move for them).
+        await q('SELECT pg_advisory_xact_lock($1::bigint)', [lockId(`batch:${from}`)]);
+        await q('SELECT pg_advisory_xact_lock($1::bigint)', [lockId(`keys:${from}`)]);
+        if ((await q('SELECT 1 FROM tenants WHERE name = $1 FOR UPDATE', [from])).rowCount === 0) return false;
+        if ((await q('SELECT 1 FROM tenants WHERE name = $1', [to])).rowCount! > 0) throw new NameTakenError(`tenant '${to}' exists`);
+        await q('UPDATE tenants SET name = $1, updated_at = $2 WHERE name = $3', [to, now(), from]);
+        for (const table of RENAME_DROPPED_TABLES) await q(`DELETE FROM ${table} WHERE tenant = $1`, [from]);
+        for (const table of RENAME_MOVED_TABLES) await q(`UPDATE ${table} SET tenant = $1 WHERE tenant = $2`, [to, from]);
+        for (const k of (await q('SELECT kid, sealed_jwk FROM keys WHERE tenant = $1', [from])).rows) {
+          await q('UPDATE keys SET tenant = $1, sealed_jwk = $2 WHERE tenant = $3 AND kid = $4',
+            [to, reseal.key(from, to, String(k.kid), String(k.sealed_jwk)), from, String(k.kid)]);
+        }
+        for (const t of (await q('SELECT user_id, sealed_secret FROM totp_secrets WHERE tenant = $1', [from])).rows) {
+          await q('UPDATE totp_secrets SET tenant = $1, sealed_secret = $2 WHERE tenant = $3 AND user_id = $4',
+            [to, reseal.totp(from, to, String(t.user_id), String(t.sealed_secret)), from, String(t.user_id)]);
+        }
+        return true;
+      });
+    } catch (err) {
+      // A tenant of the new name created meanwhile by another replica.
+      if (isUniqueViolation(err)) throw new NameTakenError(`tenant '${to}' exists`);
+      throw err;
+    }
   }
 
   async listKeys(tenant: string): Promise<readonly KeyRecord[]> {

@@ -13,6 +13,7 @@ import type { AssignmentBody, GroupAssignmentBody, GroupBody, TenantBody, UserBo
 import {
   TENANT_TABLES, THROTTLE_IDLE_MS, USER_FACTOR_TABLES, appRow, artifactColumns, artifactRow, assignmentRow, decodeCursor, keyRow,
   nextThrottle, nowSeconds as now, otpRow, passkeyRow, tenantRow, throttleRow, toPage, totpRow, userRow, type Row,
+  RENAME_DROPPED_TABLES, RENAME_MOVED_TABLES,
 } from './_common.ts';
 import { KeyedLocks, type NamedLocks } from './_keyed-locks.ts';
 import { MissingUsersError, NameTakenError } from './types.ts';
@@ -20,6 +21,7 @@ import {
   SCIM_USER_SELECT, USER_LINK_TABLES, caseKey, groupAssignmentRow, groupIdsByUser, groupRow, scimTokenRow, userWithScimRow,
 } from './_common.ts';
 import type {
+  TenantReseal,
   ApplicationRecord,
   ApplicationStore,
   ArtifactPayload,
@@ -193,6 +195,25 @@ class Tenants implements TenantStore {
     return this.d.tx(() => {
       for (const table of TENANT_TABLES) this.d.q(`DELETE FROM ${table} WHERE tenant = ?`).run(name);
       return this.d.q('DELETE FROM tenants WHERE name = ?').run(name).changes > 0;
+    });
+  }
+
+  async rename(from: string, to: string, reseal: TenantReseal): Promise<boolean> {
+    return this.d.tx(() => {
+      if (this.d.q('SELECT 1 FROM tenants WHERE name = ?').get(from) === undefined) return false;
+      if (this.d.q('SELECT 1 FROM tenants WHERE name = ?').get(to) !== undefined) throw new NameTakenError(`tenant '${to}' exists`);
+      this.d.q('UPDATE tenants SET name = ?, updated_at = ? WHERE name = ?').run(to, now(), from);
+      for (const table of RENAME_DROPPED_TABLES) this.d.q(`DELETE FROM ${table} WHERE tenant = ?`).run(from);
+      for (const table of RENAME_MOVED_TABLES) this.d.q(`UPDATE ${table} SET tenant = ? WHERE tenant = ?`).run(to, from);
+      for (const k of this.d.q('SELECT kid, sealed_jwk FROM keys WHERE tenant = ?').all(from) as Row[]) {
+        this.d.q('UPDATE keys SET tenant = ?, sealed_jwk = ? WHERE tenant = ? AND kid = ?')
+          .run(to, reseal.key(from, to, String(k.kid), String(k.sealed_jwk)), from, k.kid);
+      }
+      for (const t of this.d.q('SELECT user_id, sealed_secret FROM totp_secrets WHERE tenant = ?').all(from) as Row[]) {
+        this.d.q('UPDATE totp_secrets SET tenant = ?, sealed_secret = ? WHERE tenant = ? AND user_id = ?')
+          .run(to, reseal.totp(from, to, String(t.user_id), String(t.sealed_secret)), from, t.user_id);
+      }
+      return true;
     });
   }
 

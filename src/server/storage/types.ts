@@ -172,6 +172,12 @@ export interface TenantChanges {
 }
 
 /** Tenants and their signing keys. */
+/** Seals anew, under the new tenant name, what was sealed under the old one. */
+export interface TenantReseal {
+  key(from: string, to: string, kid: string, sealedJwk: string): string;
+  totp(from: string, to: string, userId: string, sealedSecret: string): string;
+}
+
 export interface TenantStore {
   get(name: string): Promise<TenantRecord | undefined>;
   /** Ordered by name (bytewise). */
@@ -185,6 +191,14 @@ export interface TenantStore {
   put(name: string, body: TenantBody, initialKeys?: readonly KeyRecord[]): Promise<TenantRecord>;
   /** Deletes the tenant and everything in it (keys, applications, users, assignments, artifacts, factors, throttle counters), all or nothing. */
   delete(name: string): Promise<boolean>;
+  /**
+   * Moves the tenant and everything in it to a new name, all or nothing. Sealed values whose
+   * associated data names the tenant (signing keys, TOTP secrets) are sealed anew by `reseal`
+   * (synchronous, called inside the transaction); what belongs to the old issuer or host (sessions,
+   * grants, tokens, emailed codes, passkeys) is deleted. False when `from` does not exist;
+   * NameTakenError when `to` does.
+   */
+  rename(from: string, to: string, reseal: TenantReseal): Promise<boolean>;
 
   /** Ordered by createdAt, then kid. */
   listKeys(tenant: string): Promise<readonly KeyRecord[]>;

@@ -141,6 +141,28 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
         expect(await tenantContents(s, 'kept')).toEqual(FULL_TENANT);
       });
 
+      it('rename moves the tenant and everything in it, reseals keys and TOTP secrets, and drops what was bound to the old issuer or host', async () => {
+        for (const t of ['before', 'kept']) await populateTenant(s, t);
+        const sealed: string[] = [];
+        const reseal = {
+          key: (from: string, to: string, kid: string, v: string) => { sealed.push(`key ${from}>${to} ${kid} ${v}`); return `${v}@${to}`; },
+          totp: (from: string, to: string, userId: string, v: string) => { sealed.push(`totp ${from}>${to} ${userId} ${v}`); return `${v}@${to}`; },
+        };
+        const keys = await s.tenants.listKeys('before');
+        expect(await s.tenants.rename('before', 'after', reseal)).toBe(true);
+        expect(sealed).toEqual([`key before>after before-k1 ${keys[0]!.sealedJwk}`, 'totp before>after u1 sealed']);
+        expect(await tenantContents(s, 'before')).toEqual(EMPTY_TENANT);
+        expect(await tenantContents(s, 'after')).toEqual({ ...FULL_TENANT, session: false, grant: false, otp: false, passkeys: 0 });
+        expect(await tenantContents(s, 'kept')).toEqual(FULL_TENANT);
+        expect((await s.tenants.get('after'))?.createdAt).toBe((await s.tenants.get('kept'))?.createdAt);
+        expect((await s.tenants.listKeys('after')).map((k) => k.sealedJwk)).toEqual([`${keys[0]!.sealedJwk}@after`]);
+        expect((await s.users.getTotp('after', 'u1'))?.sealedSecret).toBe('sealed@after');
+        // A taken name moves nothing; an unknown tenant is false.
+        await expect(s.tenants.rename('after', 'kept', reseal)).rejects.toThrow(NameTakenError);
+        expect(await tenantContents(s, 'after')).toEqual({ ...FULL_TENANT, session: false, grant: false, otp: false, passkeys: 0 });
+        expect(await s.tenants.rename('nobody', 'new', reseal)).toBe(false);
+      });
+
       it('delete is all or nothing: a failure half-way leaves the tenant whole', async () => {
         await populateTenant(s, 'acme');
         const restore = await backend.failArtifactDeletes();
