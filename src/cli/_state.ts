@@ -50,10 +50,11 @@ async function readState(file: string): Promise<StateFile> {
 export async function resolveSecrets(model: Model, stateFile: string): Promise<ResolvedSecrets> {
   const state = await readState(stateFile);
   let changed = false;
-  for (const { key, kind } of requiredSecrets(model)) {
+  for (const { key, kind, previousKeys } of requiredSecrets(model)) {
     const entry = (state.secrets[key] ??= {});
     if (entry[kind] === undefined) {
-      entry[kind] = MAKE[kind]();
+      // A renamed tenant or application keeps its secrets: the client and its apps go on working.
+      entry[kind] = previousKeys.map((k) => state.secrets[k]?.[kind]).find((v) => v !== undefined) ?? MAKE[kind]();
       changed = true;
     }
   }

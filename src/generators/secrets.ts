@@ -11,6 +11,8 @@ export interface SecretNeed {
   /** `<tenant>/<application>` */
   readonly key: string;
   readonly kind: SecretKind;
+  /** Where the secret was kept before a declared rename of the tenant or the application (previousName), newest first. */
+  readonly previousKeys: readonly string[];
 }
 
 /** Per `<tenant>/<application>`, the secrets it needs. */
@@ -34,7 +36,10 @@ export function requiredSecrets(model: Model): SecretNeed[] {
   for (const t of model.tenants) {
     for (const a of t.applications) {
       const key = appKey(t.name, a.name);
-      for (const kind of KINDS[a.kind].secrets) needs.push({ key, kind });
+      const tenants = [t.name, ...(t.previousName === undefined ? [] : [t.previousName])];
+      const apps = [a.name, ...(a.previousName === undefined ? [] : [a.previousName])];
+      const previousKeys = tenants.flatMap((tn) => apps.map((an) => appKey(tn, an))).filter((k) => k !== key);
+      for (const kind of KINDS[a.kind].secrets) needs.push({ key, kind, previousKeys });
     }
   }
   return needs;

@@ -47,21 +47,7 @@ function checkTenant(t: TenantSpec, tp: Path): Problem[] {
   out.push(...checkUnique(t.users, (u) => u.email.toLowerCase(), [...tp, 'users'], 'email', 'email'));
   out.push(...checkUnique(t.groups, (g) => g.name, [...tp, 'groups'], 'name', 'group'));
   out.push(...checkUnique(t.applications, (a) => a.name, [...tp, 'applications'], 'name', 'application'));
-  // A declared rename: from a name no application of the model has any more, and each only once.
-  const current = new Set(t.applications.map((a) => a.name));
-  const renamedFrom = new Map<string, number>();
-  t.applications.forEach((a, i) => {
-    if (a.previousName === undefined) return;
-    const at = [...tp, 'applications', i, 'previousName'];
-    if (current.has(a.previousName)) {
-      out.push(problem('rename-clash', at, a.previousName === a.name
-        ? `previousName is the application's own name: drop it, or give the old name`
-        : `application '${a.previousName}' is still in the model: a rename leaves its old name behind`));
-    }
-    const first = renamedFrom.get(a.previousName);
-    if (first !== undefined) out.push(problem('duplicate-name', at, `'${a.previousName}' is already the previous name of another application`, { related: [...tp, 'applications', first, 'previousName'] }));
-    else renamedFrom.set(a.previousName, i);
-  });
+  out.push(...checkRenames(t.applications, [...tp, 'applications'], 'application'));
   out.push(...checkUnique(t.applications.filter((a) => a.kind !== 'api'), (a) => a.clientId ?? a.name, [...tp, 'applications'], 'clientId', 'client id'));
   // An api's audience is the resource it stands for: two apis with one audience would be one resource.
   const apis = t.applications.map((a, i) => ({ a, i })).filter((x) => x.a.kind === 'api');
@@ -173,6 +159,26 @@ function routeScopePath(p: Problem, routes: ReadonlyArray<{ scopes: readonly str
   return p;
 }
 
+/** Declared renames (previousName): from a name nothing of the list has any more, and each only once. */
+function checkRenames(items: readonly { readonly name: string; readonly previousName?: string | undefined }[], listPath: Path, noun: string): Problem[] {
+  const out: Problem[] = [];
+  const current = new Set(items.map((x) => x.name));
+  const renamedFrom = new Map<string, number>();
+  items.forEach((x, i) => {
+    if (x.previousName === undefined) return;
+    const at = [...listPath, i, 'previousName'];
+    if (current.has(x.previousName)) {
+      out.push(problem('rename-clash', at, x.previousName === x.name
+        ? `previousName is the ${noun}'s own name: drop it, or give the old name`
+        : `${noun} '${x.previousName}' is still in the model: a rename leaves its old name behind`));
+    }
+    const first = renamedFrom.get(x.previousName);
+    if (first !== undefined) out.push(problem('duplicate-name', at, `'${x.previousName}' is already the previous name of another ${noun}`, { related: [...listPath, first, 'previousName'] }));
+    else renamedFrom.set(x.previousName, i);
+  });
+  return out;
+}
+
 export function checkModel(model: Model): Problem[] {
   const out: Problem[] = [];
   const { server } = model;
@@ -180,6 +186,7 @@ export function checkModel(model: Model): Problem[] {
     out.push(problem('insecure-url', ['server', 'scheme'], `scheme http is allowed only when baseDomain is localhost; '${server.baseDomain}' needs https`));
   }
   out.push(...checkUnique(model.tenants, (t) => t.name, ['tenants'], 'name', 'tenant'));
+  out.push(...checkRenames(model.tenants, ['tenants'], 'tenant'));
   model.tenants.forEach((t, i) => {
     if (RESERVED_TENANTS.includes(t.name)) out.push(problem('reserved-name', ['tenants', i, 'name'], `tenant name '${t.name}' is reserved for the server's own tenant, which issues admin tokens: choose another name`));
   });

@@ -190,6 +190,13 @@ export const AssignmentSpec = z.strictObject({
 export const TenantSpec = z.strictObject({
   /** The subdomain label: `<name>.<baseDomain>`. */
   name: dnsLabel,
+  /**
+   * The name the tenant had until now: a rename in place, not a new tenant and the deletion of the
+   * old one. Applications (client ids and secrets), users (passwords, TOTP), groups and assignments
+   * move; the issuer and host change, so sessions and tokens end and passkeys, bound to the old
+   * host, must be enrolled again. Remove it once every environment has applied the rename. Default: none.
+   */
+  previousName: dnsLabel.optional(),
   displayName,
   /** Custom scopes this tenant defines; `openid`, `profile`, `email` and `offline` are built in. */
   scopes: z.array(ScopeSpec).default([]),

@@ -231,6 +231,12 @@ describe('semantic problems', () => {
   it('refuses a previousName that is still in the model', () => {
     expect(check(tenant('', '      - name: shop\n        kind: api\n        audience: https://shop.acme.example\n        previousName: orders-api\n'))).toMatchInlineSnapshot(`"model.yaml:20:23  application 'orders-api' is still in the model: a rename leaves its old name behind  (at tenants[0].applications[1].previousName)"`);
   });
+  it('refuses a tenant previousName that is another tenant of the model, or given twice', () => {
+    expect(check('tenants:\n  - name: acme\n    displayName: Acme\n  - name: globex\n    displayName: Globex\n    previousName: acme\n  - name: initech\n    displayName: Initech\n    previousName: old\n  - name: umbrella\n    displayName: Umbrella\n    previousName: old\n')).toMatchInlineSnapshot(`
+      "model.yaml:6:19  tenant 'acme' is still in the model: a rename leaves its old name behind  (at tenants[1].previousName)
+      model.yaml:12:19  'old' is already the previous name of another tenant at model.yaml:9:19  (at tenants[3].previousName)"
+    `);
+  });
   it('refuses the reserved tenant name of the server itself', () => {
     expect(check('tenants:\n  - name: system\n    displayName: Mine now\n')).toMatchInlineSnapshot(`"model.yaml:2:11  tenant name 'system' is reserved for the server's own tenant, which issues admin tokens: choose another name  (at tenants[0].name)"`);
   });

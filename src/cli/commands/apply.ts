@@ -10,7 +10,7 @@ import { mapLimit } from '../../admin-client/index.ts';
 import { stepName } from '../../contract/index.ts';
 import { EXIT, type Command } from '../../command/io.ts';
 import {
-  AdminApiError, BATCH_CONCURRENCY, CREDENTIAL_HELP, batchRefusal, changesFrom, formatGuard, formatPlan, planJson, preparePlan, progressLine,
+  AdminApiError, BATCH_CONCURRENCY, CREDENTIAL_HELP, batchRefusal, changesFrom, formatGuard, formatPlan, planJson, preparePlan, progressLine, renameChanges,
 } from './plan.ts';
 
 const USAGE = 'usage: idforge apply <model file or directory>... (--data-dir <server data dir> | env IDFORGE_ADMIN_CLIENT_ID/SECRET) [--state <file>] [--json] [--allow-mass-delete] [--allow-delete-console]';
@@ -42,12 +42,14 @@ export const run: Command = async (argv, io) => {
   let result;
   try {
     // Only tenants whose dry run found something to do are sent; the server writes what differs.
-    const idle = (t: (typeof plan.tenants)[number]) => t.judged.results.every((r) => r.outcome === 'unchanged');
+    const idle = (t: (typeof plan.tenants)[number]) => t.renameFrom === undefined && t.judged.results.every((r) => r.outcome === 'unchanged');
     const toSend = plan.tenants.filter((t) => !idle(t)).length;
     const progress = progressLine(io, values.json, 'applying');
     let sent = 0;
     const applied = await mapLimit(plan.tenants, BATCH_CONCURRENCY, async (t) => {
       if (idle(t)) return { tenant: t.tenant, judged: t.judged };
+      // A declared rename first: the batch then judges the moved tenant under its new name.
+      if (t.renameFrom !== undefined) await client.call('renameTenant', { tenant: t.renameFrom }, { body: { to: t.tenant } });
       const r = await client.batch(t.tenant, t.batch);
       progress.update(++sent, toSend);
       if (r.refused) throw batchRefusal(t.tenant, t.batch, r.results);
@@ -61,7 +63,7 @@ export const run: Command = async (argv, io) => {
     for (const c of going) await client.removeRef(c.ref);
     progress.done();
     const { changes, unchanged } = changesFrom(applied, going.map((c) => ({ tenant: c.ref.tenant, before: { users: 0, assignments: 0 } })));
-    result = { ...plan, changes, unchanged };
+    result = { ...plan, changes: [...renameChanges(plan.tenants), ...changes], unchanged };
   } catch (err) {
     if (!(err instanceof AdminApiError)) throw err;
     if (values.json) io.stdout(`${JSON.stringify({ ok: false, applied: false, error: err.message }, null, 2)}\n`);

@@ -100,6 +100,8 @@ export interface PlanOptions {
   readonly unmanaged?: ReadonlyMap<string, UnmanagedPolicy>;
   /** Called as each tenant's dry run is answered. */
   readonly progress?: (done: number, total: number) => void;
+  /** Tenant renames the model declares (previousName): new name → previous name. */
+  readonly renames?: ReadonlyMap<string, string>;
 }
 
 /** One tenant of the model: the batch that makes the server match it, and the server's dry-run judgement of it. */
@@ -109,6 +111,13 @@ export interface TenantPlan {
   readonly batch: TenantBatchBody;
   /** The dry run, as sent (owner-only updates included: apply sends the tenant for them). */
   readonly judged: TenantBatchResult;
+  /** The tenant's name on the server until apply renames it (a previousName not yet applied). */
+  readonly renameFrom?: string;
+}
+
+/** A pending tenant rename as the plan lists it: an update of the tenant, first of all changes. */
+export function renameChanges(tenants: readonly Pick<TenantPlan, 'tenant' | 'renameFrom'>[]): PlannedChange[] {
+  return tenants.flatMap((t) => (t.renameFrom === undefined ? [] : [change('update', tenantRef(t.tenant), [`renamed from '${t.renameFrom}'`])]));
 }
 
 /** A batch entry's result as the object it names. */
@@ -170,18 +179,27 @@ export async function planAgainst(
     [tenant, { ...batch, prune: applyPrune(policy(tenant), allowDeleteConsole), report: 'changes' }]);
   const inModel = new Set(batches.map(([t]) => t));
   let judgedTenants = 0;
-  const going = ((await client.listAll('listTenants', {})) ?? []).filter((t) => !inModel.has(t.name) && t.managedBy === MANAGED_BY).map((t) => t.name);
+  const onServer = (await client.listAll('listTenants', {})) ?? [];
+  const names = new Set(onServer.map((t) => t.name));
+  // A declared rename is pending while the server has the old name and not the new one: the old
+  // tenant is judged (its contents are what moves), and it is not a tenant to delete.
+  const renameFrom = new Map([...(options.renames ?? [])].filter(([to, from]) => inModel.has(to) && names.has(from) && !names.has(to)));
+  const renamed = new Set(renameFrom.values());
+  const going = onServer.filter((t) => !inModel.has(t.name) && !renamed.has(t.name) && t.managedBy === MANAGED_BY).map((t) => t.name);
   const tenants = await mapLimit(batches, BATCH_CONCURRENCY, async ([tenant, batch]): Promise<TenantPlan> => {
-    const judged = await client.batch(tenant, { ...batch, prune: planPrune(policy(tenant)) }, { dryRun: true });
+    const from = renameFrom.get(tenant);
+    const judged = await client.batch(from ?? tenant, { ...batch, prune: planPrune(policy(tenant)) }, { dryRun: true });
     if (judged.refused) throw batchRefusal(tenant, batch, judged.results);
     options.progress?.(++judgedTenants, batches.length);
-    return { tenant, batch, judged };
+    return { tenant, batch, judged, ...(from === undefined ? {} : { renameFrom: from }) };
   });
   const shown = tenants.map((t) => ({ tenant: t.tenant, ...outsideGitOf(t.tenant, t.judged, policy(t.tenant), allowDeleteConsole, refOfResult) }));
   // What a deleted tenant holds goes with it; the guard counts it. An empty batch's dry run says how much.
   const goingCounts = await mapLimit(going, BATCH_CONCURRENCY, async (tenant) => (await client.batch(tenant, {}, { dryRun: true })).before);
 
-  const { changes, unchanged, guard } = changesFrom(shown, going.map((tenant, i) => ({ tenant, before: goingCounts[i]! })));
+  const judgedChanges = changesFrom(shown, going.map((tenant, i) => ({ tenant, before: goingCounts[i]! })));
+  const { unchanged, guard } = judgedChanges;
+  const changes = [...renameChanges(tenants), ...judgedChanges.changes];
   // Apply sends a tenant when its dry run, as sent, has anything to do.
   const sent = tenants.map((t) => ({ ...t, judged: { ...t.judged, results: t.judged.results.filter((r) => appliedDeletion(r, policy(t.tenant), allowDeleteConsole)) } }));
   return { server: await client.server(), changes, unchanged, guard, outsideGit: shown.flatMap((t) => t.listed), tenants: sent };
@@ -313,6 +331,7 @@ export async function preparePlan(
     const plan = await planAgainst(client, steps, {
       allowDeleteConsole: values['allow-delete-console'] === true,
       unmanaged: new Map(model.tenants.map((t) => [t.name, t.unmanaged])),
+      renames: new Map(model.tenants.flatMap((t) => (t.previousName === undefined ? [] : [[t.name, t.previousName] as const]))),
       progress: progress.update,
     });
     progress.done();
