@@ -15,7 +15,7 @@ import { spaArtifacts } from './spa.ts';
 import { webArtifacts } from './web.ts';
 
 export { compilePlan, tenantSteps } from './plan.ts';
-export { requiredSecrets, appKey, type Resolved, type ResolvedSecrets, type ResolvedPasswords, type SecretNeed, type SecretKind } from './secrets.ts';
+export { requiredSecrets, previousAppKeys, appKey, type Resolved, type ResolvedSecrets, type ResolvedPasswords, type SecretNeed, type SecretKind } from './secrets.ts';
 export { ARTIFACT_SCHEMAS, SpaConfig, ApiConfig, GrantConfig, PlanSchema } from './artifact-schemas.ts';
 export { OAUTH2_PROXY_VERSION, OAUTH2_PROXY_IMAGE } from './proxy.ts';
 export { stableJson } from './_serialize.ts';

@@ -31,14 +31,22 @@ export function appKey(tenant: string, app: string): string {
 }
 
 /** The secrets each application's kind keeps (KINDS[kind].secrets; sizes in SECRET_BYTES). */
+type Renamable = { readonly name: string; readonly previousName?: string | undefined };
+
+/** The `<tenant>/<application>` keys an application had before the renames the model declares (previousName), newest first. */
+export function previousAppKeys(tenant: Renamable, app: Renamable): string[] {
+  const tenants = [tenant.name, ...(tenant.previousName === undefined ? [] : [tenant.previousName])];
+  const apps = [app.name, ...(app.previousName === undefined ? [] : [app.previousName])];
+  const key = appKey(tenant.name, app.name);
+  return tenants.flatMap((tn) => apps.map((an) => appKey(tn, an))).filter((k) => k !== key);
+}
+
 export function requiredSecrets(model: Model): SecretNeed[] {
   const needs: SecretNeed[] = [];
   for (const t of model.tenants) {
     for (const a of t.applications) {
       const key = appKey(t.name, a.name);
-      const tenants = [t.name, ...(t.previousName === undefined ? [] : [t.previousName])];
-      const apps = [a.name, ...(a.previousName === undefined ? [] : [a.previousName])];
-      const previousKeys = tenants.flatMap((tn) => apps.map((an) => appKey(tn, an))).filter((k) => k !== key);
+      const previousKeys = previousAppKeys(t, a);
       for (const kind of KINDS[a.kind].secrets) needs.push({ key, kind, previousKeys });
     }
   }

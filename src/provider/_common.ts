@@ -150,6 +150,15 @@ export function pickKeys<T>(shape: Record<string, unknown>, live: Record<string,
 }
 
 /** The top-level inputs among `keys` whose values differ: what `diff` reports as replacements. */
+/**
+ * A resource of a tenant is replaced when its tenant changes, unless the tenant was renamed as the
+ * model declares (`previousTenant`): then the server moved it with the tenant, and it is updated.
+ */
+export function tenantReplaces(olds: { readonly tenant: string }, news: { readonly tenant: string; readonly previousTenant?: string | undefined }): string[] {
+  if (isUnknown(news.tenant) || olds.tenant === news.tenant || (news.previousTenant !== undefined && olds.tenant === news.previousTenant)) return [];
+  return ['tenant'];
+}
+
 export function changedKeys(keys: readonly string[], olds: Record<string, unknown>, news: Record<string, unknown>): string[] {
   return keys.filter((k) => !isUnknown(news[k]) && !jsonEqual(olds[k], news[k]));
 }

@@ -24,7 +24,7 @@ import {
   type ApplicationKind,
 } from '../contract/index.ts';
 import type { AdminConnection } from '../admin-client/index.ts';
-import { AdminConnectionSchema, AdoptSchema, changedKeys, checkWith, defined, isUnknown, jsonEqual, pickKeys } from './_common.ts';
+import { AdminConnectionSchema, AdoptSchema, changedKeys, checkWith, defined, isUnknown, jsonEqual, pickKeys, tenantReplaces } from './_common.ts';
 import { _DynamicResource } from './_load.ts';
 
 /** The body without `clientSecret`: the provider owns the secret. */
@@ -33,6 +33,8 @@ export type ApplicationSpecBody = ApplicationBody extends infer B ? (B extends u
 export interface ApplicationArgs {
   readonly connection: pulumi.Input<AdminConnection>;
   readonly tenant: pulumi.Input<string>;
+  /** The tenant's previous name when the model renames it (previousName): a move, not a replacement. */
+  readonly previousTenant?: pulumi.Input<string>;
   readonly name: pulumi.Input<string>;
   readonly body: pulumi.Input<ApplicationSpecBody>;
   /** Confidential clients: the secret to register (pass a secret). Default: made at create. */
@@ -54,6 +56,7 @@ export interface ApplicationArgs {
 export interface ApplicationInputs {
   readonly connection: AdminConnection;
   readonly tenant: string;
+  readonly previousTenant?: string;
   readonly name: string;
   readonly body: ApplicationSpecBody;
   readonly clientSecret?: string;
@@ -78,6 +81,7 @@ const SpecBody = z
 const ApplicationInputsSchema = z.strictObject({
   connection: AdminConnectionSchema,
   tenant: TenantName,
+  previousTenant: TenantName.optional(),
   name: ApplicationName,
   body: SpecBody,
   clientSecret: z.string().min(32).max(256).optional(),
@@ -106,8 +110,10 @@ async function holderOf(inputs: ApplicationInputs, fresh: boolean): Promise<{ na
   return { name: holder.name, ours };
 }
 
-/** The tenant identifies the registration; a new name is a rename in place (a declared previousName aliases the resource). */
-const IMMUTABLE = ['tenant'] as const;
+/**
+ * The tenant identifies the registration (a declared tenant rename moves it: tenantReplaces); a new
+ * name is a rename in place (a declared previousName aliases the resource).
+ */
 const IMMUTABLE_BODY = ['kind', 'clientId'] as const;
 
 function shapeOf(kind: string): Record<string, unknown> {
@@ -153,7 +159,7 @@ export const applicationProvider: Required<
     return { inputs: checked.inputs, failures: [{ property: `body.${field}`, reason: `${field} ${JSON.stringify(value)} is already used by application '${holder.name}' on the server, which this stack does not manage` }] };
   },
   async diff(_id, olds, news) {
-    const replaces: string[] = changedKeys(IMMUTABLE, { ...olds }, { ...news });
+    const replaces: string[] = tenantReplaces(olds, news);
     for (const k of IMMUTABLE_BODY) {
       const o = (olds.body as Record<string, unknown>)[k];
       const n = isUnknown(news.body) ? undefined : (news.body as Record<string, unknown>)[k];
@@ -164,7 +170,7 @@ export const applicationProvider: Required<
     // One name, one object on the server: a replacement (a new kind or client id, or `up --replace`)
     // must delete the old registration first, or deleting it after the create would delete the new one.
     return {
-      changes: replaces.length > 0 || newSecret || olds.name !== news.name || !jsonEqual(olds.body, news.body),
+      changes: replaces.length > 0 || newSecret || olds.tenant !== news.tenant || olds.name !== news.name || !jsonEqual(olds.body, news.body),
       replaces,
       deleteBeforeReplace: true,
     };

@@ -51,8 +51,8 @@ export function refusal(olds: DeleteGuardInputs, news: DeleteGuardInputs): strin
   if (found.length === 0) return undefined;
   return `${found.map(formatMassDeletion).join('\n')}\n` +
     'If that is intended, allow it for one run: `pulumi config set idforge:allowDelete true`, `pulumi up`, ' +
-    '`pulumi config rm idforge:allowDelete`. A renamed application keeps its client, secret and assignments when the model says so ' +
-    '(`previousName`); a renamed tenant is a new tenant (a new issuer and host), so its users and applications are made again.';
+    '`pulumi config rm idforge:allowDelete`. A renamed tenant or application is moved, keeping what it holds, when the model ' +
+    'says so (`previousName`).';
 }
 
 /**

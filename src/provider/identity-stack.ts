@@ -13,7 +13,7 @@
 import * as pulumi from '@pulumi/pulumi';
 import { SECRET_BYTES, normalize, type Inventory, type PutStep, type TenantBody, type UserBody } from '../contract/index.ts';
 import type { Model } from '../schema/model.ts';
-import { compileClientArtifacts, requiredSecrets, tenantSteps, type Resolved } from '../generators/index.ts';
+import { compileClientArtifacts, previousAppKeys, requiredSecrets, tenantSteps, type Resolved } from '../generators/index.ts';
 import type { AdminConnection } from '../admin-client/index.ts';
 import { Application, type ApplicationSpecBody } from './application.ts';
 import { AuthServer, type LocalServerArgs } from './auth-server.ts';
@@ -116,7 +116,8 @@ export class IdentityStack extends pulumi.ComponentResource {
     // First of all, the delete guard: every other resource depends on it, so a change that would
     // delete too much fails the preview (and the up) before anything is touched.
     const renamedApps = Object.fromEntries(model.tenants.map((t) => [t.name, Object.fromEntries(t.applications.flatMap((a) => (a.previousName === undefined ? [] : [[a.name, a.previousName]])))]));
-    const guard = new DeleteGuard('delete-guard', { inventory: inventoryOf(specs), renamedApps, allow: args.allowDelete ?? false }, { parent: this });
+    const previousTenant = new Map(model.tenants.flatMap((t) => (t.previousName === undefined ? [] : [[t.name, t.previousName] as const])));
+    const guard = new DeleteGuard('delete-guard', { inventory: inventoryOf(specs), renamed: Object.fromEntries(previousTenant), renamedApps, allow: args.allowDelete ?? false }, { parent: this });
     const child = { parent: this, dependsOn: [guard] };
     const adopt = args.adopt ? { adopt: true } : {};
 
@@ -138,21 +139,27 @@ export class IdentityStack extends pulumi.ComponentResource {
 
     const secrets: Record<string, Record<string, pulumi.Output<string>>> = {};
     const secretOf = (key: string): Record<string, pulumi.Output<string>> => (secrets[key] ??= {});
-    // Declared renames (previousName): the renamed application's resources answer to their old names too.
-    const previousOf = new Map<string, string>(model.tenants.flatMap((t) => t.applications.flatMap((a) => (a.previousName === undefined ? [] : [[`${t.name}/${a.name}`, `${t.name}/${a.previousName}`] as [string, string]]))));
-    const aliased = (key: string, suffix = ''): pulumi.CustomResourceOptions => {
-      const was = previousOf.get(key);
-      return was === undefined ? {} : { aliases: [{ name: `${was}${suffix}` }] };
-    };
+    // Declared renames (previousName) of tenants and applications: their resources answer to their
+    // old names too, so the engine updates them instead of creating new ones and deleting the old.
+    const aliasesOf = (previousKeys: readonly string[], suffix = ''): pulumi.CustomResourceOptions =>
+      previousKeys.length === 0 ? {} : { aliases: previousKeys.map((k) => ({ name: `${k}${suffix}` })) };
     for (const need of requiredSecrets(model)) {
-      secretOf(need.key)[need.kind] = new StableSecret(`${need.key}/${need.kind}`, { bytes: SECRET_BYTES[need.kind] }, { ...child, ...aliased(need.key, `/${need.kind}`) }).value;
+      secretOf(need.key)[need.kind] = new StableSecret(`${need.key}/${need.kind}`, { bytes: SECRET_BYTES[need.kind] }, { ...child, ...aliasesOf(need.previousKeys, `/${need.kind}`) }).value;
     }
 
     const provisioned: pulumi.Resource[] = [];
     for (const spec of specs) {
       const t = spec.tenant;
       const policy = model.tenants.find((x) => x.name === t)?.unmanaged ?? 'remove';
-      const tenant = new Tenant(t, { connection, name: t, body: spec.body, applications: spec.applications.map((a) => a.name).sort(), unmanaged: policy, ...adopt }, child);
+      const was = previousTenant.get(t);
+      const modelTenant = model.tenants.find((x) => x.name === t)!;
+      const modelApp = (name: string) => modelTenant.applications.find((x) => x.name === name)!;
+      const moved = was === undefined ? {} : { previousTenant: was };
+      const tenant = new Tenant(
+        t,
+        { connection, name: t, ...(was === undefined ? {} : { previousName: was }), body: spec.body, applications: spec.applications.map((a) => a.name).sort(), unmanaged: policy, ...adopt },
+        { ...child, ...aliasesOf(was === undefined ? [] : [was]) },
+      );
       provisioned.push(tenant);
       const inTenant = { parent: this, dependsOn: [guard, tenant] };
       // APIs first (the plan lists them first): clients name them as their audience, and the server
@@ -163,8 +170,8 @@ export class IdentityStack extends pulumi.ComponentResource {
         const needsApis = a.body.kind !== 'api' && 'audience' in a.body && a.body.audience.length > 0;
         const app = new Application(
           `${t}/${a.name}`,
-          { connection, tenant: t, name: a.name, body: a.body, siblings: spec.applications.map((x) => x.name).sort(), ...(clientSecret ? { clientSecret } : {}), ...adopt },
-          { ...(needsApis ? { parent: this, dependsOn: [guard, tenant, ...apis] } : inTenant), ...aliased(`${t}/${a.name}`) },
+          { connection, tenant: t, ...moved, name: a.name, body: a.body, siblings: spec.applications.map((x) => x.name).sort(), ...(clientSecret ? { clientSecret } : {}), ...adopt },
+          { ...(needsApis ? { parent: this, dependsOn: [guard, tenant, ...apis] } : inTenant), ...aliasesOf(previousAppKeys(modelTenant, modelApp(a.name))) },
         );
         if (a.body.kind === 'api') apis.push(app);
         return app;
@@ -182,21 +189,22 @@ export class IdentityStack extends pulumi.ComponentResource {
         {
           connection,
           tenant: t,
+          ...moved,
           users: spec.users,
           ...(Object.keys(passwords).length > 0 ? { initialPasswords: pulumi.secret(passwords) } : {}),
           ...(Object.keys(missingPasswords).length > 0 ? { missingPasswords } : {}),
           unmanaged: policy,
           ...adopt,
         },
-        inTenant,
+        { ...inTenant, ...aliasesOf(was === undefined ? [] : [`${was}/users`]) },
       );
       const assignments = new TenantAssignments(
         `${t}/assignments`,
         {
-          connection, tenant: t, assignments: spec.assignments, stack, unmanaged: policy,
+          connection, tenant: t, ...moved, assignments: spec.assignments, stack, unmanaged: policy,
           applications: spec.applications.filter((a) => a.body.kind !== 'api').map((a) => a.name).sort(), ...adopt,
         },
-        { parent: this, dependsOn: [guard, tenant, users, ...apps] },
+        { parent: this, dependsOn: [guard, tenant, users, ...apps], ...aliasesOf(was === undefined ? [] : [`${was}/assignments`]) },
       );
       provisioned.push(...apps, users, assignments);
     }

@@ -10,12 +10,14 @@ import * as pulumi from '@pulumi/pulumi';
 import { z } from 'zod';
 import { ApplicationName, MANAGED_BY, TenantName, UNMANAGED_POLICIES, UserId, type UnmanagedPolicy } from '../contract/index.ts';
 import type { AdminConnection } from '../admin-client/index.ts';
-import { AdminConnectionSchema, AdoptSchema, changedKeys, checkWith, jsonEqual } from './_common.ts';
+import { AdminConnectionSchema, AdoptSchema, checkWith, jsonEqual, tenantReplaces } from './_common.ts';
 import { _DynamicResource } from './_load.ts';
 
 export interface TenantAssignmentsArgs {
   readonly connection: pulumi.Input<AdminConnection>;
   readonly tenant: pulumi.Input<string>;
+  /** The tenant's previous name when the model renames it (previousName): a move, not a replacement. */
+  readonly previousTenant?: pulumi.Input<string>;
   /** Application name → ids of the users assigned to it. */
   readonly assignments: pulumi.Input<Record<string, pulumi.Input<readonly string[]>>>;
   /** Take over assignments that already exist on the server instead of refusing (see AdoptSchema). */
@@ -31,6 +33,7 @@ export interface TenantAssignmentsArgs {
 export interface TenantAssignmentsInputs {
   readonly connection: AdminConnection;
   readonly tenant: string;
+  readonly previousTenant?: string;
   readonly assignments: Record<string, string[]>;
   readonly adopt?: boolean;
   readonly stack?: string;
@@ -44,6 +47,7 @@ export type TenantAssignmentsOutputs = TenantAssignmentsInputs;
 const TenantAssignmentsInputsSchema = z.strictObject({
   connection: AdminConnectionSchema,
   tenant: TenantName,
+  previousTenant: TenantName.optional(),
   assignments: z.record(
     ApplicationName,
     // Sorted and unique, so reordering the model is no change.
@@ -121,11 +125,11 @@ export const tenantAssignmentsProvider: Required<
     );
   },
   async diff(_id, olds, news) {
-    const replaces = changedKeys(['tenant'], { ...olds }, { ...news });
+    const replaces = tenantReplaces(olds, news);
     // What refresh looks for is part of the resource: a new policy or application list takes effect through an update.
     const drift = !jsonEqual(olds.strangers ?? [], news.strangers ?? []) || (olds.unmanaged ?? 'remove') !== (news.unmanaged ?? 'remove') ||
       !jsonEqual(olds.applications ?? [], news.applications ?? []);
-    return { changes: replaces.length > 0 || !jsonEqual(olds.assignments, news.assignments) || drift, replaces };
+    return { changes: replaces.length > 0 || olds.tenant !== news.tenant || !jsonEqual(olds.assignments, news.assignments) || drift, replaces };
   },
   async create(inputs) {
     if (!inputs.adopt) {

@@ -16,7 +16,7 @@ import * as pulumi from '@pulumi/pulumi';
 import { z } from 'zod';
 import { TenantName, UNMANAGED_POLICIES, UserBody, UserId, type UnmanagedPolicy } from '../contract/index.ts';
 import type { AdminConnection } from '../admin-client/index.ts';
-import { AdminConnectionSchema, AdoptSchema, changedKeys, checkWith, jsonEqual, pickKeys } from './_common.ts';
+import { AdminConnectionSchema, AdoptSchema, checkWith, jsonEqual, pickKeys, tenantReplaces } from './_common.ts';
 import { _DynamicResource } from './_load.ts';
 
 export type UserSpecBody = Omit<UserBody, 'initialPassword'>;
@@ -24,6 +24,8 @@ export type UserSpecBody = Omit<UserBody, 'initialPassword'>;
 export interface TenantUsersArgs {
   readonly connection: pulumi.Input<AdminConnection>;
   readonly tenant: pulumi.Input<string>;
+  /** The tenant's previous name when the model renames it (previousName): a move, not a replacement. */
+  readonly previousTenant?: pulumi.Input<string>;
   /** Desired users by id. */
   readonly users: pulumi.Input<Record<string, pulumi.Input<UserSpecBody>>>;
   /** Initial passwords by user id; pass as a secret. */
@@ -46,6 +48,7 @@ export interface TenantUsersArgs {
 export interface TenantUsersInputs {
   readonly connection: AdminConnection;
   readonly tenant: string;
+  readonly previousTenant?: string;
   readonly users: Record<string, UserSpecBody>;
   readonly initialPasswords?: Record<string, string>;
   readonly missingPasswords?: Record<string, string>;
@@ -62,6 +65,7 @@ export type TenantUsersOutputs = TenantUsersInputs;
 const TenantUsersInputsSchema = z.strictObject({
   connection: AdminConnectionSchema,
   tenant: TenantName,
+  previousTenant: TenantName.optional(),
   users: z.record(UserId, UserBody.omit({ initialPassword: true })),
   initialPasswords: z.record(z.string(), z.string().min(8).max(1024)).optional(),
   missingPasswords: z.record(z.string(), z.string()).optional(),
@@ -134,10 +138,10 @@ export const tenantUsersProvider: Required<
     return missing.length + owned.length > 0 ? { inputs: checked.inputs, failures: [...missing, ...owned] } : checked;
   },
   async diff(_id, olds, news) {
-    const replaces = changedKeys(['tenant'], { ...olds }, { ...news });
+    const replaces = tenantReplaces(olds, news);
     // What refresh looks for is part of the resource: a new policy takes effect through an update.
     const drift = !jsonEqual(olds.strangers ?? [], news.strangers ?? []) || (olds.unmanaged ?? 'remove') !== (news.unmanaged ?? 'remove');
-    return { changes: replaces.length > 0 || !jsonEqual(olds.users, news.users) || drift, replaces };
+    return { changes: replaces.length > 0 || olds.tenant !== news.tenant || !jsonEqual(olds.users, news.users) || drift, replaces };
   },
   async create(inputs) {
     if (!inputs.adopt) {

@@ -1,6 +1,8 @@
 /**
- * Tenant: one `PUT /admin/v1/tenants/{name}` object. The name is the subdomain, so it cannot
- * change in place: a new name is a new tenant (replace).
+ * Tenant: one `PUT /admin/v1/tenants/{name}` object. The name is the subdomain: a new name is a new
+ * tenant (replace), unless the model declares the rename (`previousName`): then the server moves the
+ * tenant with everything in it (POST /tenants/{name}/rename) and the resource is updated in place.
+ * The resource's id stays the name it was created with; the name in its state is the live one.
  */
 import * as pulumi from '@pulumi/pulumi';
 import { z } from 'zod';
@@ -12,8 +14,10 @@ import { _DynamicResource } from './_load.ts';
 export interface TenantArgs {
   /** How to reach the admin API; pass the AuthServer's `connection` (a secret). */
   readonly connection: pulumi.Input<AdminConnection>;
-  /** Subdomain label; immutable. */
+  /** Subdomain label; changes only through a declared rename (previousName). */
   readonly name: pulumi.Input<string>;
+  /** The name the tenant had until now, when the model renames it. */
+  readonly previousName?: pulumi.Input<string>;
   /** The desired state, exactly the body `idforge apply` sends. */
   readonly body: pulumi.Input<TenantBody>;
   /** Take over a tenant that already exists on the server instead of refusing (see AdoptSchema). */
@@ -27,6 +31,7 @@ export interface TenantArgs {
 export interface TenantInputs {
   readonly connection: AdminConnection;
   readonly name: string;
+  readonly previousName?: string;
   readonly body: TenantBody;
   readonly adopt?: boolean;
   readonly applications?: string[];
@@ -39,6 +44,7 @@ export type TenantOutputs = TenantInputs;
 const TenantInputsSchema = z.strictObject({
   connection: AdminConnectionSchema,
   name: TenantName,
+  previousName: TenantName.optional(),
   body: TenantBody,
   adopt: AdoptSchema,
   applications: z.array(z.string()).default([]),
@@ -46,21 +52,22 @@ const TenantInputsSchema = z.strictObject({
   strangers: z.array(z.string()).default([]),
 });
 
-/** Inputs that name the remote object: changing one means a different tenant. */
-const IMMUTABLE = ['name'] as const;
+/** The tenant's name on the server: the state's (a declared rename changes it), else the id it was created with. */
+const liveName = (id: string, props: Partial<TenantOutputs>): string => props.name ?? id;
 
 async function readTenant(id: string, old: TenantOutputs): Promise<pulumi.dynamic.ReadResult<TenantOutputs>> {
   const { AdminClient } = await import('../admin-client/index.ts');
   const { removableDrift } = await import('../contract/index.ts');
   const client = new AdminClient(old.connection);
-  const live = await client.find('getTenant', { tenant: id });
+  const name = liveName(id, old);
+  const live = await client.find('getTenant', { tenant: name });
   if (live === undefined) return { id: '' }; // gone: refresh drops it, the next up recreates it
   const body = { ...old.body, ...pickKeys<TenantBody>(TenantBody.shape, live as Record<string, unknown>) };
   const declared = new Set(old.applications ?? []);
   const strangers = old.unmanaged === 'keep' || old.applications === undefined
     ? []
-    : ((await client.listAll('listApplications', { tenant: id })) ?? []).filter((a) => !declared.has(a.name) && removableDrift(a.managedBy)).map((a) => a.name).sort();
-  const now: TenantOutputs = { ...old, name: id, body, strangers };
+    : ((await client.listAll('listApplications', { tenant: name })) ?? []).filter((a) => !declared.has(a.name) && removableDrift(a.managedBy)).map((a) => a.name).sort();
+  const now: TenantOutputs = { ...old, name, body, strangers };
   // Return the inputs too, so the next diff compares the model with what is live (pulumi#13679).
   return { id, props: now, inputs: now };
 }
@@ -74,10 +81,12 @@ export const tenantProvider: Required<Omit<pulumi.dynamic.ResourceProvider<Tenan
     return checkWith(TenantInputsSchema, news as unknown as Record<string, unknown>);
   },
   async diff(_id, olds, news) {
-    const replaces = changedKeys(IMMUTABLE, { ...olds }, { ...news });
+    // A new name is a new tenant, unless it is the rename the model declares.
+    const renamed = news.previousName !== undefined && olds.name === news.previousName;
+    const replaces = renamed ? [] : changedKeys(['name'], { ...olds }, { ...news });
     // The connection is how we reach the server, not part of the tenant: a new token or port is no change.
     // What refresh looks for (the declared applications, the policy) is part of the resource too.
-    const changes = replaces.length > 0 || !jsonEqual(olds.body, news.body) || !jsonEqual(olds.strangers ?? [], news.strangers ?? []) ||
+    const changes = replaces.length > 0 || olds.name !== news.name || !jsonEqual(olds.body, news.body) || !jsonEqual(olds.strangers ?? [], news.strangers ?? []) ||
       (olds.unmanaged ?? 'remove') !== (news.unmanaged ?? 'remove') || !jsonEqual(olds.applications ?? [], news.applications ?? []);
     return { changes, replaces };
   },
@@ -97,6 +106,10 @@ export const tenantProvider: Required<Omit<pulumi.dynamic.ResourceProvider<Tenan
   async update(_id, olds, news) {
     const { AdminClient } = await import('../admin-client/index.ts');
     const client = new AdminClient(news.connection);
+    // A declared rename (diff let it through): moved on the server, unless a run cut short did it already.
+    if (olds.name !== news.name && (await client.find('getTenant', { tenant: news.name })) === undefined) {
+      await client.call('renameTenant', { tenant: olds.name }, { body: { to: news.name } });
+    }
     await client.call('putTenant', { tenant: news.name }, { body: news.body });
     // Applications nobody declared (found by refresh) go under the `remove` policy: clients before
     // the apis they may name in their audience.
@@ -112,7 +125,7 @@ export const tenantProvider: Required<Omit<pulumi.dynamic.ResourceProvider<Tenan
   },
   async delete(id, props) {
     const { AdminClient } = await import('../admin-client/index.ts');
-    await new AdminClient((props as TenantOutputs).connection).remove('deleteTenant', { tenant: id });
+    await new AdminClient((props as TenantOutputs).connection).remove('deleteTenant', { tenant: liveName(id, props as TenantOutputs) });
   },
 };
 

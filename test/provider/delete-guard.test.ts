@@ -119,4 +119,27 @@ describe('the delete guard refuses mass deletions in preview', { timeout: 300_00
     await p.up(PASSWORDS);
     expect(await p.previewSteps(PASSWORDS)).toEqual([]);
   });
+
+  it('a tenant rename declared with previousName passes the guard and moves the tenant in place: updates only, nothing lost', async () => {
+    const users = (await admin.listAll('listUsers', { tenant: 'acme' }))!.map((u) => u.id).sort();
+    const portal = await admin.find('getApplication', { tenant: 'acme', application: 'portal' });
+    await editModel((doc) => {
+      doc.setIn(['tenants', 0, 'name'], 'acmecorp');
+      doc.setIn(['tenants', 0, 'previousName'], 'acme');
+    });
+    const steps = await p.previewSteps(PASSWORDS);
+    const ops = new Set(steps.filter((s) => !s.urn.includes('ClientConfigs') && !s.urn.includes('AuthServer')).map((s) => s.op));
+    expect([...ops]).toEqual(['update']);
+    expect(steps.filter((s) => s.urn.includes('idforge:Tenant::')).map((s) => urnName(s.urn))).toEqual(['acmecorp']);
+
+    await p.up(PASSWORDS);
+    expect(await admin.find('getTenant', { tenant: 'acme' })).toBeUndefined();
+    expect((await admin.listAll('listUsers', { tenant: 'acmecorp' }))!.map((u) => u.id).sort()).toEqual(users);
+    // The same registration, client id and creation time: moved, not made again.
+    expect(await admin.find('getApplication', { tenant: 'acmecorp', application: 'portal' })).toMatchObject({ clientId: portal!.clientId, createdAt: portal!.createdAt });
+    expect(await p.previewSteps(PASSWORDS)).toEqual([]);
+    // Once applied, the previousName may go: no change.
+    await editModel((doc) => doc.deleteIn(['tenants', 0, 'previousName']));
+    expect(await p.previewSteps(PASSWORDS)).toEqual([]);
+  });
 });
