@@ -122,7 +122,7 @@ describe('the delete guard refuses mass deletions in preview', { timeout: 300_00
 
   it('a tenant rename declared with previousName passes the guard and moves the tenant in place: updates only, nothing lost', async () => {
     const users = (await admin.listAll('listUsers', { tenant: 'acme' }))!.map((u) => u.id).sort();
-    const portal = await admin.find('getApplication', { tenant: 'acme', application: 'portal' });
+    const portal = (await admin.find('getApplication', { tenant: 'acme', application: 'portal' })) as { clientId: string; createdAt: string } | undefined;
     await editModel((doc) => {
       doc.setIn(['tenants', 0, 'name'], 'acmecorp');
       doc.setIn(['tenants', 0, 'previousName'], 'acme');

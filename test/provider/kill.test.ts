@@ -12,7 +12,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isOurProcess, PID_FILE } from '../../src/provider/_local-server.ts';
-import { census, killModel, killModelCensus, runAndKill, seeded } from '../support/kill.ts';
+import { census, killModel, killModelCensus, progress, runAndKill, seeded } from '../support/kill.ts';
 import { freePort } from '../support/processes.ts';
 import { PulumiProject, REPO } from './_pulumi.ts';
 
@@ -47,9 +47,11 @@ describe('pulumi up killed with SIGKILL at random points, checkpoints on', { tim
     const kills: string[] = [];
     const total = Object.values(killModelCensus(TENANTS, USERS)).reduce((a, b) => a + b, 0) - TENANTS;
     for (let i = 0; i < 3; i++) {
-      // Each kill in its own third of the work (objects on the server), later than the one before.
-      const atObjects = Math.floor(total * (i + random()) / 3.3);
-      const delayMs = Math.floor(random() * 1000);
+      // Each kill in its own sixth of the work (objects on the server), later than the one before and
+      // within the first half: what the delay lets a run do after the mark never finishes the work,
+      // so every run is killed.
+      const atObjects = Math.max(progress(dataDir) + 1, Math.floor(total * (i + random()) / 6));
+      const delayMs = Math.floor(random() * 250);
       const r = await runAndKill('pulumi', ['up', '--yes', '--skip-preview', '--non-interactive'], { cwd: p.dir, env, dataDir, atObjects, delayMs });
       kills.push(r.killed ? `killed at ${r.objectsAtKill}/${total} objects + ${delayMs} ms` : `ended first (${r.code})`);
       expect(r.killed, `${kills.join('; ')}\n${r.output}`).toBe(true);
