@@ -86,6 +86,19 @@ describe('objects made by hand in a managed tenant', () => {
     expect((await idforge(['plan', 'acme.yaml'])).stdout).toContain('No changes: the server matches the model');
   });
 
+  it('a scope added to the tenant by hand is drift in the tenant itself: planned as a change, and apply takes it out', async () => {
+    const live = (await admin.typed.call('getTenant', { tenant: 'acme' }, {})) as unknown as Record<string, unknown> & { scopes: { name: string }[] };
+    const { name: _n, createdAt: _c, updatedAt: _u, ...body } = live;
+    await admin.typed.call('putTenant', { tenant: 'acme' }, { body: { ...body, scopes: [...live.scopes, { name: 'payroll' }] } as never });
+    const plan = await idforge(['plan', 'acme.yaml']);
+    expect(plan.code, plan.stderr).toBe(0);
+    expect(plan.stdout).toMatch(/~ tenant acme \(.*scopes.*\)/);
+    expect((await idforge(['apply', 'acme.yaml'])).code).toBe(0);
+    const after = (await admin.typed.call('getTenant', { tenant: 'acme' }, {})) as unknown as { scopes: { name: string }[] };
+    expect(after.scopes.map((x) => x.name)).not.toContain('payroll');
+    expect((await idforge(['plan', 'acme.yaml'])).stdout).toContain('No changes: the server matches the model');
+  });
+
   it('what the console made is never drift: kept and listed as the console\'s', async () => {
     await admin.typed.call('putUser', { tenant: 'acme', userId: 'u-temp' }, { body: { email: 'temp@acme.example', managedBy: 'console' } });
     const plan = await idforge(['plan', 'acme.yaml']);
