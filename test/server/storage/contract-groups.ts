@@ -8,10 +8,10 @@
  * users left without access to the application; membership changes are differences, so two
  * concurrent ones both land; everything goes with its tenant, user or application.
  */
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { UserBody } from '../../../src/contract/index.ts';
 import type { Storage, StoredApplicationBody } from '../../../src/server/storage/index.ts';
-import type { Backend } from './contract.ts';
+import { openPerTest, type Backend } from './contract.ts';
 
 const T0 = Date.UTC(2030, 0, 2, 3, 4, 5, 678);
 const T0S = Math.floor(T0 / 1000);
@@ -45,27 +45,9 @@ const SESSION_ONLY = { session: true, grant: false, refresh: false, access: fals
 export function groupsAndScimContract(name: string, fresh: () => Promise<Backend>): void {
   describe(`storage contract, groups and SCIM: ${name}`, () => {
     let backend: Backend;
-    let opened: Storage[];
     let s: Storage;
     let other: () => Promise<Storage>;
-
-    beforeEach(async () => {
-      vi.useFakeTimers({ toFake: ['Date'] });
-      vi.setSystemTime(T0);
-      backend = await fresh();
-      opened = [];
-      other = async () => {
-        const o = await backend.open();
-        opened.push(o);
-        return o;
-      };
-      s = await other();
-    });
-    afterEach(async () => {
-      vi.useRealTimers();
-      for (const o of opened) await o.close();
-      await backend.dispose();
-    });
+    openPerTest(fresh, (o) => ({ backend, s, other } = o));
 
     /** Tenant acme: apps portal and wiki, users u1..u4, group g1 (u1, u2) assigned to portal. */
     async function scene(): Promise<void> {

@@ -56,31 +56,42 @@ async function allPages<T>(list: (cursor: string | undefined) => Promise<{ items
   }
 }
 
+/**
+ * For each test of a contract suite: a fresh database at the fixed time T0, and storage instances
+ * on it (`s`, and more through `other`: other replicas), all closed and the database disposed after.
+ */
+export function openPerTest(
+  fresh: () => Promise<Backend>, set: (o: { backend: Backend; s: Storage; other: () => Promise<Storage> }) => void,
+): void {
+  let backend: Backend;
+  let opened: Storage[] = [];
+  beforeEach(async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    vi.setSystemTime(T0);
+    backend = await fresh();
+    opened = [];
+    const other = async () => {
+      const o = await backend.open();
+      opened.push(o);
+      return o;
+    };
+    set({ backend, s: await other(), other });
+  });
+  afterEach(async () => {
+    vi.useRealTimers();
+    for (const o of opened) await o.close();
+    await backend.dispose();
+  });
+}
+
 export function storageContract(name: string, fresh: () => Promise<Backend>): void {
   describe(`storage contract: ${name}`, () => {
     let backend: Backend;
-    let opened: Storage[];
     let s: Storage;
     /** A second instance on the same database (another replica). */
     let other: () => Promise<Storage>;
 
-    beforeEach(async () => {
-      vi.useFakeTimers({ toFake: ['Date'] });
-      vi.setSystemTime(T0);
-      backend = await fresh();
-      opened = [];
-      other = async () => {
-        const o = await backend.open();
-        opened.push(o);
-        return o;
-      };
-      s = await other();
-    });
-    afterEach(async () => {
-      vi.useRealTimers();
-      for (const o of opened) await o.close();
-      await backend.dispose();
-    });
+    openPerTest(fresh, (o) => ({ backend, s, other } = o));
 
     describe('tenants and keys', () => {
       it('put creates, get reads back exactly, a second put updates the body and keeps createdAt', async () => {
