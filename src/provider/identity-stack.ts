@@ -12,7 +12,7 @@
  */
 import * as pulumi from '@pulumi/pulumi';
 import { SECRET_BYTES, normalize, type Inventory, type PutStep, type TenantBody, type UserBody } from '../contract/index.ts';
-import type { Model } from '../schema/model.ts';
+import { tenantRenames, type Model } from '../schema/model.ts';
 import { compileClientArtifacts, previousAppKeys, requiredSecrets, tenantSteps, type Resolved } from '../generators/index.ts';
 import type { AdminConnection } from '../admin-client/index.ts';
 import { Application, type ApplicationSpecBody } from './application.ts';
@@ -116,7 +116,7 @@ export class IdentityStack extends pulumi.ComponentResource {
     // First of all, the delete guard: every other resource depends on it, so a change that would
     // delete too much fails the preview (and the up) before anything is touched.
     const renamedApps = Object.fromEntries(model.tenants.map((t) => [t.name, Object.fromEntries(t.applications.flatMap((a) => (a.previousName === undefined ? [] : [[a.name, a.previousName]])))]));
-    const previousTenant = new Map(model.tenants.flatMap((t) => (t.previousName === undefined ? [] : [[t.name, t.previousName] as const])));
+    const previousTenant = tenantRenames(model);
     const guard = new DeleteGuard('delete-guard', { inventory: inventoryOf(specs), renamed: Object.fromEntries(previousTenant), renamedApps, allow: args.allowDelete ?? false }, { parent: this });
     const child = { parent: this, dependsOn: [guard] };
     const adopt = args.adopt ? { adopt: true } : {};

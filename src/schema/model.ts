@@ -267,3 +267,8 @@ export function assembleModel(server: ModelFile['server'], tenants: readonly Ten
   const baseDomain = server?.baseDomain ?? 'localhost';
   return { server: { baseDomain, scheme: server?.scheme ?? (isLocalHost(baseDomain) ? 'http' : 'https'), port: server?.port }, tenants };
 }
+
+/** The tenant renames the model declares (previousName): new name → previous name. */
+export function tenantRenames(model: Pick<Model, 'tenants'>): Map<string, string> {
+  return new Map(model.tenants.flatMap((t) => (t.previousName === undefined ? [] : [[t.name, t.previousName] as const])));
+}

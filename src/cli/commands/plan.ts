@@ -18,7 +18,7 @@ import {
   MANAGED_BY, SYSTEM_TENANT, adminBaseUrl, endpointUrl, refOf, stepName, tenantBatches,
   type AdminResourceKind, type BatchEntryResult, type PlanStep, type ResourceRef, type ServerAddress, type TenantBatchBody, type TenantBatchResult, type UnmanagedPolicy,
 } from '../../contract/index.ts';
-import type { Model } from '../../schema/model.ts';
+import { tenantRenames, type Model } from '../../schema/model.ts';
 import { compilePlan } from '../../generators/index.ts';
 import { EXIT, UsageError, type CliIo, type Command } from '../../command/io.ts';
 import { parseCommandArgs } from '../../command/args.ts';
@@ -331,7 +331,7 @@ export async function preparePlan(
     const plan = await planAgainst(client, steps, {
       allowDeleteConsole: values['allow-delete-console'] === true,
       unmanaged: new Map(model.tenants.map((t) => [t.name, t.unmanaged])),
-      renames: new Map(model.tenants.flatMap((t) => (t.previousName === undefined ? [] : [[t.name, t.previousName] as const]))),
+      renames: tenantRenames(model),
       progress: progress.update,
     });
     progress.done();
