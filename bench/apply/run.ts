@@ -19,13 +19,14 @@
  * server runs as its own process (`idforge serve`), started before the clock starts.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import Database from 'better-sqlite3';
+import { endedChildrenCpuSeconds, treeCpuSeconds } from '../_proc.ts';
 import { generateModel } from '../compile/generate.ts';
+import { PASSWORD_HASH_PARAMS } from '../../src/server/_crypto.ts';
 import { freePort, waitForHttp } from '../../test/support/processes.ts';
 
 const REPO = join(import.meta.dirname, '../..');
@@ -45,22 +46,6 @@ const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 const row = (label: string, ms: number | undefined, target: number, note = '') =>
   console.log(`${label.padEnd(46)} ${ms === undefined ? 'n/a'.padStart(9) : seconds(ms).padStart(9)}   target < ${String(target).padStart(3)} s   ${ms === undefined ? '' : ms < target * 1000 ? 'met' : 'MISSED'}${note === '' ? '' : `   ${note}`}`);
 
-/**
- * CPU seconds, from /proc (Linux): of a running process and all its threads, or of this process's
- * children that have ended (the CLI runs). On a machine shared with other work the wall clock
- * says little alone; CPU time says what the work itself cost.
- */
-function cpuOf(pid: number | 'children'): number {
-  try {
-    const stat = readFileSync(`/proc/${pid === 'children' ? 'self' : pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
-    // Fields 14-17 of stat (utime, stime, cutime, cstime), counted from field 3 here.
-    const ticks = pid === 'children' ? f[13]! + f[14]! : f[11]! + f[12]!;
-    return ticks / 100;
-  } catch {
-    return Number.NaN;
-  }
-}
 const cpu = (cli: number, server: number) => `CPU: CLI ${cli.toFixed(1)} s, server ${server.toFixed(1)} s`;
 
 type Passwords = 'none' | 'tenth';
@@ -117,7 +102,7 @@ interface CliRun {
 function idforge(argv: readonly string[], env: Record<string, string>, killAfterMs?: number): Promise<CliRun> {
   return new Promise((resolve) => {
     const t0 = performance.now();
-    const c0 = cpuOf('children');
+    const c0 = endedChildrenCpuSeconds();
     const child = spawn(process.execPath, [join(REPO, 'bin/idforge.js'), ...argv], { cwd: REPO, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
@@ -125,7 +110,7 @@ function idforge(argv: readonly string[], env: Record<string, string>, killAfter
     const timer = killAfterMs === undefined ? undefined : setTimeout(() => child.kill('SIGKILL'), killAfterMs);
     child.on('close', (code, signal) => {
       clearTimeout(timer);
-      resolve({ code: code ?? signal ?? 'unknown', ms: performance.now() - t0, out, cpu: cpuOf('children') - c0 });
+      resolve({ code: code ?? signal ?? 'unknown', ms: performance.now() - t0, out, cpu: endedChildrenCpuSeconds() - c0 });
     });
   });
 }
@@ -170,9 +155,9 @@ if (only.some((o) => ['empty', 'noop', 'change'].includes(o))) {
     const server = await startServer(root, port);
     const argv = (cmd: string) => [cmd, model, '--data-dir', server.dataDir, '--state', join(root, 'state.json')];
     const measured = async (cmd: string) => {
-      const s0 = cpuOf(server.process.pid!);
+      const s0 = treeCpuSeconds(server.process.pid!);
       const r = await idforge(argv(cmd), env);
-      return { ...r, note: cpu(r.cpu, cpuOf(server.process.pid!) - s0) };
+      return { ...r, note: cpu(r.cpu, treeCpuSeconds(server.process.pid!) - s0) };
     };
     try {
       const first = await measured('apply');
@@ -202,10 +187,10 @@ if (only.includes('passwords')) {
     const env = await writeModel(model, port, 'tenth');
     const server = await startServer(root, port);
     try {
-      const s0 = cpuOf(server.process.pid!);
+      const s0 = treeCpuSeconds(server.process.pid!);
       const r = await idforge(['apply', model, '--data-dir', server.dataDir, '--state', join(root, 'state.json')], env);
       row(`apply from empty, ${Object.keys(env).length} initial passwords (10%)`, r.code === 0 ? r.ms : undefined, 120,
-        r.code === 0 ? `argon2id m=19456 t=5 on ${availableParallelism()} cores; ${cpu(r.cpu, cpuOf(server.process.pid!) - s0)}` : `FAILED: ${r.out.slice(0, 300)}`);
+        r.code === 0 ? `argon2id m=${PASSWORD_HASH_PARAMS.memoryCost} t=${PASSWORD_HASH_PARAMS.timeCost} on ${availableParallelism()} cores; ${cpu(r.cpu, treeCpuSeconds(server.process.pid!) - s0)}` : `FAILED: ${r.out.slice(0, 300)}`);
       console.log(`  server holds ${JSON.stringify(census(server.dataDir))}`);
     } finally {
       stop(server);

@@ -11,7 +11,7 @@
  *    second = logins/s per core; the flow's overhead = 1 - (logins × verify time) / CPU time.
  *
  * Reference: Keycloak publishes about 15 password logins/s per vCPU with its argon2 default
- * (m=7 MiB, t=5, p=1); ours hashes with m=19 MiB, t=5, p=1.
+ * (m=7 MiB, t=5, p=1); ours hashes with m=19 MiB, t=2, p=1 (OWASP's first configuration).
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';

@@ -5,11 +5,12 @@
  * /proc for the server's whole process tree (the cluster primary and its workers).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { AdminClient } from '../../src/admin-client/index.ts';
+import { treeCpuSeconds, treeMaxRss } from '../_proc.ts';
 
 const BIN = resolve(import.meta.dirname, '../../bin/idforge.js');
 
@@ -41,18 +42,6 @@ export interface BenchServer {
 }
 
 /** The pids of `pid` and every process below it. */
-function processTree(pid: number): number[] {
-  const out = [pid];
-  try {
-    for (const tid of readdirSync(`/proc/${pid}/task`)) {
-      for (const c of readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').split(' ').filter(Boolean)) out.push(...processTree(Number(c)));
-    }
-  } catch {
-    /* gone */
-  }
-  return out;
-}
-
 export interface BenchServerOptions {
   readonly keyAlg?: 'RS256' | 'ES256';
   /** Pin to this core with one worker (default 0); null: every core, `workers` processes. */
@@ -91,30 +80,11 @@ export async function startBenchServer(options: BenchServerOptions = {}): Promis
     port, dataDir, pid: child.pid!, base, client,
     issuer: (t) => `http://${t}.localhost:${port}/oauth2/`,
     rss() {
-      // The largest process's: the limit that matters is per process (the primary serves nothing).
-      let max = 0;
-      for (const pid of processTree(child.pid!)) {
-        try {
-          // taskset execs node, so the pid is node's own.
-          max = Math.max(max, Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024);
-        } catch {
-          /* gone */
-        }
-      }
-      return max;
+      // taskset execs node, so the pid is node's own; the primary of --workers serves nothing.
+      return treeMaxRss(child.pid!);
     },
     cpuSeconds() {
-      // Fields 14 and 15 of /proc/<pid>/stat, in clock ticks (100 per second on Linux), summed over the tree.
-      let ticks = 0;
-      for (const pid of processTree(child.pid!)) {
-        try {
-          const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-          ticks += Number(fields[11]) + Number(fields[12]);
-        } catch {
-          /* gone */
-        }
-      }
-      return ticks / 100;
+      return treeCpuSeconds(child.pid!);
     },
     async admin(method, path, body) {
       const r = await client.raw(method, path, body);

@@ -7,7 +7,7 @@
  * read behind minutes of hashing; hashed one at a time it would use one core. So hashes go through
  * this pool: at most one per core in flight, and always one pool thread left for everything else;
  * the rest wait here, in order. One argon2id hash at the server's parameters (_crypto.ts) costs
- * ~55 ms of a core, so N passwords take about N × 55 ms / cores.
+ * ~22 ms of a core, so N passwords take about N × 22 ms / cores.
  *
  * libuv's pool has UV_THREADPOOL_SIZE threads (default 4, read once at start): on a machine with
  * more than 3 cores, set it to cores + 1 in the server's environment to hash on every core.

@@ -11,6 +11,7 @@ import * as oidc from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_ROUTES, routePath, type BatchEntryResult, type TenantBatchBody } from '../../src/contract/index.ts';
 import { PasswordHashPool } from '../../src/server/password-pool.ts';
+import { verifyPassword } from '../../src/server/_crypto.ts';
 import { Browser, PASSWORD, adminClient, authorize, fixtureTenant, relyingParty, testServer, type AdminClient } from './_support.ts';
 
 let server: Awaited<ReturnType<typeof testServer>>;
@@ -267,8 +268,16 @@ describe('password hash pool', () => {
     const hashes = await pool.hashAll(passwords);
     expect(pool.peak).toBe(2);
     for (const [i, h] of hashes.entries()) {
-      expect(h).toMatch(/^\$argon2id\$v=19\$m=19456,p=1,t=5\$/);
+      // OWASP's first configuration: 19 MiB, 2 passes, one lane.
+      expect(h).toMatch(/^\$argon2id\$v=19\$m=19456,p=1,t=2\$/);
       expect(await argon2.verify(h, passwords[i]!)).toBe(true);
     }
+  });
+
+  it('still verifies hashes made with earlier parameters (each hash carries its own)', async () => {
+    const earlier = await argon2.hash('an-earlier-password', { type: argon2.argon2id, memoryCost: 19_456, timeCost: 5, parallelism: 1 });
+    expect(earlier).toMatch(/t=5\$/);
+    expect(await verifyPassword(earlier, 'an-earlier-password')).toBe(true);
+    expect(await verifyPassword(earlier, 'another-password')).toBe(false);
   });
 });
