@@ -61,7 +61,9 @@ export async function startBenchServer(options: BenchServerOptions = {}): Promis
   const bin = process.env.BENCH_BIN ?? BIN;
   const workers = pinned ? 1 : (options.workers ?? availableParallelism());
   const args = [bin, 'serve', '--data-dir', dataDir, '--port', String(port), '--key-alg', options.keyAlg ?? 'RS256',
-    ...(process.env.BENCH_BIN === undefined ? ['--workers', String(workers)] : []), ...(options.extraArgs ?? [])];
+    ...(process.env.BENCH_BIN === undefined ? ['--workers', String(workers)] : []), ...(options.extraArgs ?? []),
+    // BENCH_SERVER_ARGS, e.g. "--provider-cache-size 10000", to try a server setting.
+    ...(process.env.BENCH_SERVER_ARGS ?? '').split(' ').filter(Boolean)];
   // BENCH_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", to profile the server.
   const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
   const child: ChildProcess = pinned

@@ -1,11 +1,9 @@
 /**
  * Server settings and their defaults, one block per key.
  */
-import { DEFAULT_ACCESS_TOKEN_LIFETIME, DEFAULT_REFRESH_REUSE_GRACE, REVOCATION_DEADLINE } from '../contract/index.ts';
+import { DEFAULT_ACCESS_TOKEN_LIFETIME, DEFAULT_REFRESH_REUSE_GRACE, REVOCATION_DEADLINE, type SigningAlg } from '../contract/index.ts';
 import { StartupError } from './errors.ts';
-import type { SigningAlg } from './keys.ts';
 import type { LoginOptions } from './login/options.ts';
-import { tableDefault } from './options.ts';
 import type { NamedLocks } from './storage/_keyed-locks.ts';
 import type { ScimOptions } from './scim/options.ts';
 
@@ -158,17 +156,6 @@ export interface ClusterLink {
   /** The metrics of every worker, summed (prom-client's AggregatorRegistry in the primary). */
   readonly metricsText: () => Promise<string>;
 }
-
-/** In-process defaults: `idforge serve`'s (options.ts), except the port: in-process hosts (tests) want a free one. */
-export const DEFAULTS = {
-  baseDomain: tableDefault('baseDomain') as string,
-  port: 0,
-  host: tableDefault('host') as string,
-  scheme: tableDefault('scheme') as 'http' | 'https',
-  keyAlg: tableDefault('keyAlg') as SigningAlg,
-  providerCacheSize: tableDefault('providerCacheSize') as number,
-  shutdownTimeoutSeconds: tableDefault('shutdownTimeoutSeconds') as number,
-};
 
 export { SYSTEM_TENANT, ADMIN_AUDIENCE, ADMIN_SCOPE } from '../contract/index.ts';
 /** File in the data dir with the bootstrap admin client's credentials (mode 0600). */

@@ -12,7 +12,7 @@ import { LOGIN_DEFAULTS, type LoginOptions } from './login/options.ts';
 import { SCIM_DEFAULTS, type ScimOptions } from './scim/options.ts';
 import { DATABASE_URL_ENV } from './storage/index.ts';
 import type { ServerOptions } from './config.ts';
-import { DEFAULT_ACCESS_TOKEN_LIFETIME, DEFAULT_REFRESH_REUSE_GRACE } from '../contract/index.ts';
+import { DEFAULT_ACCESS_TOKEN_LIFETIME, DEFAULT_REFRESH_REUSE_GRACE, type SigningAlg } from '../contract/index.ts';
 
 /** What a value must look like; also how it is parsed. */
 type Kind =
@@ -265,3 +265,14 @@ export function tableDefault<K extends Key>(key: K): unknown {
   const r = SERVE_OPTIONS.find((o) => o.key === key);
   return typeof r?.default === 'function' ? r.default() : r?.default;
 }
+
+/** In-process defaults: `idforge serve`'s (options.ts), except the port: in-process hosts (tests) want a free one. */
+export const DEFAULTS = {
+  baseDomain: tableDefault('baseDomain') as string,
+  port: 0,
+  host: tableDefault('host') as string,
+  scheme: tableDefault('scheme') as 'http' | 'https',
+  keyAlg: tableDefault('keyAlg') as SigningAlg,
+  providerCacheSize: tableDefault('providerCacheSize') as number,
+  shutdownTimeoutSeconds: tableDefault('shutdownTimeoutSeconds') as number,
+};

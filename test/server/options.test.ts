@@ -7,8 +7,7 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { UsageError } from '../../src/command/io.ts';
-import { DEFAULTS } from '../../src/server/config.ts';
-import { SERVE_OPTIONS, parseServeValues, serveHelp, serveOptionsMarkdown, serveUsage } from '../../src/server/options.ts';
+import { DEFAULTS, SERVE_OPTIONS, parseServeValues, serveHelp, serveOptionsMarkdown, serveUsage } from '../../src/server/options.ts';
 import { run } from '../../src/server/serve-command.ts';
 
 const README = resolve(import.meta.dirname, '../../src/server/README.md');

@@ -13,7 +13,7 @@ import { timingSafeEqual } from 'node:crypto';
 import type { MasterKey } from '../_crypto.ts';
 import { newClientSecret } from '../_crypto.ts';
 import { errors, type ServerError } from '../errors.ts';
-import type { ApplicationRecord, AssignmentRecord, StoredApplicationBody, TenantRecord, UserRecord } from '../storage/types.ts';
+import type { ApplicationRecord, AssignmentRecord, TenantRecord, UserRecord } from '../storage/types.ts';
 
 const outcomeOf = (before: unknown, changes: readonly string[]): Outcome =>
   before === undefined ? 'created' : changes.length === 0 ? 'unchanged' : 'updated';
@@ -105,7 +105,7 @@ function sameText(a: string, b: string): boolean {
 export interface ApplicationDecision {
   readonly outcome: Outcome;
   readonly changes: string[];
-  readonly stored: StoredApplicationBody;
+  readonly stored: VisibleApplicationRecord['body'];
   readonly secretHash: string | null;
   /** Made by the server: answered once, never stored in the clear. */
   readonly clientSecret: string | undefined;
@@ -118,7 +118,7 @@ export function judgeApplication(
   if (before?.body.kind === 'api' && (body.kind !== 'api' || body.identifier !== before.body.identifier)) {
     refuseIfAudience(before, lookup, 'change the identifier of');
   }
-  let stored: StoredApplicationBody;
+  let stored: VisibleApplicationRecord['body'];
   let secretHash: string | null = null;
   let clientSecret: string | undefined;
   let secretChanged = false;
@@ -146,8 +146,12 @@ export function judgeApplication(
 }
 
 /** The application as the admin API knows it: absent, or the internal service client, is "no such application". */
-export function requireApplication(tenant: string, name: string, app: ApplicationRecord | undefined): ApplicationRecord {
-  if (app === undefined || app.body.kind === 'service') throw errors.notFound(`application '${name}' does not exist in tenant '${tenant}'`);
+/** An application the admin API shows: every kind but the internal `service` (the bootstrap client). */
+export type VisibleApplicationRecord = ApplicationRecord & { readonly body: Exclude<ApplicationRecord['body'], { readonly kind: 'service' }> };
+export const isVisibleApplication = (app: ApplicationRecord): app is VisibleApplicationRecord => app.body.kind !== 'service';
+
+export function requireApplication(tenant: string, name: string, app: ApplicationRecord | undefined): VisibleApplicationRecord {
+  if (app === undefined || !isVisibleApplication(app)) throw errors.notFound(`application '${name}' does not exist in tenant '${tenant}'`);
   return app;
 }
 

@@ -17,8 +17,8 @@ import { passwordHashPool } from '../password-pool.ts';
 import { keySealedFor, newTenantKeys, rotateTenantKeys } from '../keys.ts';
 import { totpSealedFor } from '../login/factor-totp.ts';
 import {
-  applicationLookup, judgeApplication, judgeApplicationDelete, judgeAssignment, judgeTenant, judgeUser, requireApplication,
-  requireClientApplication, requireUser, reserved, type ApplicationLookup,
+  applicationLookup, isVisibleApplication, judgeApplication, judgeApplicationDelete, judgeAssignment, judgeTenant, judgeUser,
+  requireApplication, requireClientApplication, requireUser, reserved, type ApplicationLookup, type VisibleApplicationRecord,
 } from './_rules.ts';
 import { applyTenantBatch } from './batch.ts';
 import type {
@@ -37,7 +37,7 @@ export type { Outcome, PutResult } from '../../contract/index.ts';
 const iso = (epoch: number) => new Date(epoch * 1000).toISOString();
 
 export const tenantView = (r: TenantRecord) => ({ name: r.name, ...r.body, createdAt: iso(r.createdAt), updatedAt: iso(r.updatedAt) });
-export const applicationView = (r: ApplicationRecord) => ({ name: r.name, ...r.body, createdAt: iso(r.createdAt), updatedAt: iso(r.updatedAt) });
+export const applicationView = (r: VisibleApplicationRecord) => ({ name: r.name, ...r.body, createdAt: iso(r.createdAt), updatedAt: iso(r.updatedAt) });
 export const userView = (r: UserRecord) => ({
   id: r.id, ...r.body, hasPassword: r.passwordHash !== null, createdAt: iso(r.createdAt), updatedAt: iso(r.updatedAt),
 });
@@ -139,7 +139,9 @@ export class AdminService {
 
   async putApplication(tenantName: string, name: string, body: ApplicationBody, dryRun: boolean): Promise<PutResult<ReturnType<typeof applicationView>>> {
     const tenant = await this.#tenant(tenantName);
-    const before = await this.#s.applications.get(tenantName, name);
+    const existing = await this.#s.applications.get(tenantName, name);
+    // An internal `service` application is not the admin API's to see or overwrite: 404, as for GET.
+    const before = existing === undefined ? undefined : requireApplication(tenantName, name, existing);
     const { outcome, changes, stored, secretHash, clientSecret } = judgeApplication(
       tenant, name, body, before, await this.#applicationLookup(tenantName), this.ctx.master,
     );
@@ -148,7 +150,7 @@ export class AdminService {
       return { outcome, changes, resource: applicationView(before ?? { tenant: tenantName, name, body: stored, secretHash, createdAt: now, updatedAt: now }) };
     }
     // A changed client id orphans the old id's grants and tokens: no client answers to it any more.
-    const rec = await this.#s.applications.put(tenantName, name, stored, secretHash);
+    const rec = requireApplication(tenantName, name, await this.#s.applications.put(tenantName, name, stored, secretHash));
     this.ctx.evictTenant(tenantName);
     return { outcome, changes, resource: applicationView(rec), ...(clientSecret === undefined ? {} : { clientSecret }) };
   }
@@ -161,7 +163,8 @@ export class AdminService {
   async listApplications(tenant: string, page: PageRequest) {
     await this.#tenant(tenant);
     const p = await this.#s.applications.list(tenant, page);
-    return { items: p.items.map(applicationView), nextCursor: p.nextCursor };
+    // The storage lists no `service` application; the filter says so to the types as well.
+    return { items: p.items.filter(isVisibleApplication).map(applicationView), nextCursor: p.nextCursor };
   }
 
   async deleteApplication(tenant: string, name: string, dryRun: boolean): Promise<void> {
