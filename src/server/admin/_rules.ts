@@ -145,11 +145,11 @@ export function judgeApplication(
   return { outcome: outcomeOf(before, changes), changes, stored, secretHash, clientSecret };
 }
 
-/** The application as the admin API knows it: absent, or the internal service client, is "no such application". */
 /** An application the admin API shows: every kind but the internal `service` (the bootstrap client). */
 export type VisibleApplicationRecord = ApplicationRecord & { readonly body: Exclude<ApplicationRecord['body'], { readonly kind: 'service' }> };
 export const isVisibleApplication = (app: ApplicationRecord): app is VisibleApplicationRecord => app.body.kind !== 'service';
 
+/** The application as the admin API knows it: absent, or the internal service client, is "no such application". */
 export function requireApplication(tenant: string, name: string, app: ApplicationRecord | undefined): VisibleApplicationRecord {
   if (app === undefined || !isVisibleApplication(app)) throw errors.notFound(`application '${name}' does not exist in tenant '${tenant}'`);
   return app;
