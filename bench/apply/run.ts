@@ -11,7 +11,7 @@
  *   noop       plan of the applied model: no changes                       target < 5 s
  *   change     one user's displayName changed, apply                       target < 3 s
  *   passwords  apply from empty, 10% of users with an initial password     target < 120 s
- *   kill       apply from empty SIGKILLed at random points, N times, then run to the end: exit 0,
+ *   kill       apply from empty SIGKILLed at random points (by tenants applied), N times, then run to the end: exit 0,
  *              then a no-op plan, and the server's tables hold exactly the model (no duplicate,
  *              nothing lost)
  *
@@ -98,8 +98,8 @@ interface CliRun {
   readonly cpu: number;
 }
 
-/** Runs the CLI; `killAfterMs` SIGKILLs it (and only it) that long after the start. */
-function idforge(argv: readonly string[], env: Record<string, string>, killAfterMs?: number): Promise<CliRun> {
+/** Runs the CLI; `killWhen`, asked every 50 ms, SIGKILLs it (and only it) once it answers true. */
+function idforge(argv: readonly string[], env: Record<string, string>, killWhen?: () => boolean): Promise<CliRun> {
   return new Promise((resolve) => {
     const t0 = performance.now();
     const c0 = endedChildrenCpuSeconds();
@@ -107,12 +107,27 @@ function idforge(argv: readonly string[], env: Record<string, string>, killAfter
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
     child.stderr.on('data', (c: Buffer) => (out += c.toString()));
-    const timer = killAfterMs === undefined ? undefined : setTimeout(() => child.kill('SIGKILL'), killAfterMs);
+    const timer = killWhen === undefined ? undefined : setInterval(() => {
+      if (killWhen()) {
+        clearInterval(timer);
+        child.kill('SIGKILL');
+      }
+    }, 50);
     child.on('close', (code, signal) => {
-      clearTimeout(timer);
+      clearInterval(timer);
       resolve({ code: code ?? signal ?? 'unknown', ms: performance.now() - t0, out, cpu: endedChildrenCpuSeconds() - c0 });
     });
   });
+}
+
+/** Tenants applied so far (read while an apply runs: the server's SQLite in WAL mode). */
+function tenantCount(dataDir: string): number {
+  const db = new Database(join(dataDir, 'idforge.db'), { readonly: true, fileMustExist: true });
+  try {
+    return (db.prepare("SELECT count(*) AS n FROM tenants WHERE name <> 'system'").get() as { n: number }).n;
+  } finally {
+    db.close();
+  }
 }
 
 /** The server's tables, counted, and the keys that would show a duplicate or a loss. */
@@ -205,22 +220,23 @@ if (only.includes('kill')) {
     const server = await startServer(root, port);
     const argv = (cmd: string) => [cmd, model, '--data-dir', server.dataDir, '--state', join(root, 'state.json')];
     try {
-      // Kill points spread over what a whole apply takes (measured on a throwaway copy would cost
-      // another apply; the empty-row figure on this machine is the scale).
-      const horizon = Number(opt('kill-horizon-ms', '30000'));
+      // Each run resumes where the last was killed, so kill points go by progress, not time: a
+      // random point in the first 90% of the tenants still to apply (a time-based point could fall
+      // after a shortened run had already ended).
       const points: string[] = [];
       for (let i = 0; i < kills; i++) {
-        const at = Math.round(1_000 + random() * horizon);
-        const r = await idforge(argv('apply'), env, at);
+        const before = census(server.dataDir).tenants;
+        const target = before + Math.max(1, Math.floor(random() * 0.9 * (tenants - before)));
+        const r = await idforge(argv('apply'), env, () => tenantCount(server.dataDir) >= target);
         const c = census(server.dataDir);
-        points.push(`${seconds(at)} (${r.code === 'SIGKILL' ? 'killed' : `exited ${r.code}`}; ${c.tenants} tenants, ${c.users} users, ${c.assignments} assignments)`);
+        points.push(`${target}/${tenants} tenants (${r.code === 'SIGKILL' ? 'killed' : `exited ${r.code}`} after ${seconds(r.ms)}; then ${c.tenants} tenants, ${c.users} users, ${c.assignments} assignments)`);
       }
       const final = await idforge(argv('apply'), env);
       const noop = await idforge(argv('plan'), env);
       const c = census(server.dataDir);
       const exact = Object.entries(expected).every(([k, v]) => (c as Record<string, number>)[k] === v);
-      console.log(`apply SIGKILLed ${kills}× at ${points.join(', ')}`);
-      console.log(`  then apply ${final.code === 0 ? 'exit 0' : `FAILED (${final.code}): ${final.out.slice(0, 300)}`} in ${seconds(final.ms)}: ${/^Applied: .*$/m.exec(final.out)?.[0] ?? ''}`);
+      console.log(`apply SIGKILLed ${kills}× once it had applied ${points.join(', ')}`);
+      console.log(`  then apply ${final.code === 0 ? 'exit 0' : `FAILED (${final.code}): ${final.out.slice(0, 300)}`} in ${seconds(final.ms)}: ${/^Applied: .*$/m.exec(final.out)?.[0] ?? final.out.trim().split('\n').pop()}`);
       console.log(`  then plan: ${noop.out.trim().split('\n').pop()}`);
       console.log(`  server holds ${JSON.stringify(c)}: ${exact ? 'exactly the model (no duplicate, nothing lost)' : `NOT the model, expected ${JSON.stringify(expected)}`}`);
     } finally {
