@@ -13,7 +13,20 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ADMIN_BASE_PATH, ADMIN_CREDENTIALS_FILE, adminBaseUrl } from '../contract/index.ts';
 import { endpointFromCredentials, localhostFetch, readAdminCredentials as readCredentialsFile, type AdminEndpoint } from '../admin-client/index.ts';
-import type { AuthServerInputs } from './auth-server.ts';
+
+/** The servers to run: the part of an AuthServer's inputs that says how its processes start. */
+export interface LocalServers {
+  readonly scheme: 'http';
+  readonly baseDomain: string;
+  readonly port: number;
+  readonly local: {
+    readonly dataDir: string;
+    readonly command?: string[];
+    readonly env?: Record<string, string>;
+    readonly startTimeoutSeconds: number;
+    readonly replicas?: { readonly count: number; readonly database: string; readonly masterKeyFile?: string };
+  };
+}
 
 export const PID_FILE = 'idforge-serve.pid';
 export const LOG_FILE = 'idforge-serve.log';
@@ -72,7 +85,7 @@ export const CREDENTIALS_FILE = ADMIN_CREDENTIALS_FILE;
  * The bootstrap admin client that `idforge serve` writes into its data dir on every start
  * (src/server/bootstrap.ts), read and checked by the admin client; its adminUrl is the server that wrote it.
  */
-export async function readAdminCredentials(inputs: AuthServerInputs): Promise<AdminEndpoint> {
+export async function readAdminCredentials(inputs: LocalServers): Promise<AdminEndpoint> {
   return endpointFromCredentials(await readCredentialsFile(processDataDirs(inputs)[0]!));
 }
 
@@ -86,13 +99,13 @@ async function logTail(dataDir: string): Promise<string> {
 }
 
 /** The data dir of each process: the one data dir, or (local-replicas) one below it per replica. */
-export function processDataDirs(inputs: Pick<AuthServerInputs, 'local'>): string[] {
+export function processDataDirs(inputs: Pick<LocalServers, 'local'>): string[] {
   const { dataDir, replicas } = inputs.local;
   return replicas === undefined ? [dataDir] : Array.from({ length: replicas.count }, (_, i) => join(dataDir, `replica-${i}`));
 }
 
 /** `idforge serve` arguments (after `serve`) of the process with data dir `dataDir`. */
-function serveArgs(inputs: AuthServerInputs, dataDir: string): string[] {
+function serveArgs(inputs: LocalServers, dataDir: string): string[] {
   const base = ['--data-dir', dataDir, '--port', String(inputs.port), '--base-domain', inputs.baseDomain];
   const r = inputs.local.replicas;
   if (r === undefined) return base;
@@ -101,7 +114,7 @@ function serveArgs(inputs: AuthServerInputs, dataDir: string): string[] {
 }
 
 /** Starts every process (one, or one per replica) and waits until each answers; returns their pids and the admin connection. */
-export async function startServers(inputs: AuthServerInputs): Promise<{ pid: number; pids: number[]; connection: AdminEndpoint }> {
+export async function startServers(inputs: LocalServers): Promise<{ pid: number; pids: number[]; connection: AdminEndpoint }> {
   const dirs = processDataDirs(inputs);
   const baseUrl = adminBaseUrl({ scheme: inputs.scheme, baseDomain: inputs.baseDomain, port: inputs.port }).slice(0, -ADMIN_BASE_PATH.length);
   // Servers left over from lost state would hold the port and the database: stop them first.
@@ -134,7 +147,7 @@ export async function stopServers(pids: readonly number[], dirs: readonly string
 }
 
 /** Starts one process with data dir `dataDir` and waits until it answers and has written its credentials; returns its pid. */
-async function startServer(inputs: AuthServerInputs, dataDir: string): Promise<number> {
+async function startServer(inputs: LocalServers, dataDir: string): Promise<number> {
   const baseUrl = adminBaseUrl({ scheme: inputs.scheme, baseDomain: inputs.baseDomain, port: inputs.port }).slice(0, -ADMIN_BASE_PATH.length);
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   const [cmd, ...cmdArgs] = inputs.local.command ?? defaultCommand();

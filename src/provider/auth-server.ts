@@ -22,6 +22,8 @@ import { z } from 'zod';
 import { TenantName } from '../contract/index.ts';
 import { adminBaseUrl, issuerUrl, type ServerAddress } from '../contract/index.ts';
 import type { AdminEndpoint } from '../admin-client/index.ts';
+// Types only: the processes are started through a lazy import (below), as the provider runs them.
+import type { LocalServers } from './_local-server.ts';
 import { changedKeys, checkWith, isUnknown, jsonEqual } from './_common.ts';
 import { _DynamicResource } from './_load.ts';
 
@@ -64,18 +66,8 @@ export interface AuthServerArgs {
   readonly tenants?: pulumi.Input<pulumi.Input<string>[]>;
 }
 
-export interface AuthServerInputs {
+export interface AuthServerInputs extends LocalServers {
   readonly mode: 'local' | 'local-replicas';
-  readonly scheme: 'http';
-  readonly baseDomain: string;
-  readonly port: number;
-  readonly local: {
-    readonly dataDir: string;
-    readonly command?: string[];
-    readonly env?: Record<string, string>;
-    readonly startTimeoutSeconds: number;
-    readonly replicas?: { readonly count: number; readonly database: string; readonly masterKeyFile?: string };
-  };
   readonly tenants: string[];
 }
 
