@@ -278,4 +278,32 @@ describe('signing keys', () => {
     const listed = (await (await localhostFetch(jwksUrl(server.address, 'system'))).json()) as JSONWebKeySet;
     expect(listed.keys[0]!.kid).toBe(kid);
   });
+  it('ES256 tenants sign ES256 JWS (r||s) that verify against their published keys, which carry no private part', async () => {
+    const es = await testServer({ keyAlg: 'ES256' });
+    try {
+      const { clientId, clientSecret, resource } = es.adminCredentials;
+      const res = await localhostFetch(`${es.issuer('system')}token`, {
+        method: 'POST',
+        headers: { authorization: `Basic ${Buffer.from(`${clientId}:${clientSecret}`).toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ grant_type: 'client_credentials', resource, scope: 'admin' }).toString(),
+      });
+      expect(res.status).toBe(200);
+      const token = ((await res.json()) as { access_token: string }).access_token;
+      const header = decodeProtectedHeader(token);
+      expect(header).toMatchObject({ alg: 'ES256', typ: 'at+jwt' });
+      // JOSE's ECDSA encoding: 64 bytes, not DER.
+      expect(Buffer.from(token.split('.')[2]!, 'base64url')).toHaveLength(64);
+      const published = (await (await localhostFetch(jwksUrl(es.address, 'system'))).json()) as JSONWebKeySet;
+      expect(published.keys).toHaveLength(2);
+      for (const k of published.keys) {
+        expect(k).toMatchObject({ kty: 'EC', crv: 'P-256', alg: 'ES256', use: 'sig' });
+        expect(Object.keys(k).filter((p) => ['d', 'p', 'q', 'dp', 'dq', 'qi'].includes(p))).toEqual([]);
+      }
+      expect(published.keys[0]!.kid).toBe(header.kid);
+      const { payload } = await jwtVerify(token, createLocalJWKSet(published), { issuer: es.issuer('system'), audience: resource, typ: 'at+jwt' });
+      expect(payload.scp).toEqual(['admin']);
+    } finally {
+      await es.dispose();
+    }
+  });
 });
