@@ -30,7 +30,6 @@ export function appKey(tenant: string, app: string): string {
   return `${tenant}/${app}`;
 }
 
-/** The secrets each application's kind keeps (KINDS[kind].secrets; sizes in SECRET_BYTES). */
 type Renamable = { readonly name: string; readonly previousName?: string | undefined };
 
 /** The `<tenant>/<application>` keys an application had before the renames the model declares (previousName), newest first. */
@@ -41,6 +40,7 @@ export function previousAppKeys(tenant: Renamable, app: Renamable): string[] {
   return tenants.flatMap((tn) => apps.map((an) => appKey(tn, an))).filter((k) => k !== key);
 }
 
+/** The secrets each application's kind keeps (KINDS[kind].secrets; sizes in SECRET_BYTES). */
 export function requiredSecrets(model: Model): SecretNeed[] {
   const needs: SecretNeed[] = [];
   for (const t of model.tenants) {

@@ -149,7 +149,6 @@ export function pickKeys<T>(shape: Record<string, unknown>, live: Record<string,
   return Object.fromEntries(Object.keys(shape).filter((k) => live[k] !== undefined).map((k) => [k, live[k]])) as T;
 }
 
-/** The top-level inputs among `keys` whose values differ: what `diff` reports as replacements. */
 /**
  * A resource of a tenant is replaced when its tenant changes, unless the tenant was renamed as the
  * model declares (`previousTenant`): then the server moved it with the tenant, and it is updated.
@@ -159,6 +158,7 @@ export function tenantReplaces(olds: { readonly tenant: string }, news: { readon
   return ['tenant'];
 }
 
+/** The top-level inputs among `keys` whose values differ: what `diff` reports as replacements. */
 export function changedKeys(keys: readonly string[], olds: Record<string, unknown>, news: Record<string, unknown>): string[] {
   return keys.filter((k) => !isUnknown(news[k]) && !jsonEqual(olds[k], news[k]));
 }

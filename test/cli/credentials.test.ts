@@ -4,11 +4,12 @@
  * model's port that records every request), it fails naming both, and that server hears nothing.
  */
 import { createServer, type IncomingMessage } from 'node:http';
-import { readFileSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { runCli } from '../support/cli.ts';
 import { tempDir, testServer } from '../server/_support.ts';
+import { acmeModel } from '../support/model.ts';
 
 let server: Awaited<ReturnType<typeof testServer>>;
 const heard: IncomingMessage[] = [];
@@ -30,7 +31,7 @@ afterAll(async () => {
 
 it("refuses to send a data dir's credentials to the server the model names when that server did not write them", async () => {
   const port = (other.address() as { port: number }).port;
-  const model = readFileSync(resolve(import.meta.dirname, '../../examples/acme.yaml'), 'utf8').replace(/^(\s*port:\s*)\d+/m, `$1${port}`);
+  const model = acmeModel(port);
   writeFileSync(join(work.path, 'acme.yaml'), model);
   for (const command of ['plan', 'apply']) {
     const r = await runCli([command, 'acme.yaml', '--data-dir', server.dataDir], {

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { main } from '../../src/cli/main.ts';
 import type { CliIo } from '../../src/command/io.ts';
 import { adminClient, tempDir, testServer, type AdminClient } from '../server/_support.ts';
+import { acmeModel } from '../support/model.ts';
 
 let server: Awaited<ReturnType<typeof testServer>>;
 let admin: AdminClient;
@@ -122,7 +123,7 @@ describe('idforge export', () => {
   it('a tenant applied from examples/acme.yaml (all four kinds) exports to a model that plans no changes', async () => {
     const other = await testServer();
     try {
-      const example = readFileSync(join(import.meta.dirname, '../../examples/acme.yaml'), 'utf8').replace(/^(\s*port:\s*)\d+/m, `$1${other.port}`);
+      const example = acmeModel(other.port);
       writeFileSync(join(work.path, 'acme.yaml'), example);
       const env = { ACME_ALICE_PASSWORD: 'alice-password-1', ACME_BOB_PASSWORD: 'bob-password-12' };
       const applied = await idforge(['apply', 'acme.yaml', '--data-dir', other.dataDir], env);

@@ -5,18 +5,19 @@
  * (`remove`, the default), reported and kept (`report`), or left alone silently (`keep`); the
  * console's objects follow their own rule. Long runs draw per-tenant progress on a terminal only.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../support/cli.ts';
 import { adminClient, tempDir, testServer, type AdminClient } from '../server/_support.ts';
+import { acmeModel } from '../support/model.ts';
 
 const PASSWORDS = { ACME_ALICE_PASSWORD: 'alice-password-1', ACME_BOB_PASSWORD: 'bob-password-12' };
 let server: Awaited<ReturnType<typeof testServer>>;
 let admin: AdminClient;
 const work = tempDir('idforge-plan-drift-');
 const model = (policy?: string) => {
-  const text = readFileSync(resolve(import.meta.dirname, '../../examples/acme.yaml'), 'utf8').replace(/^(\s*port:\s*)\d+/m, `$1${server.port}`);
+  const text = acmeModel(server.port);
   // The policy goes on the tenant, beside its displayName.
   return policy === undefined ? text : text.replace(/^(\s*)(displayName: .*)$/m, `$1$2\n$1unmanaged: ${policy}`);
 };

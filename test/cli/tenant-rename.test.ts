@@ -5,16 +5,17 @@
  * secrets kept in the state file; once applied, the model plans no changes.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { runCli } from '../support/cli.ts';
 import { adminClient, tempDir, testServer, type AdminClient } from '../server/_support.ts';
+import { acmeModel } from '../support/model.ts';
 
 const PASSWORDS = { ACME_ALICE_PASSWORD: 'alice-password-1', ACME_BOB_PASSWORD: 'bob-password-12' };
 let server: Awaited<ReturnType<typeof testServer>>;
 let admin: AdminClient;
 const work = tempDir('idforge-tenant-rename-');
-const acme = () => readFileSync(resolve(import.meta.dirname, '../../examples/acme.yaml'), 'utf8').replace(/^(\s*port:\s*)\d+/m, `$1${server.port}`);
+const acme = () => acmeModel(server.port);
 const idforge = (args: string[]) =>
   runCli([...args, '--data-dir', server.dataDir], { cwd: work.path, env: { ...PASSWORDS, IDFORGE_STATE: join(work.path, 'state.json') } });
 

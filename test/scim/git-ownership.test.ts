@@ -5,11 +5,12 @@
  * problem, located in the model file, before anything is sent.
  */
 import { cpSync, readFileSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { runCli } from '../support/cli.ts';
 import { adminClient, tempDir, testServer, type AdminClient } from '../server/_support.ts';
 import { GROUP, scimClient, scimUser, type ScimClient } from './_support.ts';
+import { acmeModel } from '../support/model.ts';
 
 const PASSWORDS = { ACME_ALICE_PASSWORD: 'alice-password-1', ACME_BOB_PASSWORD: 'bob-password-12' };
 let server: Awaited<ReturnType<typeof testServer>>;
@@ -23,7 +24,7 @@ const idforge = (...args: string[]) => runCli([...args, '--data-dir', server.dat
 beforeAll(async () => {
   server = await testServer();
   admin = await adminClient(server);
-  const model = readFileSync(resolve(import.meta.dirname, '../../examples/acme.yaml'), 'utf8').replace(/^(\s*port:\s*)\d+/m, `$1${server.port}`);
+  const model = acmeModel(server.port);
   writeFileSync(join(work.path, 'acme.yaml'), model);
   expect((await idforge('apply', 'acme.yaml')).code).toBe(0);
   const { token } = await admin.typed.call('createScimToken', { tenant: 'acme' }, { body: { description: 'Okta' } });

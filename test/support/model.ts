@@ -1,7 +1,14 @@
-/** Loading the examples and resolving secrets deterministically, for tests of generators. */
+/** Loading the examples and resolving secrets deterministically, for tests of generators and the CLI. */
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { requiredSecrets, type Resolved, type ResolvedSecrets } from '../../src/generators/index.ts';
 import { loadModel, type Model } from '../../src/schema/index.ts';
+
+/** examples/acme.yaml's text, its server block pointed at a server on `port`. */
+export function acmeModel(port: number): string {
+  return readFileSync(resolve(import.meta.dirname, '../../examples/acme.yaml'), 'utf8').replace(/^(\s*port:\s*)\d+/m, `$1${port}`);
+}
 
 export async function loadExample(...paths: string[]): Promise<Model> {
   const result = await loadModel(paths);

@@ -197,9 +197,8 @@ export async function planAgainst(
   // What a deleted tenant holds goes with it; the guard counts it. An empty batch's dry run says how much.
   const goingCounts = await mapLimit(going, BATCH_CONCURRENCY, async (tenant) => (await client.batch(tenant, {}, { dryRun: true })).before);
 
-  const judgedChanges = changesFrom(shown, going.map((tenant, i) => ({ tenant, before: goingCounts[i]! })));
-  const { unchanged, guard } = judgedChanges;
-  const changes = [...renameChanges(tenants), ...judgedChanges.changes];
+  const { changes: found, unchanged, guard } = changesFrom(shown, going.map((tenant, i) => ({ tenant, before: goingCounts[i]! })));
+  const changes = [...renameChanges(tenants), ...found];
   // Apply sends a tenant when its dry run, as sent, has anything to do.
   const sent = tenants.map((t) => ({ ...t, judged: { ...t.judged, results: t.judged.results.filter((r) => appliedDeletion(r, policy(t.tenant), allowDeleteConsole)) } }));
   return { server: await client.server(), changes, unchanged, guard, outsideGit: shown.flatMap((t) => t.listed), tenants: sent };

@@ -97,11 +97,11 @@ export class AdminService {
     await this.#tenant(name);
     if (RESERVED_TENANTS.includes(to)) throw reserved(to);
     const master = this.ctx.master;
+    // Opened under the old tenant's associated data, sealed under the new one's.
+    const reseal = (sealedFor: (tenant: string, id: string) => string) => (from: string, into: string, id: string, sealed: string) =>
+      master.seal(master.unseal(sealed, sealedFor(from, id)), sealedFor(into, id));
     try {
-      const moved = await this.#s.tenants.rename(name, to, {
-        key: (from, into, kid, sealed) => master.seal(master.unseal(sealed, keySealedFor(from, kid)), keySealedFor(into, kid)),
-        totp: (from, into, userId, sealed) => master.seal(master.unseal(sealed, totpSealedFor(from, userId)), totpSealedFor(into, userId)),
-      });
+      const moved = await this.#s.tenants.rename(name, to, { key: reseal(keySealedFor), totp: reseal(totpSealedFor) });
       if (!moved) throw errors.notFound(`tenant '${name}' does not exist`);
     } catch (err) {
       if (err instanceof NameTakenError) throw errors.conflict(`tenant '${to}' already exists`, 'to');

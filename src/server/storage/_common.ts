@@ -39,7 +39,6 @@ export const GROUP_AND_SCIM_TABLES = ['tenant_groups', 'group_members', 'group_a
 /** Everything a tenant owns besides its own row: removed with it. */
 export const TENANT_TABLES = ['keys', 'applications', 'users', 'assignments', 'artifacts', ...USER_FACTOR_TABLES, 'login_throttle', ...GROUP_AND_SCIM_TABLES] as const;
 
-/** A unique index refused a write (PostgreSQL 23505, SQLite's constraint codes): the name was taken between a check and the write. */
 /**
  * A tenant rename: what belongs to the old issuer or host (sessions, grants and tokens, emailed
  * codes, passkeys bound to the old host name) is dropped; keys and TOTP secrets are sealed anew;
@@ -51,6 +50,7 @@ export const RENAME_MOVED_TABLES = TENANT_TABLES.filter(
   (t) => !(RENAME_DROPPED_TABLES as readonly string[]).includes(t) && !(RENAME_RESEALED_TABLES as readonly string[]).includes(t),
 );
 
+/** A unique index refused a write (PostgreSQL 23505, SQLite's constraint codes): the name was taken between a check and the write. */
 export function isUniqueViolation(err: unknown): boolean {
   const code = (err as { code?: unknown })?.code;
   return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
