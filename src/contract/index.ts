@@ -5,6 +5,7 @@
  * It depends on nothing else of idforge; everything else may depend on it.
  */
 export * from './names.ts';
+export * from './excerpt.ts';
 export * from './ownership.ts';
 export * from './hosts.ts';
 export * from './json.ts';

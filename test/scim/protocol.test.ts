@@ -96,10 +96,10 @@ describe('users', () => {
     await scim.call('POST', '/Users', scimUser('unique.one', 'unique1@people.test'));
     const sameName = await scim.call('POST', '/Users', scimUser('UNIQUE.ONE', 'unique2@people.test'));
     expect(sameName.status).toBe(409);
-    expect(sameName.body).toEqual({ schemas: [ERROR], status: '409', scimType: 'uniqueness', detail: "userName 'UNIQUE.ONE' is taken by another user of this tenant" });
+    expect(sameName.body).toEqual({ schemas: [ERROR], status: '409', scimType: 'uniqueness', detail: 'userName "UNIQUE.ONE" is taken by another user of this tenant' });
     const sameEmail = await scim.call('POST', '/Users', scimUser('unique.two', 'Unique1@people.test'));
     expect(sameEmail.status).toBe(409);
-    expect(sameEmail.body.detail).toBe("email 'Unique1@people.test' belongs to another user of this tenant");
+    expect(sameEmail.body.detail).toBe('email "Unique1@people.test" belongs to another user of this tenant');
   });
 
   it('a user needs an address to sign in with: emails are required, the primary (or first) one an email address', async () => {
@@ -151,7 +151,7 @@ describe('users', () => {
     const u = (await scim.call('POST', '/Users', scimUser('refused', 'refused@people.test'))).body;
     const cases: [unknown, string, string][] = [
       [patch({ op: 'replace', path: 'groups', value: [] }), 'mutability', "'groups' is read-only"],
-      [patch({ op: 'add', path: 'shoeSize', value: 44 }), 'invalidPath', "have no attribute 'shoeSize'"],
+      [patch({ op: 'add', path: 'shoeSize', value: 44 }), 'invalidPath', 'have no attribute "shoeSize"'],
       [patch({ op: 'remove' }), 'noTarget', 'a remove needs a path'],
       [patch({ op: 'replace', path: 'active', value: 'maybe' }), 'invalidValue', 'must be true or false'],
       [patch({ op: 'replace', path: 'emails', value: [] }), 'invalidValue', "'emails' is required"],
@@ -199,7 +199,7 @@ describe('users', () => {
     const search = await s.call('POST', '/Users/.search', { schemas: ['urn:ietf:params:scim:api:messages:2.0:SearchRequest'], filter: 'userName sw "c"', attributes: ['userName'] });
     expect(search.body.Resources).toEqual([{ schemas: [USER], id: expect.any(String), userName: 'carol' }]);
 
-    for (const [filter, detail] of [['userName eq', 'cannot be parsed'], ['shoeSize eq "44"', "no attribute 'shoeSize'"], ['active gt true', 'is a boolean'], ['name eq "x"', 'is complex']] as const) {
+    for (const [filter, detail] of [['userName eq', 'cannot be read'], ['shoeSize eq "44"', 'no attribute "shoeSize"'], ['active gt true', 'is a boolean'], ['name eq "x"', 'is complex']] as const) {
       const r = await s.call('GET', `/Users?filter=${encodeURIComponent(filter)}`);
       expect(r.status, filter).toBe(400);
       expect(r.body).toMatchObject({ scimType: 'invalidFilter', detail: expect.stringContaining(detail) });
@@ -232,7 +232,7 @@ describe('groups', () => {
     const nested = await scim.call('PATCH', `/Groups/${g.body.id}`, patch({ op: 'add', path: 'members', value: [{ value: g.body.id, type: 'Group' }] }));
     expect(nested.body).toMatchObject({ status: '400', scimType: 'invalidValue', detail: expect.stringContaining('groups cannot contain groups') });
     const stranger = await scim.call('PATCH', `/Groups/${g.body.id}`, patch({ op: 'add', path: 'members', value: [{ value: 'nobody' }] }));
-    expect(stranger.body).toMatchObject({ scimType: 'invalidValue', detail: "member 'nobody' is not a user of this tenant" });
+    expect(stranger.body).toMatchObject({ scimType: 'invalidValue', detail: 'member "nobody" is not a user of this tenant' });
     const twin = await scim.call('POST', '/Groups', { schemas: [GROUP], displayName: 'ENG' });
     expect(twin.body).toMatchObject({ status: '409', scimType: 'uniqueness' });
     expect((await scim.call('DELETE', `/Groups/${g.body.id}`)).status).toBe(204);

@@ -7,6 +7,7 @@
  */
 import { scimErrors } from './errors.ts';
 import { RESOURCE_TYPES, URN, attributesOf, findAttr, type Attr, type ResourceKind } from './_schema.ts';
+import { excerpt } from '../../contract/index.ts';
 
 export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 export type Attrs = Record<string, unknown>;
@@ -65,7 +66,7 @@ function singleValue(attr: Attr, value: unknown, at: string): unknown {
       const out: Attrs = {};
       for (const [k, v] of Object.entries(value)) {
         const sub = findAttr(attr.subAttributes, k);
-        if (sub === undefined) throw scimErrors.invalidSyntax(`'${at}' has no sub-attribute '${k}'; it has ${(attr.subAttributes ?? []).map((s) => s.name).join(', ')}`);
+        if (sub === undefined) throw scimErrors.invalidSyntax(`'${at}' has no sub-attribute ${excerpt(k)}; it has ${(attr.subAttributes ?? []).map((s) => s.name).join(', ')}`);
         if (sub.mutability === 'readOnly') continue;
         const x = singleValue(sub, v, `${at}.${sub.name}`);
         if (x !== undefined) out[sub.name] = x;
@@ -91,17 +92,17 @@ export function resourceValue(kind: ResourceKind, body: unknown, opts: { readonl
     throw scimErrors.invalidSyntax(`'schemas' must list the schemas of the resource: ["${type.schema}"]`);
   }
   for (const s of schemas) {
-    if (s.toLowerCase() !== type.schema.toLowerCase()) throw scimErrors.invalidSyntax(`unknown schema '${s}': ${kind} resources here have the schema ${type.schema} only`);
+    if (s.toLowerCase() !== type.schema.toLowerCase()) throw scimErrors.invalidSyntax(`unknown schema ${excerpt(s)}: ${kind} resources here have the schema ${type.schema} only`);
   }
   if (!schemas.some((s) => s.toLowerCase() === type.schema.toLowerCase())) throw scimErrors.invalidSyntax(`'schemas' must include ${type.schema}`);
   const out: Attrs = {};
   for (const [key, value] of Object.entries(body)) {
     if (key.toLowerCase() === 'schemas') continue;
     if (key.toLowerCase() === type.schema.toLowerCase() || /^urn:/i.test(key)) {
-      throw scimErrors.invalidSyntax(`unknown schema extension '${key}': ${kind} resources here have the schema ${type.schema} only`);
+      throw scimErrors.invalidSyntax(`unknown schema extension ${excerpt(key)}: ${kind} resources here have the schema ${type.schema} only`);
     }
     const attr = findAttr(attributesOf(kind), key);
-    if (attr === undefined) throw scimErrors.invalidSyntax(`${kind} resources have no attribute '${key}'; see /Schemas`);
+    if (attr === undefined) throw scimErrors.invalidSyntax(`${kind} resources have no attribute ${excerpt(key)}; see /Schemas`);
     if (attr.mutability === 'readOnly') continue;
     const v = attributeValue(attr, value, attr.name, { maxItems: opts.maxItems?.[attr.name] });
     if (v !== undefined) out[attr.name] = v;

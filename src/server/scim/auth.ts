@@ -1,10 +1,11 @@
 /**
  * Who may use a tenant's /scim/v2: a bearer token of that tenant (tokens.ts). A missing, malformed,
  * revoked or other tenant's token is a 401. Guessing runs into the sign-in's own defence (backoff,
- * then lockout, login/throttle.ts): failures count against the token named (its id, the part
- * before the secret) and the client address, and a locked key is refused even with the right
- * token. A valid token is held to its rate (a token bucket per token, per replica): 429 with
- * Retry-After beyond it.
+ * then lockout, login/throttle.ts). Failures count against the token id named *from that client
+ * address* and against the address: the id is not secret (it is the visible prefix of the token,
+ * shown in listings), so counting guesses per id alone let anyone lock out the real holder with
+ * five wrong secrets. A valid token is held to its rate (a token bucket per token), kept in the
+ * database, so every worker and replica draws from the same bucket: 429 with Retry-After beyond it.
  */
 import type { NextFunction, Request, Response } from 'express';
 import type { ServerContext } from '../_context.ts';
@@ -13,39 +14,17 @@ import { scimErrors } from './errors.ts';
 import type { ScimSettings } from './options.ts';
 import { tokenId, verifyScimToken } from './tokens.ts';
 
-/** Tokens whose buckets are remembered; the oldest is forgotten beyond this (it starts full again). */
-const MAX_BUCKETS = 10_000;
-
-export class RateLimiter {
-  readonly #buckets = new Map<string, { tokens: number; atMs: number }>();
-  constructor(private readonly s: ScimSettings) {}
-
-  /** Takes one request from the key's bucket: 0 when allowed, else the seconds until one is. */
-  take(key: string, nowMs = Date.now()): number {
-    const b = this.#buckets.get(key) ?? { tokens: this.s.burst, atMs: nowMs };
-    this.#buckets.delete(key);
-    b.tokens = Math.min(this.s.burst, b.tokens + ((nowMs - b.atMs) / 1000) * this.s.requestsPerSecond);
-    b.atMs = nowMs;
-    this.#buckets.set(key, b);
-    if (this.#buckets.size > MAX_BUCKETS) this.#buckets.delete(this.#buckets.keys().next().value as string);
-    if (b.tokens >= 1) {
-      b.tokens -= 1;
-      return 0;
-    }
-    return Math.max(1, Math.ceil((1 - b.tokens) / this.s.requestsPerSecond));
-  }
-}
-
 export function requireScimToken(ctx: ServerContext, settings: ScimSettings) {
   const defence = new GuessingDefence(ctx.storage.throttle, ctx.login);
-  const limiter = new RateLimiter(settings);
+  const intervalMs = 1000 / settings.requestsPerSecond;
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     const tenant = (res.locals.tenant as { name: string }).name;
     const m = /^Bearer +(\S+)$/i.exec(req.headers.authorization ?? '');
     if (m === null) throw scimErrors.unauthorized(`a SCIM bearer token of tenant '${tenant}' is required (an administrator makes one with POST /admin/v1/tenants/${tenant}/scim/tokens)`);
     const presented = m[1]!;
     const id = tokenId(presented);
-    const keys = { account: id === undefined ? undefined : `scim-token:${id}`, address: req.ip ?? 'unknown' };
+    const address = req.ip ?? 'unknown';
+    const keys = { account: id === undefined ? undefined : `scim-token:${id}@${address}`, address };
     const refusal = await defence.check(tenant, keys, 'scim-token');
     if (refusal !== undefined) throw scimErrors.tooManyRequests(refusal);
     const token = await verifyScimToken(ctx, tenant, presented);
@@ -54,8 +33,11 @@ export function requireScimToken(ctx: ServerContext, settings: ScimSettings) {
       if (locked !== undefined) throw scimErrors.tooManyRequests(locked);
       throw scimErrors.unauthorized(`the bearer token is not a SCIM token of tenant '${tenant}' (it may have been revoked)`, 'invalid_token');
     }
-    const wait = limiter.take(`${tenant}\u0000${token.id}`);
-    if (wait > 0) throw scimErrors.tooManyRequests(`SCIM token '${token.id}' is over its rate of ${settings.requestsPerSecond} requests per second; retry after ${wait} s`, wait);
+    const waitMs = await ctx.storage.throttle.takeRate(tenant, `rate:scim-token:${token.id}`, Date.now(), intervalMs, settings.burst);
+    if (waitMs > 0) {
+      const wait = Math.ceil(waitMs / 1000);
+      throw scimErrors.tooManyRequests(`SCIM token '${token.id}' is over its rate of ${settings.requestsPerSecond} requests per second; retry after ${wait} s`, wait);
+    }
     res.locals.scimToken = token.id;
     next();
   };

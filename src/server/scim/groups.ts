@@ -8,7 +8,7 @@
  * Ownership as for users: SCIM writes only groups it made; the others are listed read-only.
  */
 import { randomUUID } from 'node:crypto';
-import { MAX_GROUP_MEMBERS, SCIM_MANAGED_BY, USER_ID, mayChange, ownedElsewhere } from '../../contract/index.ts';
+import { excerpt, MAX_GROUP_MEMBERS, SCIM_MANAGED_BY, USER_ID, mayChange, ownedElsewhere } from '../../contract/index.ts';
 import type { GroupRecord } from '../storage/types.ts';
 import { scimErrors } from './errors.ts';
 import { indexedTerm } from './filter.ts';
@@ -57,7 +57,7 @@ function representation(scope: ScimScope, g: GroupRecord, memberIds: readonly st
 
 async function load(scope: ScimScope, id: string): Promise<{ group: GroupRecord; members: readonly string[] }> {
   const group = await scope.ctx.storage.groups.get(scope.tenant, id);
-  if (group === undefined) throw scimErrors.notFound(`no group with id '${id}' in this tenant`);
+  if (group === undefined) throw scimErrors.notFound(`no group with id ${excerpt(id)} in this tenant`);
   return { group, members: await scope.ctx.storage.groups.listMembers(scope.tenant, id) };
 }
 
@@ -71,12 +71,12 @@ async function write(scope: ScimScope, id: string, attrs: Attrs, before: readonl
   const t = scope.tenant;
   const displayName = attrs.displayName as string;
   const same = await storage.groups.getByDisplayName(t, displayName);
-  if (same !== undefined && same.id !== id) throw scimErrors.uniqueness(`displayName '${displayName}' is taken by another group of this tenant`);
+  if (same !== undefined && same.id !== id) throw scimErrors.uniqueness(`displayName ${excerpt(displayName)} is taken by another group of this tenant`);
   const wanted = ((attrs.members ?? []) as { value: string }[]).map((m) => m.value);
   const had = new Set(before);
   const add = wanted.filter((u) => !had.has(u));
   for (const u of add) {
-    if ((await storage.users.get(t, u)) === undefined) throw scimErrors.invalidValue(`member '${u}' is not a user of this tenant`);
+    if ((await storage.users.get(t, u)) === undefined) throw scimErrors.invalidValue(`member ${excerpt(u)} is not a user of this tenant`);
   }
   const keep = new Set(wanted);
   const body = { displayName, ...(typeof attrs.externalId === 'string' ? { externalId: attrs.externalId } : {}), managedBy: SCIM_MANAGED_BY };
@@ -84,7 +84,7 @@ async function write(scope: ScimScope, id: string, attrs: Attrs, before: readonl
     const rec = await storage.groups.put(t, id, body, { add, remove: before.filter((u) => !keep.has(u)) });
     return representation(scope, rec, await storage.groups.listMembers(t, id));
   } catch (err) {
-    if (isUniqueViolation(err)) throw scimErrors.uniqueness(`displayName '${displayName}' is taken by another group of this tenant`);
+    if (isUniqueViolation(err)) throw scimErrors.uniqueness(`displayName ${excerpt(displayName)} is taken by another group of this tenant`);
     throw err;
   }
 }
@@ -93,7 +93,7 @@ async function changeable(scope: ScimScope, id: string, ifMatch: string | undefi
   const { group, members: m } = await load(scope, id);
   if (!mayChange(group.body.managedBy, SCIM_MANAGED_BY)) throw scimErrors.ownedElsewhere(ownedElsewhere('group', id, group.body.managedBy, SCIM_MANAGED_BY));
   const version = (representation(scope, group, m).meta as { version: string }).version;
-  if (!matchesIfMatch(ifMatch, version)) throw scimErrors.preconditionFailed(`group '${id}' has changed since version ${ifMatch}`);
+  if (!matchesIfMatch(ifMatch, version)) throw scimErrors.preconditionFailed(`group ${excerpt(id)} has changed since version ${excerpt(ifMatch ?? "")}`);
   return { group, members: m };
 }
 

@@ -4,7 +4,7 @@
  * (§3.4.2.4) and the ListResponse.
  */
 import { createHash } from 'node:crypto';
-import { canonicalJson } from '../../contract/index.ts';
+import { canonicalJson, excerpt } from '../../contract/index.ts';
 import { scimErrors } from './errors.ts';
 import { compileFilter, type CompiledFilter } from './filter.ts';
 import { URN, ignoresCase, resolvePath, type ResourceKind } from './_schema.ts';
@@ -58,11 +58,19 @@ const csv = (v: unknown): string[] | undefined => {
   return list;
 };
 
+/**
+ * Largest startIndex (and count) read as given; beyond it a value is taken as this. No tenant holds
+ * 2^31 resources, so the page past it is empty either way, and storage (SQLite's and PostgreSQL's
+ * integers) never sees a number it cannot hold (1e20 was a 500 "datatype mismatch").
+ */
+export const MAX_LIST_INTEGER = 2 ** 31 - 1;
+
 function integer(v: unknown, name: string): number | undefined {
   if (v === undefined || v === '') return undefined;
-  const n = Number(v);
-  if (!Number.isInteger(n)) throw scimErrors.invalidValue(`'${name}' must be an integer`);
-  return n;
+  // Digits only, however many: a number too large for a double is simply large.
+  const n = typeof v === 'number' ? v : typeof v === 'string' && /^\s*[-+]?\d{1,4096}\s*$/.test(v) ? Number(v) : Number.NaN;
+  if (Number.isNaN(n) || (Number.isFinite(n) && !Number.isInteger(n))) throw scimErrors.invalidValue(`'${name}' must be an integer`);
+  return Math.max(-MAX_LIST_INTEGER, Math.min(MAX_LIST_INTEGER, n));
 }
 
 /** List parameters from a query string (GET) or a SearchRequest (POST .search); `kind` undefined: across types. */
@@ -75,7 +83,7 @@ export function listParams(kind: ResourceKind | undefined, p: Record<string, unk
   }
   if (p.sortBy !== undefined && typeof p.sortBy !== 'string') throw scimErrors.invalidValue("'sortBy' must be an attribute name");
   if (kind !== undefined && typeof p.sortBy === 'string' && resolvePath(kind, p.sortBy) === undefined) {
-    throw scimErrors.invalidValue(`${kind} resources have no attribute '${p.sortBy}' to sort by`);
+    throw scimErrors.invalidValue(`${kind} resources have no attribute ${excerpt(p.sortBy)} to sort by`);
   }
   const attributes = csv(p.attributes);
   const excludedAttributes = csv(p.excludedAttributes);

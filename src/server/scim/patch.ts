@@ -1,18 +1,21 @@
 /**
  * PATCH (RFC 7644 §3.5.2): the request is checked and brought to canonical form against the schema
- * table, then applied by scim-patch, and the result is checked again as a whole (types, required
- * attributes, one primary value). Canonical form first, because scim-patch compares attribute names
- * as written and walks any path it is given: only names from the table ever reach it.
+ * table, applied here to a copy of the resource's attributes, and the result is checked again as a
+ * whole (types, required attributes, one primary value). Paths are read by filter-syntax.ts in
+ * linear time, and only canonical names from the table ever become object keys. (scim-patch, used
+ * before, re-read every path with scim2-parse-filter's exponential tokenizer and splits paths with
+ * patterns that backtrack polynomially: a PATCH path was a way to freeze a process.)
  *
  * What clients send in the wild and this accepts: operation names in any case ("Replace", Entra
  * ID), booleans as strings ("False", Entra ID), `remove` with a value list on a multi-valued
  * attribute (`{"op":"remove","path":"members","value":[{"value":"<id>"}]}`, Entra ID), a path-less
  * `replace` carrying the resource's own `id` (Okta), null values as "unassign".
  */
-import { parse, stringify, type Filter } from 'scim2-parse-filter';
-import { ScimError as PatchLibraryError, scimPatch, type ScimPatchOperation } from 'scim-patch';
+import { excerpt } from '../../contract/index.ts';
 import { scimErrors } from './errors.ts';
-import { RESOURCE_TYPES, URN, attributesOf, findAttr, type Attr, type ResourceKind } from './_schema.ts';
+import { matchesFilter, viewOf } from './filter.ts';
+import { FilterSyntaxError, parsePatchPath, type Filter } from './filter-syntax.ts';
+import { RESOURCE_TYPES, URN, attributesOf, findAttr, ignoresCase, type Attr, type ResourceKind } from './_schema.ts';
 import { attributeValue, requireAttributes, type Attrs } from './_values.ts';
 
 /** Operations one PATCH may carry. */
@@ -21,7 +24,7 @@ export const MAX_OPERATIONS = 1000;
 type Op = 'add' | 'replace' | 'remove';
 interface CanonicalOp {
   readonly op: Op;
-  readonly path?: string;
+  readonly target: Target;
   readonly value?: unknown;
 }
 
@@ -47,21 +50,79 @@ export function applyPatch(kind: ResourceKind, current: Attrs, message: unknown,
   if (!Array.isArray(operations) || operations.length === 0) throw scimErrors.invalidSyntax("'Operations' must list at least one operation");
   if (operations.length > MAX_OPERATIONS) throw scimErrors.tooMany(`a PATCH may carry at most ${MAX_OPERATIONS} operations`);
   const ops = operations.flatMap((o, i) => canonicalOps(kind, o, `Operations[${i}]`, opts));
-  let result = structuredClone(current);
-  for (const op of ops) {
-    // Removing values from a list that is not there removes nothing (scim-patch would refuse it).
-    if (op.op === 'remove' && op.path?.includes('[') === true && !Array.isArray(result[op.path.slice(0, op.path.indexOf('['))])) continue;
-    try {
-      result = scimPatch(result as never, [op as ScimPatchOperation], { mutateDocument: true, treatMissingAsAdd: true }) as Attrs;
-    } catch (err) {
-      if (err instanceof PatchLibraryError) {
-        const type = err.scimCode === 'noTarget' || err.scimCode === 'invalidPath' ? err.scimCode : 'invalidValue';
-        throw scimErrors[type](err.message);
-      }
-      throw err;
-    }
-  }
+  const result = structuredClone(current);
+  for (const op of ops) applyOne(result, op);
   return revalidate(kind, result, opts);
+}
+
+/** One canonical operation on the attributes (in place). */
+function applyOne(attrs: Attrs, { op, target: t, value }: CanonicalOp): void {
+  const name = t.attr.name;
+  if (t.filter === undefined) {
+    if (t.sub === undefined) {
+      if (op === 'remove') delete attrs[name];
+      else if (op === 'add' && t.attr.multiValued === true && Array.isArray(attrs[name])) attrs[name] = [...(attrs[name] as unknown[]), ...(value as unknown[])];
+      else if (op === 'add' && t.attr.type === 'complex' && t.attr.multiValued !== true && isObject(attrs[name])) attrs[name] = { ...(attrs[name] as Attrs), ...(value as Attrs) };
+      else attrs[name] = value;
+      return;
+    }
+    // attr.sub: on a complex attribute, or on every value of a multi-valued one (RFC 7644 §3.5.2.3).
+    const sub = t.sub.name;
+    if (t.attr.multiValued === true) {
+      const items = Array.isArray(attrs[name]) ? (attrs[name] as Attrs[]) : [];
+      if (op !== 'remove' && items.length === 0) {
+        attrs[name] = [{ [sub]: value }];
+        return;
+      }
+      attrs[name] = items.map((item) => withSub(item, sub, op, value));
+      return;
+    }
+    attrs[name] = withSub(isObject(attrs[name]) ? (attrs[name] as Attrs) : {}, sub, op, value);
+    return;
+  }
+  // attr[filter] or attr[filter].sub: the values that match.
+  const items = Array.isArray(attrs[name]) ? (attrs[name] as Attrs[]) : [];
+  const one = { ...t.attr, multiValued: false };
+  const hit = items.map((item) => matchesFilter(viewOf(one, item), t.filter!));
+  if (op === 'remove') {
+    // Removing values that are not there removes nothing.
+    attrs[name] = t.sub === undefined ? items.filter((_, i) => !hit[i]) : items.map((item, i) => (hit[i] ? withSub(item, t.sub!.name, 'remove', undefined) : item));
+    return;
+  }
+  if (!hit.includes(true)) {
+    // No value matches: a filter of `eq` terms names the value to add (Entra ID and Okta replace
+    // `emails[type eq "work"].value` on a user who has no work email yet); anything else has no target.
+    const seed = eqTerms(t.filter);
+    if (seed === undefined) throw scimErrors.noTarget(`'${t.path}' matches no value`);
+    const added = t.sub === undefined ? { ...seed, ...(value as Attrs) } : { ...seed, [t.sub.name]: value };
+    attrs[name] = [...items, added];
+    return;
+  }
+  attrs[name] = items.map((item, i) => {
+    if (!hit[i]) return item;
+    if (t.sub !== undefined) return withSub(item, t.sub.name, op, value);
+    return op === 'add' ? { ...item, ...(value as Attrs) } : (value as Attrs);
+  });
+}
+
+function withSub(item: Attrs, sub: string, op: Op, value: unknown): Attrs {
+  const out = { ...item };
+  if (op === 'remove') delete out[sub];
+  else out[sub] = value;
+  return out;
+}
+
+/** `type eq "work"` (or an `and` of such terms) as the object it describes; undefined for any other filter. */
+function eqTerms(f: Filter): Attrs | undefined {
+  if (f.op === 'eq' && !f.attrPath.includes('.')) return { [f.attrPath]: f.compValue };
+  if (f.op !== 'and') return undefined;
+  const out: Attrs = {};
+  for (const x of f.filters) {
+    const part = eqTerms(x);
+    if (part === undefined) return undefined;
+    Object.assign(out, part);
+  }
+  return out;
 }
 
 /** The attributes after the operations, checked as a whole (each one already was on its way in). */
@@ -102,55 +163,54 @@ function canonicalOps(kind: ResourceKind, raw: unknown, at: string, opts: PatchO
   const target = parsePath(kind, path, at);
   if (op === 'remove') {
     if (value !== undefined && value !== null && target.attr.multiValued === true && target.filter === undefined && target.sub === undefined) {
-      return removeValues(target.attr, value, at, opts);
+      return removeValues(target, value, at, opts);
     }
-    return [{ op, path: target.path }];
+    return [{ op, target }];
   }
   if (value === undefined) throw scimErrors.invalidValue(`'${at}': ${op} needs a value`);
   const checked = targetValue(target, value, `${at}.value`, opts);
   // Null (unassigned) as the value of add or replace: the attribute is removed (RFC 7643 §2.5).
-  return checked === undefined ? [{ op: 'remove', path: target.path }] : [{ op, path: target.path, value: checked }];
+  return checked === undefined ? [{ op: 'remove', target }] : [{ op, target, value: checked }];
 }
 
 interface Target {
   readonly attr: Attr;
-  readonly filter?: string;
+  readonly filter?: Filter;
   readonly sub?: Attr;
+  /** Canonical, for messages. */
   readonly path: string;
 }
 
 /** `attr`, `attr.sub`, `attr[filter]`, `attr[filter].sub`, optionally prefixed by the resource's schema URN. */
 function parsePath(kind: ResourceKind, raw: string, at: string): Target {
-  let rest = raw.trim();
+  let p;
+  try {
+    p = parsePatchPath(raw);
+  } catch (err) {
+    if (err instanceof FilterSyntaxError) throw scimErrors.invalidPath(`'${at}.path' is not an attribute path: ${err.message}`);
+    throw err;
+  }
   const urn = RESOURCE_TYPES[kind].schema;
-  if (rest.toLowerCase().startsWith(`${urn.toLowerCase()}:`)) rest = rest.slice(urn.length + 1);
-  else if (/^urn:/i.test(rest)) throw scimErrors.invalidPath(`'${at}.path' names an unknown schema: '${raw}'`);
-  const m = /^([A-Za-z][\w$-]*)(?:\[(.*)\])?(?:\.([A-Za-z$][\w$-]*))?$/s.exec(rest);
-  if (m === null) throw scimErrors.invalidPath(`'${at}.path' is not an attribute path: '${raw}'`);
-  const attr = findAttr(attributesOf(kind), m[1]!);
-  if (attr === undefined) throw scimErrors.invalidPath(`'${at}.path': ${kind} resources have no attribute '${m[1]}'`);
+  if (p.urn !== undefined && p.urn.toLowerCase() !== urn.toLowerCase()) throw scimErrors.invalidPath(`'${at}.path' names an unknown schema: ${excerpt(p.urn)}`);
+  const attr = findAttr(attributesOf(kind), p.attr);
+  if (attr === undefined) throw scimErrors.invalidPath(`'${at}.path': ${kind} resources have no attribute ${excerpt(p.attr)}`);
   if (attr.mutability === 'readOnly') throw scimErrors.mutability(`'${at}.path': '${attr.name}' is read-only`);
-  let filter: string | undefined;
-  if (m[2] !== undefined) {
+  let filter: Filter | undefined;
+  if (p.filter !== undefined) {
     if (attr.multiValued !== true || attr.type !== 'complex') throw scimErrors.invalidPath(`'${at}.path': value filters apply to multi-valued complex attributes, not '${attr.name}'`);
-    let ast: Filter;
-    try {
-      ast = parse(m[2]);
-    } catch (err) {
-      throw scimErrors.invalidPath(`'${at}.path' has an invalid value filter: ${(err as Error).message}`);
-    }
-    filter = stringify(subFilter(attr, ast, at));
+    filter = subFilter(attr, p.filter, at);
   }
   let sub: Attr | undefined;
-  if (m[3] !== undefined) {
-    sub = findAttr(attr.subAttributes, m[3]);
-    if (sub === undefined) throw scimErrors.invalidPath(`'${at}.path': '${attr.name}' has no sub-attribute '${m[3]}'`);
+  if (p.sub !== undefined) {
+    sub = findAttr(attr.subAttributes, p.sub);
+    if (sub === undefined) throw scimErrors.invalidPath(`'${at}.path': '${attr.name}' has no sub-attribute ${excerpt(p.sub)}`);
     if (sub.mutability === 'readOnly') throw scimErrors.mutability(`'${at}.path': '${attr.name}.${sub.name}' is read-only`);
   }
-  return { attr, ...(filter === undefined ? {} : { filter }), ...(sub === undefined ? {} : { sub }), path: `${attr.name}${filter === undefined ? '' : `[${filter}]`}${sub === undefined ? '' : `.${sub.name}`}` };
+  const text = `${attr.name}${filter === undefined ? '' : '[…]'}${sub === undefined ? '' : `.${sub.name}`}`;
+  return { attr, ...(filter === undefined ? {} : { filter }), ...(sub === undefined ? {} : { sub }), path: text };
 }
 
-/** A value filter inside a path, with the sub-attribute names it uses made canonical. */
+/** A value filter inside a path, with the sub-attribute names it uses made canonical and its values compared as filters compare them. */
 function subFilter(attr: Attr, f: Filter, at: string): Filter {
   switch (f.op) {
     case 'and':
@@ -162,8 +222,10 @@ function subFilter(attr: Attr, f: Filter, at: string): Filter {
       throw scimErrors.invalidPath(`'${at}.path': value filters cannot be nested`);
     default: {
       const sub = findAttr(attr.subAttributes, f.attrPath);
-      if (sub === undefined) throw scimErrors.invalidPath(`'${at}.path': '${attr.name}' has no sub-attribute '${f.attrPath}'`);
-      return { ...f, attrPath: sub.name };
+      if (sub === undefined) throw scimErrors.invalidPath(`'${at}.path': '${attr.name}' has no sub-attribute ${excerpt(f.attrPath)}`);
+      if (f.op === 'pr') return { op: 'pr', attrPath: sub.name };
+      const v = typeof f.compValue === 'string' && ignoresCase(sub) ? f.compValue.toLowerCase() : f.compValue;
+      return { op: f.op, attrPath: sub.name, compValue: v };
     }
   }
 }
@@ -197,18 +259,18 @@ function pathless(kind: ResourceKind, op: Op, value: unknown, at: string, opts: 
     }
     const target = parsePath(kind, key, `${at}.value`);
     const checked = targetValue(target, v, `${at}.value.${target.path}`, opts);
-    out.push(checked === undefined ? { op: 'remove', path: target.path } : { op, path: target.path, value: checked });
+    out.push(checked === undefined ? { op: 'remove', target } : { op, target, value: checked });
   }
   return out;
 }
 
 /** `remove` with a list of values on a multi-valued attribute: each value that is there goes, matched by its `value`. */
-function removeValues(attr: Attr, value: unknown, at: string, opts: PatchOptions): CanonicalOp[] {
+function removeValues(t: Target, value: unknown, at: string, opts: PatchOptions): CanonicalOp[] {
   const list = Array.isArray(value) ? value : [value];
-  const checked = (attributeValue(attr, list, `${at}.value`, { maxItems: opts.maxItems?.[attr.name] }) ?? []) as Record<string, unknown>[];
+  const checked = (attributeValue(t.attr, list, `${at}.value`, { maxItems: opts.maxItems?.[t.attr.name] }) ?? []) as Record<string, unknown>[];
   return checked.map((item, i) => {
     const v = typeof item === 'object' ? item.value : undefined;
     if (typeof v !== 'string') throw scimErrors.invalidValue(`'${at}.value[${i}]' must name the value to remove: {"value": "..."}`);
-    return { op: 'remove' as const, path: `${attr.name}[value eq ${JSON.stringify(v)}]` };
+    return { op: 'remove' as const, target: { attr: t.attr, filter: { op: 'eq', attrPath: 'value', compValue: v }, path: `${t.attr.name}[value eq …]` } };
   });
 }

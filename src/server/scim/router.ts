@@ -5,7 +5,7 @@
  * SCIM error (errors.ts), unknown paths and methods included.
  */
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import { scimBaseUrl } from '../../contract/index.ts';
+import { excerpt, scimBaseUrl } from '../../contract/index.ts';
 import type { ServerContext } from '../_context.ts';
 import { requireScimToken } from './auth.ts';
 import { scimErrors, sendScim, sendScimError } from './errors.ts';
@@ -100,7 +100,7 @@ export function scimRouter(ctx: ServerContext, settings: ScimSettings = scimSett
   router.route('/ResourceTypes/:name')
     .get((req, res) => {
       const found = resourceTypeResources((p) => `${scope(res).base}${p}`).find((t) => t.id === req.params.name);
-      if (found === undefined) throw scimErrors.notFound(`no resource type '${req.params.name}': there are ${Object.keys(RESOURCE_TYPES).join(', ')}`);
+      if (found === undefined) throw scimErrors.notFound(`no resource type ${excerpt(req.params.name)}: there are ${Object.keys(RESOURCE_TYPES).join(', ')}`);
       sendScim(res, 200, found);
     })
     .all(notAllowed('GET'));
@@ -113,7 +113,7 @@ export function scimRouter(ctx: ServerContext, settings: ScimSettings = scimSett
   router.route('/Schemas/:id')
     .get((req, res) => {
       const found = schemaResources((p) => `${scope(res).base}${p}`).find((s) => s.id === req.params.id);
-      if (found === undefined) throw scimErrors.notFound(`no schema '${req.params.id}' here: there are ${Object.values(RESOURCE_TYPES).map((t) => t.schema).join(', ')}`);
+      if (found === undefined) throw scimErrors.notFound(`no schema ${excerpt(req.params.id)} here: there are ${Object.values(RESOURCE_TYPES).map((t) => t.schema).join(', ')}`);
       sendScim(res, 200, found);
     })
     .all(notAllowed('GET'));
@@ -172,7 +172,7 @@ function searchParams(kind: ResourceKind | undefined, body: unknown): ListParams
     throw scimErrors.invalidSyntax(`'schemas' of a search must be ["${URN.searchRequest}"]`);
   }
   for (const k of ['attributes', 'excludedAttributes']) {
-    if (b[k] !== undefined && (!Array.isArray(b[k]) || !(b[k] as unknown[]).every((x) => typeof x === 'string'))) throw scimErrors.invalidValue(`'${k}' must be a list of attribute names`);
+    if (b[k] !== undefined && (!Array.isArray(b[k]) || !(b[k] as unknown[]).every((x) => typeof x === 'string'))) throw scimErrors.invalidValue(`${excerpt(k)} must be a list of attribute names`);
   }
   return listParams(kind, b);
 }

@@ -9,7 +9,7 @@
  *                         fast keyed hash is enough, as for client secrets)
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { RESERVED_TENANTS, type ScimTokenCreated, type ScimTokenView } from '../../contract/index.ts';
+import { excerpt, RESERVED_TENANTS, type ScimTokenCreated, type ScimTokenView } from '../../contract/index.ts';
 import type { MasterKey } from '../_crypto.ts';
 import type { ServerContext } from '../_context.ts';
 import { errors } from '../errors.ts';
@@ -49,7 +49,7 @@ export async function listScimTokens(ctx: ServerContext, tenant: string): Promis
 
 export async function deleteScimToken(ctx: ServerContext, tenant: string, id: string): Promise<void> {
   await requireTenant(ctx, tenant);
-  if (!(await ctx.storage.scim.deleteToken(tenant, id))) throw errors.notFound(`SCIM token '${id}' does not exist in tenant '${tenant}'`);
+  if (!(await ctx.storage.scim.deleteToken(tenant, id))) throw errors.notFound(`SCIM token ${excerpt(id)} does not exist in tenant '${tenant}'`);
 }
 
 /** The stored token a presented one is, at this tenant; undefined for anything else (malformed, revoked, another tenant's). */

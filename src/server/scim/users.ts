@@ -13,7 +13,7 @@
  * owner. A user SCIM made is written only by SCIM (the admin API refuses the others, the model too).
  */
 import { randomUUID } from 'node:crypto';
-import { SCIM_MANAGED_BY, UserBody, mayChange, ownedElsewhere } from '../../contract/index.ts';
+import { excerpt, SCIM_MANAGED_BY, UserBody, mayChange, ownedElsewhere } from '../../contract/index.ts';
 import { hashPassword } from '../_crypto.ts';
 import type { UserWithScim } from '../storage/types.ts';
 import { scimErrors } from './errors.ts';
@@ -61,7 +61,7 @@ async function representations(scope: ScimScope, users: readonly UserWithScim[])
 
 async function load(scope: ScimScope, id: string): Promise<UserWithScim> {
   const u = await scope.ctx.storage.scim.getUser(scope.tenant, id);
-  if (u === undefined) throw scimErrors.notFound(`no user with id '${id}' in this tenant`);
+  if (u === undefined) throw scimErrors.notFound(`no user with id ${excerpt(id)} in this tenant`);
   return u;
 }
 
@@ -87,13 +87,13 @@ async function write(scope: ScimScope, id: string, attrs: Attrs, before: UserWit
   const userName = resource.userName as string;
   const email = signInEmail(resource);
   const named = await storage.scim.getUserByUserName(t, userName);
-  if (named !== undefined && named.user.id !== id) throw scimErrors.uniqueness(`userName '${userName}' is taken by another user of this tenant`);
+  if (named !== undefined && named.user.id !== id) throw scimErrors.uniqueness(`userName ${excerpt(userName)} is taken by another user of this tenant`);
   const mailed = await storage.users.getByEmail(t, userName);
   if (mailed !== undefined && mailed.id !== id && (await storage.scim.getUser(t, mailed.id))?.scim === undefined) {
-    throw scimErrors.uniqueness(`userName '${userName}' is the sign-in email, and so the userName, of another user of this tenant`);
+    throw scimErrors.uniqueness(`userName ${excerpt(userName)} is the sign-in email, and so the userName, of another user of this tenant`);
   }
   const other = await storage.users.getByEmail(t, email);
-  if (other !== undefined && other.id !== id) throw scimErrors.uniqueness(`email '${email}' belongs to another user of this tenant`);
+  if (other !== undefined && other.id !== id) throw scimErrors.uniqueness(`email ${excerpt(email)} belongs to another user of this tenant`);
   let passwordHash = before?.user.passwordHash ?? null;
   if (password !== undefined) {
     const checked = UserBody.shape.initialPassword.safeParse(password);
@@ -115,7 +115,7 @@ async function write(scope: ScimScope, id: string, attrs: Attrs, before: UserWit
       { revokeArtifacts: disabled && before?.user.body.disabled !== true });
     return (await representations(scope, [written]))[0]!;
   } catch (err) {
-    if (isUniqueViolation(err)) throw scimErrors.uniqueness(`userName '${userName}' is taken by another user of this tenant`);
+    if (isUniqueViolation(err)) throw scimErrors.uniqueness(`userName ${excerpt(userName)} is taken by another user of this tenant`);
     throw err;
   }
 }
@@ -125,7 +125,7 @@ async function changeable(scope: ScimScope, id: string, ifMatch: string | undefi
   const user = await load(scope, id);
   if (!mayChange(user.user.body.managedBy, SCIM_MANAGED_BY)) throw scimErrors.ownedElsewhere(ownedElsewhere('user', id, user.user.body.managedBy, SCIM_MANAGED_BY));
   const current = (await representations(scope, [user]))[0]!;
-  if (!matchesIfMatch(ifMatch, (current.meta as { version: string }).version)) throw scimErrors.preconditionFailed(`user '${id}' has changed since version ${ifMatch}`);
+  if (!matchesIfMatch(ifMatch, (current.meta as { version: string }).version)) throw scimErrors.preconditionFailed(`user ${excerpt(id)} has changed since version ${excerpt(ifMatch ?? "")}`);
   return { user, current };
 }
 

@@ -116,6 +116,38 @@ export function nextThrottle(prev: ThrottleRecord | undefined, nowMs: number, re
   return { failures, lastFailureMs: nowMs, lockedUntilMs, locked };
 }
 
+/**
+ * The one statement of ThrottleStore.takeRate (GCRA), for both backends: every SET expression reads
+ * the row as it was, so the decision and the new arrival time come from one atomic upsert. Times are
+ * microseconds (a rate above 1,000 a second has a sub-millisecond interval); the row's
+ * `locked_until_ms` is -1, which marks it a rate row for purgeIdleRates. `greatest` is PostgreSQL's
+ * GREATEST or SQLite's max; `p(n)` names parameter n: 1 tenant, 2 key, 3 now, 4 interval,
+ * 5 tolerance ((burst - 1) × interval).
+ */
+export function takeRateSql(greatest: 'GREATEST' | 'max', p: (n: number) => string): string {
+  const now = `CAST(${p(3)} AS BIGINT)`;
+  const interval = `CAST(${p(4)} AS BIGINT)`;
+  const allowed = `${greatest}(login_throttle.last_failure_ms, ${now}) - ${now} <= CAST(${p(5)} AS BIGINT)`;
+  return `INSERT INTO login_throttle (tenant, key, failures, last_failure_ms, locked_until_ms) VALUES (${p(1)}, ${p(2)}, 1, ${now} + ${interval}, -1)
+  ON CONFLICT (tenant, key) DO UPDATE SET
+    failures = CASE WHEN ${allowed} THEN 1 ELSE 0 END,
+    last_failure_ms = CASE WHEN ${allowed} THEN ${greatest}(login_throttle.last_failure_ms, ${now}) + ${interval} ELSE login_throttle.last_failure_ms END
+  RETURNING failures, last_failure_ms`;
+}
+
+/** takeRate's arguments in the statement's units: now, interval and tolerance in whole microseconds. */
+export function rateArgs(nowMs: number, intervalMs: number, burst: number): { now: number; interval: number; tolerance: number } {
+  const interval = Math.max(1, Math.round(intervalMs * 1000));
+  return { now: Math.round(nowMs * 1000), interval, tolerance: Math.min(Number.MAX_SAFE_INTEGER / 4, Math.max(0, Math.floor(burst) - 1) * interval) };
+}
+
+/** What takeRate answers from the row the statement returned: 0, or the milliseconds to wait. */
+export const rateWait = (r: Row, a: { now: number; tolerance: number }): number =>
+  Number(r.failures) === 1 ? 0 : Math.max(1, Math.ceil((Number(r.last_failure_ms) - a.now - a.tolerance) / 1000));
+
+/** Rate rows (takeRate) idle for a day: their arrival time, in microseconds, is a day past. */
+export const PURGE_RATES_SQL = (p: (n: number) => string) => `DELETE FROM login_throttle WHERE locked_until_ms = -1 AND last_failure_ms < CAST(${p(1)} AS BIGINT)`;
+
 // Rows → records. Numbers may arrive as strings (PostgreSQL bigint), hence Number().
 const json = (v: unknown) => JSON.parse(String(v));
 const numOrNull = (v: unknown) => (v === null || v === undefined ? null : Number(v));

@@ -15,7 +15,7 @@ import pg from 'pg';
 import type { AssignmentBody, GroupAssignmentBody, GroupBody, TenantBody, UserBody } from '../../contract/index.ts';
 import {
   TENANT_TABLES, THROTTLE_IDLE_MS, USER_FACTOR_TABLES, appRow, artifactColumns, artifactRow, assignmentRow, decodeCursor, keyRow,
-  nextThrottle, nowSeconds as now, otpRow, passkeyRow, tenantRow, throttleRow, toPage, totpRow, userRow, type Row,
+  nextThrottle, nowSeconds as now, PURGE_RATES_SQL, rateArgs, rateWait, takeRateSql, otpRow, passkeyRow, tenantRow, throttleRow, toPage, totpRow, userRow, type Row,
   RENAME_DROPPED_TABLES, RENAME_MOVED_TABLES, isUniqueViolation,
 } from './_common.ts';
 import {
@@ -735,6 +735,8 @@ class Scim implements ScimStore {
   }
 }
 
+const TAKE_RATE = takeRateSql('GREATEST', (n) => `$${n}`);
+
 class Throttle implements ThrottleStore {
   /** In front of the advisory locks: a burst in this process holds one lock connection per key. */
   readonly #local = new KeyedLocks();
@@ -780,9 +782,15 @@ class Throttle implements ThrottleStore {
       }
     });
   }
+  async takeRate(tenant: string, key: string, nowMs: number, intervalMs: number, burst: number): Promise<number> {
+    const a = rateArgs(nowMs, intervalMs, burst);
+    const r = await this.d.one(TAKE_RATE, [tenant, Buffer.from(key), a.now, a.interval, a.tolerance]);
+    return rateWait(r!, a);
+  }
   async purgeIdle(): Promise<void> {
     const ms = Date.now();
-    await this.d.q('DELETE FROM login_throttle WHERE last_failure_ms < $1 AND locked_until_ms < $2', [ms - THROTTLE_IDLE_MS, ms]);
+    await this.d.q('DELETE FROM login_throttle WHERE last_failure_ms < $1 AND locked_until_ms < $2 AND locked_until_ms <> -1', [ms - THROTTLE_IDLE_MS, ms]);
+    await this.d.q(PURGE_RATES_SQL((n) => `$${n}`), [(ms - THROTTLE_IDLE_MS) * 1000]);
   }
 }
 

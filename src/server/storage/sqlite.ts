@@ -12,7 +12,7 @@ import { resolve } from 'node:path';
 import type { AssignmentBody, GroupAssignmentBody, GroupBody, TenantBody, UserBody } from '../../contract/index.ts';
 import {
   TENANT_TABLES, THROTTLE_IDLE_MS, USER_FACTOR_TABLES, appRow, artifactColumns, artifactRow, assignmentRow, decodeCursor, keyRow,
-  nextThrottle, nowSeconds as now, otpRow, passkeyRow, tenantRow, throttleRow, toPage, totpRow, userRow, type Row,
+  nextThrottle, nowSeconds as now, PURGE_RATES_SQL, rateArgs, rateWait, takeRateSql, otpRow, passkeyRow, tenantRow, throttleRow, toPage, totpRow, userRow, type Row,
   RENAME_DROPPED_TABLES, RENAME_MOVED_TABLES,
 } from './_common.ts';
 import { KeyedLocks, type NamedLocks } from './_keyed-locks.ts';
@@ -699,6 +699,8 @@ class Scim implements ScimStore {
   }
 }
 
+const TAKE_RATE = takeRateSql('max', (n) => `@p${n}`);
+
 /** One process serves a SQLite file, so in-process locks per file serialize every attempt on it. */
 const FILE_LOCKS = new Map<string, KeyedLocks>();
 
@@ -730,9 +732,15 @@ class Throttle implements ThrottleStore {
   serialize<T>(tenant: string, keys: readonly string[], attempt: () => Promise<T>): Promise<T> {
     return this.#locks.hold(keys.map((k) => `${tenant}\u0000${k}`), attempt);
   }
+  async takeRate(tenant: string, key: string, nowMs: number, intervalMs: number, burst: number): Promise<number> {
+    const a = rateArgs(nowMs, intervalMs, burst);
+    const r = this.d.q(TAKE_RATE).get({ p1: tenant, p2: key, p3: a.now, p4: a.interval, p5: a.tolerance }) as Row;
+    return rateWait(r, a);
+  }
   async purgeIdle(): Promise<void> {
     const ms = Date.now();
-    this.d.q('DELETE FROM login_throttle WHERE last_failure_ms < ? AND locked_until_ms < ?').run(ms - THROTTLE_IDLE_MS, ms);
+    this.d.q('DELETE FROM login_throttle WHERE last_failure_ms < ? AND locked_until_ms < ? AND locked_until_ms <> -1').run(ms - THROTTLE_IDLE_MS, ms);
+    this.d.q(PURGE_RATES_SQL((n) => `@p${n}`)).run({ p1: (ms - THROTTLE_IDLE_MS) * 1000 });
   }
 }
 

@@ -346,6 +346,15 @@ export interface ThrottleStore {
    * so two attempts sharing keys never wait on each other.
    */
   serialize<T>(tenant: string, keys: readonly string[], attempt: () => Promise<T>): Promise<T>;
+  /**
+   * Takes one request from the rate of `key` (a GCRA token bucket: one request every `intervalMs`
+   * sustained, up to `burst` at once), atomically against every process and replica on the same
+   * database, so workers and replicas share one budget per key. Returns 0 when allowed, else the
+   * milliseconds until a request will be. Kept in the throttle table under the caller's key: its
+   * `last_failure_ms` is the bucket's theoretical arrival time in microseconds, `failures` whether
+   * the last take was allowed, `locked_until_ms` -1 (a rate row, never a lock). Purged idle after a day.
+   */
+  takeRate(tenant: string, key: string, nowMs: number, intervalMs: number, burst: number): Promise<number>;
   /** Deletes counters idle for a day whose lockout (if any) is over. */
   purgeIdle(): Promise<void>;
 }

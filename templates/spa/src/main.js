@@ -123,8 +123,15 @@ async function signOutEverywhere() {
   await manager.signoutRedirect({ id_token_hint: user?.id_token });
 }
 
+/** The address without trailing slashes (a loop, not /\/+$/, which backtracks quadratically on a run of slashes). */
+function trimSlashes(text) {
+  let end = text.length;
+  while (end > 0 && text[end - 1] === '/') end--;
+  return text.slice(0, end);
+}
+
 async function callApi(path) {
-  const base = $('api-url').value.replace(/\/+$/, '');
+  const base = trimSlashes($('api-url').value);
   if (!base) throw new Error('Enter the API address first.');
   const user = await manager.getUser();
   const response = await fetch(`${base}${path}`, {

@@ -743,6 +743,48 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
       });
     });
 
+    describe('rates', () => {
+      it('takeRate lets a burst through at once, then one request per interval, and says how long to wait', async () => {
+        const take = (t: number) => s.throttle.takeRate('acme', 'rate:scim-token:a', t, 100, 3);
+        expect([await take(T0), await take(T0), await take(T0)]).toEqual([0, 0, 0]);
+        expect(await take(T0)).toBe(100);
+        expect(await take(T0 + 40)).toBe(60);
+        // Refusals spend nothing: the next interval's request goes through.
+        expect(await take(T0 + 100)).toBe(0);
+        expect(await take(T0 + 100)).toBe(100);
+        // A quiet spell refills the bucket, never beyond the burst.
+        expect([await take(T0 + 10_000), await take(T0 + 10_000), await take(T0 + 10_000)]).toEqual([0, 0, 0]);
+        expect(await take(T0 + 10_000)).toBeGreaterThan(0);
+        // Another key, and the same key in another tenant, have their own buckets.
+        expect(await s.throttle.takeRate('acme', 'rate:scim-token:b', T0, 100, 3)).toBe(0);
+        expect(await s.throttle.takeRate('globex', 'rate:scim-token:a', T0, 100, 3)).toBe(0);
+      });
+
+      it('takeRate is one budget across instances: of 20 concurrent requests, exactly the burst goes through', async () => {
+        const s2 = await other();
+        const waits = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? s : s2).throttle.takeRate('acme', 'rate:shared', T0, 1000, 5)));
+        expect(waits.filter((w) => w === 0)).toHaveLength(5);
+      });
+
+      it('takeRate keeps sub-millisecond intervals (rates above 1,000 a second)', async () => {
+        const waits = [];
+        for (let i = 0; i < 12; i++) waits.push(await s.throttle.takeRate('acme', 'rate:fast', T0, 0.1, 10));
+        expect(waits.filter((w) => w === 0)).toHaveLength(10);
+        // 1 ms later, ten more intervals of 0.1 ms have passed.
+        expect(await s.throttle.takeRate('acme', 'rate:fast', T0 + 1, 0.1, 10)).toBe(0);
+      });
+
+      it('the purge removes rate rows idle for a day, and keeps the others', async () => {
+        const day = 86_400_000;
+        await s.throttle.takeRate('acme', 'rate:idle', Date.now() - day - 60_000, 100, 3);
+        await s.throttle.takeRate('acme', 'rate:recent', Date.now(), 100, 1);
+        await s.throttle.purgeIdle();
+        expect(await s.throttle.get('acme', 'rate:idle')).toBeUndefined();
+        // Still there: the recent row refuses the next request at once.
+        expect(await s.throttle.takeRate('acme', 'rate:recent', Date.now(), 100_000, 1)).toBeGreaterThan(0);
+      });
+    });
+
     describe('tenant batches', () => {
       const NONE: TenantChanges = { applications: [], users: [], assignments: [], deleteAssignments: [], deleteUsers: [], deleteApplications: [] };
       const write = (t: string, changes: Partial<TenantChanges>) => s.tenants.batch(t, () => ({ changes: { ...NONE, ...changes }, result: undefined }));
