@@ -8,7 +8,7 @@ import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT, ensureSupportedNode } from './_node.js';
 
-ensureSupportedNode();
+await ensureSupportedNode();
 // Without tsx nothing of the demo ever ran here.
 if (!existsSync(join(ROOT, 'node_modules/tsx'))) {
   console.log('Nothing to tear down: the demo was never installed here.');

@@ -14,7 +14,7 @@ import { isAbsolute, join, relative, resolve } from 'node:path';
 import { ROOT, ensureSupportedNode, npmEnv } from './_node.js';
 
 // Node.js 22 or later first: on an older node this installs Node 24 into tools/ and runs again under it.
-ensureSupportedNode();
+await ensureSupportedNode();
 const sh = (cmd, args, env = process.env) => {
   const r = spawnSync(cmd, args, { cwd: ROOT, stdio: 'inherit', env });
   if (r.status !== 0) process.exit(r.status ?? 1);

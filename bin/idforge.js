@@ -6,7 +6,7 @@
 import { load } from './_load.js';
 import { ensureSupportedNode } from './_node.js';
 
-ensureSupportedNode();
+await ensureSupportedNode();
 const { main, SERVE_SUMMARY } = await load('cli/main');
 process.exitCode = await main(process.argv.slice(2), undefined, {
   serve: { summary: SERVE_SUMMARY, load: () => load('server/serve-command') },

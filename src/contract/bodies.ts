@@ -215,6 +215,10 @@ export const ScimTokenBody = z.strictObject({
 });
 export type ScimTokenBody = z.infer<typeof ScimTokenBody>;
 
+/** POST /admin/v1/tenants/{tenant}/console-sessions: an administrator signed in to the console. */
+export const ConsoleSessionBody = z.strictObject({ userId: z.string().regex(USER_ID, { error: NAME_RULES.userId }) });
+export type ConsoleSessionBody = z.infer<typeof ConsoleSessionBody>;
+
 export const SIGNING_ALGS = ['RS256', 'ES256'] as const;
 export type SigningAlg = (typeof SIGNING_ALGS)[number];
 
@@ -275,6 +279,12 @@ export const ScimTokenView = z.object({
 });
 export type ScimTokenView = z.infer<typeof ScimTokenView>;
 export const ScimTokenList = z.object({ items: z.array(ScimTokenView) });
+
+/** A console session: who, until when. Its id is a bearer secret, answered once, at creation. */
+export const ConsoleSessionView = z.object({ userId: z.string(), email: z.string(), expiresAt: z.iso.datetime() });
+export type ConsoleSessionView = z.infer<typeof ConsoleSessionView>;
+export const ConsoleSessionCreated = z.object({ id: z.string(), ...ConsoleSessionView.shape });
+export type ConsoleSessionCreated = z.infer<typeof ConsoleSessionCreated>;
 export const ScimTokenCreated = z.object({
   ...ScimTokenView.shape,
   token: z.string().describe('the bearer token for /scim/v2, shown this once: only its hash is stored'),

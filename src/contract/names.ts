@@ -49,6 +49,29 @@ export const SYSTEM_TENANT = 'system';
 /** Tenant names no model or admin call may use. */
 export const RESERVED_TENANTS: readonly string[] = [SYSTEM_TENANT];
 
+/**
+ * Names a new tenant (made or renamed) may not take, besides the system tenant's. A tenant is a host
+ * name people type and trust: `admin.<base>` and `www.<base>` read as the operator's own, and
+ * `localhost.<base>` is special to resolvers (RFC 6761 §6.3).
+ */
+export const RESERVED_TENANT_NAMES: readonly string[] = [SYSTEM_TENANT, 'admin', 'administrator', 'localhost', 'www', 'root', 'idforge'];
+
+/**
+ * The one rule for the name of a new tenant, run by the model loader, the admin API (create, batch,
+ * rename) and every other door: a DNS label, not reserved, and not a label with hyphens in its third
+ * and fourth characters (RFC 5891 §4.2.3.1 reserves those: `xn--` labels are punycoded Unicode,
+ * whose look-alikes of other tenants' names are a phishing tool). Undefined when the name may be used.
+ */
+export function tenantNameProblem(name: string): { readonly code: string; readonly message: string } | undefined {
+  if (!DNS_LABEL.test(name)) return { code: 'invalid-name', message: `tenant name ${NAME_RULES.dnsLabel}` };
+  if (name === SYSTEM_TENANT) return { code: 'reserved-name', message: `tenant name '${name}' is reserved for the server's own tenant, which issues admin tokens: choose another name` };
+  if (RESERVED_TENANT_NAMES.includes(name)) return { code: 'reserved-name', message: `tenant name '${name}' is reserved: it would read as the operator's own host or is special to resolvers; choose another name` };
+  if (name.length >= 4 && name[2] === '-' && name[3] === '-') {
+    return { code: 'reserved-name', message: `tenant name '${name}' has hyphens in its third and fourth characters, which DNS reserves for encoded labels such as xn-- (RFC 5891): choose another name` };
+  }
+  return undefined;
+}
+
 /** Audience (resource indicator) of admin API tokens. Port-independent on purpose. */
 export const ADMIN_AUDIENCE = 'urn:idforge:admin-api';
 /** The scope an admin token must carry; also the contract's administrator scope checked against `scp`. */

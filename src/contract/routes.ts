@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import {
-  ApplicationBody, ApplicationView, AssignmentBatchBody, AssignmentBatchResult, AssignmentBody, AssignmentView, GroupAssignmentBody,
+  ApplicationBody, ApplicationView, ConsoleSessionBody, ConsoleSessionCreated, ConsoleSessionView, AssignmentBatchBody, AssignmentBatchResult, AssignmentBody, AssignmentView, GroupAssignmentBody,
   GroupAssignmentView, GroupBody, GroupSummaryView, GroupView, KeyList, Page, PutResult, RenameBody, RotateKeysBody, TenantRenameBody, ScimTokenBody,
   ScimTokenCreated, ScimTokenList, SecretRotation, SecretVerification, SecretVerificationResult, TenantBody, TenantView, UserBody, UserView,
 } from './bodies.ts';
@@ -22,6 +22,7 @@ export const PATH_PARAMS = {
   userId: { pattern: USER_ID, what: 'user id', rule: NAME_RULES.userId },
   group: { pattern: USER_ID, what: 'group id', rule: NAME_RULES.userId },
   tokenId: { pattern: NAME, what: 'token id', rule: NAME_RULES.name },
+  sessionId: { pattern: /^[A-Za-z0-9_-]{43}$/, what: 'session id', rule: 'must be 43 characters of base64url (32 random bytes)' },
 } as const;
 export type PathParam = keyof typeof PATH_PARAMS;
 
@@ -33,7 +34,7 @@ export interface RouteSpec {
   readonly method: 'GET' | 'PUT' | 'POST' | 'DELETE';
   /** Below ADMIN_BASE_PATH, parameters in braces. */
   readonly path: string;
-  readonly tag: 'tenant' | 'key' | 'application' | 'user' | 'assignment' | 'batch' | 'group' | 'scim';
+  readonly tag: 'tenant' | 'key' | 'application' | 'user' | 'assignment' | 'batch' | 'group' | 'scim' | 'console';
   readonly summary: string;
   readonly query?: QueryKind;
   readonly body?: z.ZodType;
@@ -183,6 +184,20 @@ export const ADMIN_ROUTES = {
   listScimTokens: route({ method: 'GET', path: '/tenants/{tenant}/scim/tokens', tag: 'scim', summary: "List the tenant's SCIM tokens (never their values)", response: ScimTokenList }),
   deleteScimToken: route({
     method: 'DELETE', path: '/tenants/{tenant}/scim/tokens/{tokenId}', tag: 'scim', summary: 'Revoke a SCIM token: requests with it are refused from now on',
+  }),
+
+  createConsoleSession: route({
+    method: 'POST', path: '/tenants/{tenant}/console-sessions', tag: 'console',
+    summary: "Start an admin console session for a user who signed in at the tenant and holds its admin scope; the answer holds the session's id once (a bearer secret; the server keeps a hash)",
+    body: ConsoleSessionBody, response: ConsoleSessionCreated, status: 201,
+  }),
+  getConsoleSession: route({
+    method: 'GET', path: '/tenants/{tenant}/console-sessions/{sessionId}', tag: 'console',
+    summary: 'A console session, while it lasts: 404 once it ended (signed out, expired), 403 when it ended because its user was disabled, deleted or lost the admin scope',
+    response: ConsoleSessionView,
+  }),
+  deleteConsoleSession: route({
+    method: 'DELETE', path: '/tenants/{tenant}/console-sessions/{sessionId}', tag: 'console', summary: 'End a console session (sign-out); ending one that already ended is no error',
   }),
 } as const satisfies Record<string, RouteSpec>;
 

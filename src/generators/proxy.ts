@@ -15,6 +15,20 @@ function listenPort(origin: string): string {
   return u.port !== '' ? u.port : u.protocol === 'https:' ? '443' : '80';
 }
 
+/**
+ * Where oauth2-proxy listens: loopback for a local origin (a developer's machine: nothing else on the
+ * network reaches the proxy, let alone around it), every interface otherwise (in a container, whose
+ * port mapping decides what reaches it). The env file says so above the value.
+ */
+function bindHost(origin: string): string {
+  return isLocalHost(new URL(origin).hostname) ? '127.0.0.1' : '0.0.0.0';
+}
+
+const BIND_NOTE = `# OAUTH2_PROXY_HTTP_ADDRESS is where the proxy listens: 127.0.0.1 for a local origin; 0.0.0.0 otherwise,
+# for a container (its port mapping decides what reaches it). On a host without one, set it to the one
+# address your load balancer reaches, so nobody can talk to the proxy around it.
+`;
+
 export function proxyArtifacts(model: Model, tenant: TenantSpec, app: ProxyAppSpec, resolved: Resolved): Artifact[] {
   const key = appKey(tenant.name, app.name);
   const origin = originOf(app.origin);
@@ -33,7 +47,7 @@ export function proxyArtifacts(model: Model, tenant: TenantSpec, app: ProxyAppSp
     OAUTH2_PROXY_REDIRECT_URL: `${origin}/oauth2/callback`,
     OAUTH2_PROXY_UPSTREAMS: app.upstream,
     OAUTH2_PROXY_CODE_CHALLENGE_METHOD: 'S256',
-    OAUTH2_PROXY_HTTP_ADDRESS: `0.0.0.0:${port}`,
+    OAUTH2_PROXY_HTTP_ADDRESS: `${bindHost(origin)}:${port}`,
     // With `offline` (KINDS.proxy.refreshTokens): refresh tokens for the cookie refresh below.
     OAUTH2_PROXY_SCOPE: scopesOf(app).join(' '),
     // Every this often the session's tokens are refreshed at the server; a refused refresh (the
@@ -64,7 +78,7 @@ export function proxyArtifacts(model: Model, tenant: TenantSpec, app: ProxyAppSp
     },
   };
   return [
-    { path: `${key}/oauth2-proxy.env`, content: envFile(env, GENERATED_HEADER), secret: true },
+    { path: `${key}/oauth2-proxy.env`, content: envFile(env, `${GENERATED_HEADER}${BIND_NOTE}`), secret: true },
     { path: `${key}/docker-compose.yml`, content: stableYaml(compose, GENERATED_HEADER), secret: false },
   ];
 }

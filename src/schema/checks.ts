@@ -4,7 +4,7 @@
  * every problem instead of stopping at the first.
  */
 import {
-  BUILTIN_SCOPES, RESERVED_TENANTS, checkEnvValue, checkLoginPolicy, checkRedirectUrl, checkRequestedScopes, checkScopeDefinitions, didYouMean,
+  BUILTIN_SCOPES, DNS_LABEL, tenantNameProblem, checkEnvValue, checkLoginPolicy, checkRedirectUrl, checkRequestedScopes, checkScopeDefinitions, didYouMean,
   isLocalHost, problem, type Path,
 } from '../contract/index.ts';
 import type { Model, TenantSpec } from './model.ts';
@@ -188,7 +188,8 @@ export function checkModel(model: Model): Problem[] {
   out.push(...checkUnique(model.tenants, (t) => t.name, ['tenants'], 'name', 'tenant'));
   out.push(...checkRenames(model.tenants, ['tenants'], 'tenant'));
   model.tenants.forEach((t, i) => {
-    if (RESERVED_TENANTS.includes(t.name)) out.push(problem('reserved-name', ['tenants', i, 'name'], `tenant name '${t.name}' is reserved for the server's own tenant, which issues admin tokens: choose another name`));
+    const bad = DNS_LABEL.test(t.name) ? tenantNameProblem(t.name) : undefined;
+    if (bad !== undefined) out.push(problem(bad.code, ['tenants', i, 'name'], bad.message));
   });
   model.tenants.forEach((t, i) => out.push(...checkTenant(t, ['tenants', i])));
   return out;

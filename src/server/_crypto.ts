@@ -6,6 +6,7 @@ import { createCipheriv, createDecipheriv, createHmac, createSecretKey, hkdfSync
 import { existsSync, linkSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import argon2 from 'argon2';
+import { StartupError } from './errors.ts';
 
 /** Env var holding the master key (32 bytes, base64url). Wins over the data dir's key file when set. */
 export const MASTER_KEY_ENV = 'IDFORGE_MASTER_KEY';
@@ -62,7 +63,7 @@ export class MasterKey {
     const fromEnv = env[MASTER_KEY_ENV];
     if (named === undefined && fromEnv !== undefined && fromEnv !== '') return new MasterKey(decodeKey(fromEnv, MASTER_KEY_ENV), MASTER_KEY_ENV);
     const file = named ?? join(dataDir, MASTER_KEY_FILE);
-    if (existsSync(file)) return new MasterKey(decodeKey(readFileSync(file, 'utf8').trim(), file), file);
+    if (existsSync(file)) return new MasterKey(decodeKey(readKeyFile(file), file), file);
     if (!mayCreate) return undefined;
     const text = createOnce(file, `${randomBytes(32).toString('base64url')}\n`);
     return new MasterKey(decodeKey(text.trim(), file), file);
@@ -123,10 +124,25 @@ export class MasterKey {
   }
 }
 
+/** A master key's text: 32 bytes, base64url (43 characters; padding allowed). */
+const KEY_TEXT = /^[A-Za-z0-9_-]{43}=?$/;
+
+/** A key file's text, or one clear line on why it cannot be read (a directory, no permission). */
+function readKeyFile(file: string): string {
+  try {
+    return readFileSync(file, 'utf8').trim();
+  } catch (err) {
+    throw new StartupError(`refusing to start: the master key file ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+  }
+}
+
 function decodeKey(text: string, source: string): Buffer {
-  const key = Buffer.from(text, 'base64url');
-  if (key.length !== 32) throw new Error(`master key from ${source} must be 32 bytes, base64url encoded`);
-  return key;
+  // Buffer.from skips characters outside the alphabet, so the text is checked first: a file of
+  // anything else is refused, never read as some other key.
+  if (!KEY_TEXT.test(text)) {
+    throw new StartupError(`refusing to start: the master key from ${source} is malformed: it must be 32 random bytes, base64url encoded (43 characters of A-Z, a-z, 0-9, - and _), e.g. made by: node -e "console.log(require('crypto').randomBytes(32).toString('base64url'))"`);
+  }
+  return Buffer.from(text, 'base64url');
 }
 
 /** A new client secret: 32 random bytes, base64url (43 chars), above the API's 32-char minimum. */

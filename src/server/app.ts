@@ -25,7 +25,7 @@ import { PUBLISHED_PATHS, resolveHost, type ProviderCache, type PublishedPath } 
  * express's request decoration is pure overhead there; discovery and JWKS are answered from the
  * tenant's published documents when kept (tenancy.ts). Everything else goes through express.
  */
-export function createHandler(ctx: ServerContext, providers: ProviderCache, app: express.Express, ops: Ops) {
+export function createHandler(ctx: ServerContext, providers: ProviderCache, app: express.Express, ops: Ops, budgetMs: number) {
   return (req: IncomingMessage, res: ServerResponse): void => {
     const started = performance.now();
     const url = req.url ?? '/';
@@ -33,6 +33,7 @@ export function createHandler(ctx: ServerContext, providers: ProviderCache, app:
     const requestId = requestIdFrom(req.headers['x-request-id']);
     res.setHeader('x-request-id', requestId);
     const route = routeLabel(target.kind, url);
+    if (!(target.kind === 'base' && req.method === 'POST' && BATCH_PATH.test(url))) withinBudget(req, res, budgetMs, requestId, ctx.log);
     ops.begin(res, () => {
       const ms = performance.now() - started;
       // A connection closed before the answer was sent counts as 499 (nginx's "client closed request").
@@ -75,6 +76,31 @@ export function createHandler(ctx: ServerContext, providers: ProviderCache, app:
     }
     app(req, res);
   }
+}
+
+/** Tenant batches run as long as their work needs (bounded by their size): `/admin/v1/tenants/<t>/batch`. */
+const BATCH_PATH = /^\/admin\/v1\/tenants\/[a-z0-9-]{1,63}\/batch(?:\?|$)/;
+
+/**
+ * The request's time budget: unanswered when it runs out, the request gets a 503 with Retry-After
+ * (or, if its answer had begun, its connection is closed), whatever its handler is still waiting
+ * for: a slow database, a slow upstream, a slow client body. No request holds a client, a socket
+ * and a worker for longer than the operator allowed.
+ */
+function withinBudget(req: IncomingMessage, res: ServerResponse, budgetMs: number, requestId: string, log: (line: string) => void): void {
+  const timer = setTimeout(() => {
+    log(JSON.stringify({ level: 'warn', msg: 'request over its time budget', requestId, method: req.method, path: (req.url ?? '/').split('?')[0], budgetMs }));
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    const seconds = Math.max(1, Math.ceil(budgetMs / 1000));
+    res.writeHead(503, { 'content-type': 'application/json; charset=utf-8', 'retry-after': String(Math.min(seconds, 30)), connection: 'close' });
+    res.end(JSON.stringify({ error: 'temporarily_unavailable', message: `the server could not answer within its time budget of ${seconds} s; try again` }));
+  }, budgetMs);
+  timer.unref();
+  res.once('close', () => clearTimeout(timer));
+  res.once('finish', () => clearTimeout(timer));
 }
 
 export function createApp(

@@ -98,6 +98,13 @@ export interface ServerOptions {
   readonly shutdownTimeoutSeconds?: number;
   /** One JSON line per request in the log (method, path, status, ms, tenant, request id). Default off. */
   readonly accessLog?: boolean;
+  /**
+   * Every request's time budget, in seconds: a request not answered by then gets a 503 with
+   * Retry-After (and its connection is closed if an answer had begun), and the request's body must
+   * arrive within it too (slow uploads). Default 30. Tenant batches (`POST /admin/v1/tenants/{t}/batch`)
+   * are exempt: one may hash thousands of initial passwords, and its size is bounded instead.
+   */
+  readonly requestTimeoutSeconds?: number;
   /** Environment (master key). Default `process.env`. */
   readonly env?: Readonly<Record<string, string | undefined>>;
   /** Where to log one-line notices (and login audit lines, JSON); default stderr. */

@@ -145,9 +145,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     let adminCredentials: AdminCredentials | undefined;
     // The admin console calls the admin API with the bootstrap credentials (console/tenant-admin.ts).
     const app = createApp(ctx, cache, options.trustedProxies ?? (scheme === 'https' ? 1 : 0), () => adminCredentials);
-    server = createServer(createHandler(ctx, cache, app, ops));
+    const budgetMs = (options.requestTimeoutSeconds ?? DEFAULTS.requestTimeoutSeconds) * 1000;
+    server = createServer(createHandler(ctx, cache, app, ops, budgetMs));
     // Keep-alive beyond typical proxy idle timeouts, so proxies never reuse a socket we just closed.
     server.keepAliveTimeout = 65_000;
+    // A request's headers and body must arrive within its budget too (node's own limit is 5 minutes);
+    // tenant batches, exempt above, still get node's.
+    server.headersTimeout = Math.min(60_000, budgetMs + 1000);
     const wanted = options.port ?? DEFAULTS.port;
     // With a fixed port the credentials file is written before the port opens, so a client that
     // waits for the port (idforge apply in scripts) never finds it missing.

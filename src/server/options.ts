@@ -103,6 +103,10 @@ export const SERVE_OPTIONS: readonly OptionRow[] = [
     help: 'on SIGTERM or SIGINT: stop accepting, answer /readyz 503, let requests in flight finish for at most this long, then close',
   },
   {
+    flag: '--request-timeout', key: 'requestTimeoutSeconds', kind: 'positive', meta: '<s>', default: 30, group: 'operations',
+    help: 'time budget of every request (its body included): unanswered by then, it gets 503 with Retry-After; tenant batches are exempt',
+  },
+  {
     flag: '--access-log', key: 'accessLog', kind: 'flag', default: false, group: 'operations',
     help: 'one JSON line per request (method, path, status, duration, tenant, request id); errors are logged either way',
   },
@@ -275,4 +279,5 @@ export const DEFAULTS = {
   keyAlg: tableDefault('keyAlg') as SigningAlg,
   providerCacheSize: tableDefault('providerCacheSize') as number,
   shutdownTimeoutSeconds: tableDefault('shutdownTimeoutSeconds') as number,
+  requestTimeoutSeconds: tableDefault('requestTimeoutSeconds') as number,
 };

@@ -26,6 +26,11 @@ const corsOrigins = new Set(
 
 const listenOn = config.origin ? new URL(config.origin) : undefined;
 const port = Number(process.env.PORT || listenOn?.port || 8000);
+// Where to listen: HOST when set; else loopback for a local origin (localhost, *.localhost, 127.x: a
+// developer's machine, where nothing else on the network should reach the app), else every interface
+// (a container or host behind a load balancer or port mapping, which decides what reaches it).
+const isLocal = (h) => h === 'localhost' || h.endsWith('.localhost') || /^127\.\d+\.\d+\.\d+$/.test(h) || h === '[::1]';
+const host = process.env.HOST || (listenOn === undefined || isLocal(listenOn.hostname) ? '127.0.0.1' : '0.0.0.0');
 
 const app = express();
 app.disable('x-powered-by');
@@ -49,7 +54,7 @@ for (const route of config.routes ?? []) {
 
 app.use((_req, res) => res.status(404).json({ message: 'Not found.' }));
 
-app.listen(port, () => console.log(`listening on port ${port}; accepting tokens of ${config.issuer} for ${config.audience}`));
+app.listen(port, host, () => console.log(`listening on ${host}:${port}; accepting tokens of ${config.issuer} for ${config.audience}`));
 
 /** RFC 6750: the token travels in the Authorization header as `Bearer <token>`. */
 async function authenticate(req, res, next) {

@@ -7,6 +7,11 @@ import { fileURLToPath } from 'node:url';
 const config = JSON.parse(readFileSync(new URL('./spa-config.json', import.meta.url), 'utf8'));
 const origin = new URL(config.redirect_uri);
 const port = Number(process.env.PORT || origin.port || 80);
+// Where to listen: HOST when set; else loopback for a local origin (localhost, *.localhost, 127.x: a
+// developer's machine, where nothing else on the network should reach the app), else every interface
+// (a container or host behind a load balancer or port mapping, which decides what reaches it).
+const isLocal = (h) => h === 'localhost' || h.endsWith('.localhost') || /^127\.\d+\.\d+\.\d+$/.test(h) || h === '[::1]';
+const host = process.env.HOST || (isLocal(origin.hostname) ? '127.0.0.1' : '0.0.0.0');
 const root = fileURLToPath(new URL('./dist/', import.meta.url));
 const TYPES = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.map': 'application/json', '.json': 'application/json', '.css': 'text/css', '.svg': 'image/svg+xml', '.ico': 'image/x-icon' };
 
@@ -27,4 +32,4 @@ createServer((req, res) => {
     'X-Content-Type-Options': 'nosniff',
   });
   createReadStream(file).pipe(res);
-}).listen(port, () => console.log(`serving ${root} at ${origin.origin} (port ${port})`));
+}).listen(port, host, () => console.log(`serving ${root} at ${origin.origin} (${host}:${port})`));

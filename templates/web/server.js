@@ -28,6 +28,11 @@ if (!secret) {
 
 const origin = new URL(config.defaults.origin);
 const port = Number(process.env.PORT || origin.port || (origin.protocol === 'https:' ? 443 : 80));
+// Where to listen: HOST when set; else loopback for a local origin (localhost, *.localhost, 127.x: a
+// developer's machine, where nothing else on the network should reach the app), else every interface
+// (a container or host behind a load balancer or port mapping, which decides what reaches it).
+const isLocal = (h) => h === 'localhost' || h.endsWith('.localhost') || /^127\.\d+\.\d+\.\d+$/.test(h) || h === '[::1]';
+const host = process.env.HOST || (isLocal(origin.hostname) ? '127.0.0.1' : '0.0.0.0');
 const providers = Object.keys(config).filter((key) => key !== 'defaults');
 const prefix = config.defaults.prefix ?? '/connect';
 
@@ -146,8 +151,8 @@ async function refresh(provider, refreshToken) {
   return { ok: false, error: String(body.error ?? `HTTP ${response.status}`), description: body.error_description };
 }
 
-app.listen(port, () => {
-  console.log(`listening on ${origin.origin} (port ${port}); sign in at ${origin.origin}${prefix}/${providers[0]}`);
+app.listen(port, host, () => {
+  console.log(`listening on ${origin.origin} (${host}:${port}); sign in at ${origin.origin}${prefix}/${providers[0]}`);
 });
 
 function page(title, body) {

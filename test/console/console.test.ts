@@ -375,12 +375,34 @@ describe('admin console', () => {
     await check('24-sign-in-expired');
   });
 
-  it('signs out', async () => {
+  it('signs out: the server ends the console session and, once confirmed, the sign-in at the tenant; a copy of the old cookie opens nothing', async () => {
     await page.goto(consoleUrl);
+    const kept = (await context.cookies()).find((c) => c.name === 'idforge_console');
+    expect(kept).toBeDefined();
     await page.getByRole('button', { name: 'Sign out' }).click();
+    // The tenant asks before it ends its own sign-in session (RP-initiated logout).
+    await expect.poll(() => visibleText(page)).toContain('Do you want to sign out of Acme Corporation?');
+    await page.getByRole('button', { name: 'Yes, sign me out' }).click();
     await expect.poll(() => visibleText(page)).toContain('You are signed out of the admin console.');
     await check('22-signed-out');
     expect((await context.cookies()).find((c) => c.name === 'idforge_console')).toBeUndefined();
+
+    // The old cookie, replayed (as by someone who copied it): neither read nor write gets through.
+    const cookie = `idforge_console=${kept!.value}`;
+    const read = await localhostFetch(consoleUrl, { headers: { cookie }, redirect: 'manual' });
+    expect(read.status).toBe(303);
+    expect(read.headers.get('location')).toContain('/console/login');
+    const write = await localhostFetch(`${consoleUrl}marketplace/web`, {
+      method: 'POST', redirect: 'manual',
+      headers: { cookie, 'content-type': 'application/x-www-form-urlencoded', origin: new URL(consoleUrl).origin },
+      body: new URLSearchParams({ name: 'sneaky', origin: 'http://sneaky.localhost:3000', csrf: 'x' }).toString(),
+    });
+    expect(write.status).toBe(403);
+    expect(await admin.typed.find('getApplication', { tenant: 'acme', application: 'sneaky' })).toBeUndefined();
+
+    // Signing in again asks for the password: the tenant's session ended too.
+    await page.goto(consoleUrl);
+    await page.locator('input[name="password"]').waitFor({ state: 'visible', timeout: 15_000 });
     await context.close();
   });
 
@@ -395,8 +417,13 @@ describe('admin console', () => {
     const { id: _, hasPassword: _h, createdAt: _c, updatedAt: _u, ...body } = alice;
     await admin.typed.call('putUser', { tenant: 'acme', userId: 'u-alice' }, { body: { ...body, scopes: [] } });
     try {
+      // The change of her scopes ended her sessions (the console's among them): the next request
+      // asks her to sign in, and signed in she is told why she cannot come back in.
       const res = await p.goto(`${consoleUrl}marketplace`);
-      expect(res?.status()).toBe(403);
+      if (res?.status() !== 403) {
+        await signIn(p, 'alice@acme.test');
+        await expect.poll(() => visibleText(p)).toContain('Not an administrator');
+      }
       expect(await visibleText(p)).toContain('you do not hold the admin scope of Acme Corporation');
     } finally {
       await admin.typed.call('putUser', { tenant: 'acme', userId: 'u-alice' }, { body });

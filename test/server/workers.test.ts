@@ -21,17 +21,25 @@ afterAll(async () => {
   dir.remove();
 });
 
+/** The primary's worker processes (not esbuild, which tsx starts when the sources are newer than the build). */
 const children = (pid: number): number[] => readdirSync(`/proc/${pid}/task`).flatMap((t) => {
   try {
     return readFileSync(`/proc/${pid}/task/${t}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
   } catch {
     return []; // a thread that ended meanwhile
   }
+}).filter((child) => {
+  try {
+    return readFileSync(`/proc/${child}/comm`, 'utf8').trim() !== 'esbuild';
+  } catch {
+    return false; // ended meanwhile
+  }
 });
 const metric = async (url: string, line: RegExp) => Number(line.exec(await (await localhostFetch(`${url}/metrics`)).text())?.[1] ?? NaN);
 
-it('two workers on one port share SQLite, count a guessing burst once, survive a killed worker, and stop on SIGTERM', async () => {
-  const proc = startProcess('serve-workers', process.execPath, [BIN, 'serve', '--data-dir', dir.path, '--port', '0', '--workers', '2', '--backoff-ms', '0'], {
+/** `idforge serve --workers 2` on a data dir, once both workers run: the process, its URL and an admin client. */
+async function serveWorkers(name: string, dataDir: string, extra: readonly string[] = []) {
+  const proc = startProcess(name, process.execPath, [BIN, 'serve', '--data-dir', dataDir, '--port', '0', '--workers', '2', ...extra], {
     env: { [DATABASE_URL_ENV]: undefined, [MASTER_KEY_ENV]: undefined, [MASTER_KEY_FILE_ENV]: undefined },
   });
   while (!proc.output().includes('workers:     2 processes')) {
@@ -39,8 +47,12 @@ it('two workers on one port share SQLite, count a guessing burst once, survive a
     await new Promise((r) => setTimeout(r, 50));
   }
   const url = /listening on (http:\/\/localhost:\d+)/.exec(proc.output())![1]!;
+  return { proc, url, admin: await adminClient({ url, adminCredentials: await readAdminCredentials(dataDir) }) };
+}
+
+it('two workers on one port share SQLite, count a guessing burst once, survive a killed worker, and stop on SIGTERM', async () => {
+  const { proc, url, admin } = await serveWorkers('serve-workers', dir.path, ['--backoff-ms', '0']);
   expect(children(proc.pid)).toHaveLength(2);
-  const admin = await adminClient({ url, adminCredentials: await readAdminCredentials(dir.path) });
   const acme = await fixtureTenant(admin, 'acme');
 
   // Both workers serve: each builds its own providers, and /metrics (from either) sums them.
@@ -75,16 +87,8 @@ it('two workers on one port share SQLite, count a guessing burst once, survive a
 
 it('two workers take concurrent admin writes on one SQLite file without a "database is locked" error', async () => {
   const data = tempDir();
-  const proc = startProcess('serve-workers-writes', process.execPath, [BIN, 'serve', '--data-dir', data.path, '--port', '0', '--workers', '2'], {
-    env: { [DATABASE_URL_ENV]: undefined, [MASTER_KEY_ENV]: undefined, [MASTER_KEY_FILE_ENV]: undefined },
-  });
+  const { proc, url, admin } = await serveWorkers('serve-workers-writes', data.path);
   try {
-    while (!proc.output().includes('workers:     2 processes')) {
-      if (proc.hasExited()) throw new Error(proc.output());
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    const url = /listening on (http:\/\/localhost:\d+)/.exec(proc.output())![1]!;
-    const admin = await adminClient({ url, adminCredentials: await readAdminCredentials(data.path) });
     await fixtureTenant(admin, 'acme');
     // Each delete reads the application, then writes: spread over both workers, each worker's
     // transaction must hold the write lock from its first read, or SQLite refuses it at once.
@@ -98,6 +102,31 @@ it('two workers take concurrent admin writes on one SQLite file without a "datab
         ...names.map((n, i) => admin.call('PUT', routePath('getUser', { tenant: 'acme', userId: `u-${round}-${i}` }), { email: `${n}-${round}@acme.test` })),
       ]))).toEqual(new Set([204, 201]));
     }
+  } finally {
+    await proc.stop();
+    data.remove();
+  }
+});
+
+it("a SCIM token's rate is one budget across the workers, not one per process", async () => {
+  const data = tempDir();
+  const burst = 5;
+  const { proc, url, admin } = await serveWorkers('serve-workers-rate', data.path, ['--scim-rate', '1', '--scim-burst', String(burst)]);
+  try {
+    await admin.put('/admin/v1/tenants/rated', { displayName: 'Rated' });
+    const { token } = await admin.typed.call('createScimToken', { tenant: 'rated' }, { body: {} });
+    const started = performance.now();
+    // Each on its own connection, so the kernel spreads them over both workers.
+    const statuses = await Promise.all(Array.from({ length: 30 }, () =>
+      localhostFetch(`http://rated.localhost:${new URL(url).port}/scim/v2/ServiceProviderConfig`, {
+        headers: { authorization: `Bearer ${token}`, connection: 'close' }, signal: AbortSignal.timeout(10_000),
+      }).then((r) => r.status)));
+    const seconds = (performance.now() - started) / 1000;
+    const allowed = statuses.filter((s) => s === 200).length;
+    // One bucket: the burst, plus what the rate (1 a second) refilled meanwhile. Per process it was twice the burst.
+    expect(allowed).toBeGreaterThanOrEqual(burst);
+    expect(allowed).toBeLessThanOrEqual(burst + Math.ceil(seconds));
+    expect(statuses.filter((s) => s !== 200).every((s) => s === 429)).toBe(true);
   } finally {
     await proc.stop();
     data.remove();

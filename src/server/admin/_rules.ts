@@ -6,7 +6,7 @@
  * the two doors cannot disagree. Lookups are synchronous: the caller fetched what they read.
  */
 import {
-  BUILTIN_SCOPES, RESERVED_TENANTS, changedFields, checkRequestedScopes, formatPath, mayChange, ownedElsewhere,
+  BUILTIN_SCOPES, RESERVED_TENANTS, tenantNameProblem, changedFields, checkRequestedScopes, formatPath, mayChange, ownedElsewhere,
   type ApplicationBody, type AssignmentBody, type Outcome, type TenantBody, type UserBody,
 } from '../../contract/index.ts';
 import { timingSafeEqual } from 'node:crypto';
@@ -26,9 +26,17 @@ export function refusal(problems: readonly { code: string; path: readonly (strin
 
 export const reserved = (name: string): ServerError => errors.forbidden(`tenant '${name}' is reserved for the server itself`);
 
+/** A tenant that does not exist yet takes a name the contract's one rule allows (at creation and at rename). */
+export function judgeNewTenantName(name: string, path: string): void {
+  if (RESERVED_TENANTS.includes(name)) throw reserved(name);
+  const bad = tenantNameProblem(name);
+  if (bad !== undefined) throw refusal([{ code: bad.code, path: [path], message: bad.message }]);
+}
+
 export function judgeTenant(name: string, body: TenantBody, before: TenantRecord | undefined): { outcome: Outcome; changes: string[] } {
   // Scope definitions and the login policy were checked with the body (the contract's TenantBody).
   if (RESERVED_TENANTS.includes(name)) throw reserved(name);
+  if (before === undefined) judgeNewTenantName(name, 'name');
   const changes = changedFields(before?.body, body);
   return { outcome: outcomeOf(before, changes), changes };
 }

@@ -15,6 +15,7 @@ import { ServerError, errorBody, errors } from '../errors.ts';
 import { createScimToken, deleteScimToken, listScimTokens } from '../scim/tokens.ts';
 import { requireAdmin } from './auth.ts';
 import { RefusedBatch } from './batch.ts';
+import { ConsoleSessions } from './console-sessions.ts';
 import { GroupAdmin } from './groups.ts';
 import { AdminService } from './service.ts';
 
@@ -29,6 +30,7 @@ type ReadonlyDeep<T> = T extends readonly (infer U)[] ? readonly ReadonlyDeep<U>
 type Handlers = { readonly [R in RouteName]: (input: HandlerInput<R>) => Promise<ReadonlyDeep<RouteResponse<R>> | void> };
 
 function handlers(svc: AdminService, groups: GroupAdmin, ctx: ServerContext): Handlers {
+  const consoleSessions = new ConsoleSessions(ctx);
   // Every operation of the route table has its handler, answering the contract's response type for
   // it: a missing handler or an answer of another shape does not compile.
   return {
@@ -75,6 +77,10 @@ function handlers(svc: AdminService, groups: GroupAdmin, ctx: ServerContext): Ha
     createScimToken: ({ params, body }) => createScimToken(ctx, params.tenant, body.description),
     listScimTokens: ({ params }) => listScimTokens(ctx, params.tenant),
     deleteScimToken: ({ params }) => deleteScimToken(ctx, params.tenant, params.tokenId),
+
+    createConsoleSession: ({ params, body }) => consoleSessions.create(params.tenant, body.userId),
+    getConsoleSession: ({ params }) => consoleSessions.get(params.tenant, params.sessionId),
+    deleteConsoleSession: ({ params }) => consoleSessions.delete(params.tenant, params.sessionId),
   };
 }
 

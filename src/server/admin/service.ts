@@ -17,7 +17,7 @@ import { passwordHashPool } from '../password-pool.ts';
 import { keySealedFor, newTenantKeys, rotateTenantKeys } from '../keys.ts';
 import { totpSealedFor } from '../login/factor-totp.ts';
 import {
-  applicationLookup, isVisibleApplication, judgeApplication, judgeApplicationDelete, judgeAssignment, judgeTenant, judgeUser,
+  applicationLookup, isVisibleApplication, judgeApplication, judgeApplicationDelete, judgeAssignment, judgeNewTenantName, judgeTenant, judgeUser,
   requireApplication, requireClientApplication, requireUser, reserved, type ApplicationLookup, type VisibleApplicationRecord,
 } from './_rules.ts';
 import { applyTenantBatch } from './batch.ts';
@@ -95,7 +95,7 @@ export class AdminService {
   /** A tenant's new name: everything moves, sealed under the new name; the old issuer's sessions and tokens end. */
   async renameTenant(name: string, to: string) {
     await this.#tenant(name);
-    if (RESERVED_TENANTS.includes(to)) throw reserved(to);
+    judgeNewTenantName(to, 'to');
     const master = this.ctx.master;
     // Opened under the old tenant's associated data, sealed under the new one's.
     const reseal = (sealedFor: (tenant: string, id: string) => string) => (from: string, into: string, id: string, sealed: string) =>

@@ -29,6 +29,11 @@ export function consoleRedirectUri(addr: ServerAddress, tenant: string): string 
   return `${tenantOrigin(addr, tenant)}${CONSOLE_PATH}/callback`;
 }
 
+/** Where the tenant's end-session endpoint returns the browser after a console sign-out. */
+export function consoleSignedOutUri(addr: ServerAddress, tenant: string): string {
+  return `${tenantOrigin(addr, tenant)}${CONSOLE_PATH}/signed-out`;
+}
+
 /** The console's client secret at one tenant: derived, so nothing is stored and tenants differ. */
 export function consoleClientSecret(master: MasterKey, tenant: string): string {
   return master.derive(`console-client:${tenant}`).toString('base64url');
@@ -45,7 +50,7 @@ export function consoleClientMetadata(master: MasterKey, addr: ServerAddress, te
     client_secret: master.hashClientSecret(consoleClientSecret(master, tenant)),
     client_name: 'Admin console',
     redirect_uris: [consoleRedirectUri(addr, tenant)],
-    post_logout_redirect_uris: [`${tenantOrigin(addr, tenant)}${CONSOLE_PATH}/`],
+    post_logout_redirect_uris: [consoleSignedOutUri(addr, tenant)],
     grant_types: ['authorization_code'],
     response_types: ['code'],
     token_endpoint_auth_method: 'client_secret_basic',

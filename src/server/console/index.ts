@@ -20,13 +20,13 @@ import {
 import type { ServerContext } from '../_context.ts';
 import type { TenantRecord } from '../storage/types.ts';
 import { buildApplication, configFiles, liveConfigFiles, propose, withAssignments } from './applications.ts';
-import { CONSOLE_PATH, CONSOLE_SCOPES, CONSOLE_CLIENT_ID, consoleClientSecret, consoleRedirectUri, tenantOrigin } from './client.ts';
+import { CONSOLE_PATH, CONSOLE_SCOPES, CONSOLE_CLIENT_ID, consoleClientSecret, consoleRedirectUri, consoleSignedOutUri, tenantOrigin } from './client.ts';
 import { apiProblemsToFields, formOfSpec, type FieldErrors, type FormValues } from './forms.ts';
 import { CONSOLE_HEADERS, SCRIPT, STYLE, alert, html, page, send, type Html, type Section } from './pages.ts';
 import { ConsoleCookies, safeReturnTo, type ConsoleSession } from './session.ts';
 import { TenantAdmin, adminClientFor } from './tenant-admin.ts';
 import {
-  applicationView, createdView, integrationsView, marketplaceView, messageView, newApplicationView, proposalView, refusedView, usersTabView,
+  applicationView, createdView, integrationsView, marketplaceView, messageView, newApplicationView, noticeOf, proposalView, refusedView, usersTabView,
   type UsersTabState,
 } from './views.ts';
 import { modelFileOfLive } from '../../generators/index.ts';
@@ -166,27 +166,36 @@ export function consoleRouter(ctx: ServerContext, credentials: () => AdminCreden
       ctx.log(JSON.stringify({ audit: 'console.refused', tenant: c.tenant.name, user: sub, reason: refused }));
       return show(res, 403, c, 'Not an administrator', 'none', refusedView(email, c.tenant.body.displayName, refused));
     }
-    c.cookies.startSession(res, { sub, email: user!.email });
+    const started = await c.admin.call('createConsoleSession', {}, { body: { userId: sub } });
+    c.cookies.startSession(res, started);
     ctx.log(JSON.stringify({ audit: 'console.signin', tenant: c.tenant.name, user: sub }));
     res.set(CONSOLE_HEADERS).redirect(303, t.returnTo);
   }));
 
   /**
-   * The signed-in administrator, checked against the admin API on every request (a scope removed
-   * or an account disabled ends console access at once); POSTs also pass the CSRF check.
+   * The signed-in administrator: the server's console session, read through the admin API on every
+   * request (sign-out, a scope removed, an account disabled or deleted end it at once); POSTs also
+   * pass the CSRF check.
    */
   const authed = (handler: (req: Request, res: Response, a: Authed) => Promise<unknown>) => safely(async (req, res) => {
     const c = base(res);
-    const session = c.cookies.session(req);
-    if (session === undefined) {
+    const presented = c.cookies.presented(req);
+    let held;
+    try {
+      held = presented === undefined ? undefined : await c.admin.find('getConsoleSession', { sessionId: presented.sid });
+    } catch (err) {
+      if (!(err instanceof AdminApiError) || err.status !== 403 || presented === undefined) throw err;
+      // The session ended because of its user: say why (and offer another account).
+      c.cookies.endSession(res);
+      const user = await c.admin.find('getUser', { userId: presented.sub });
+      return show(res, 403, c, 'Not an administrator', 'none', refusedView(user?.email ?? presented.sub, c.tenant.body.displayName, user === undefined || user.disabled ? 'disabled' : 'scope'));
+    }
+    if (presented === undefined || held === undefined) {
+      if (presented !== undefined) c.cookies.endSession(res);
       if (req.method === 'GET') return res.set(CONSOLE_HEADERS).redirect(303, `${CONSOLE_PATH}/login?returnTo=${encodeURIComponent(req.path)}`);
       return show(res, 403, c, 'Session expired', 'none', messageView('Your console session has ended, so nothing was changed. Sign in again and repeat the change.', { href: `${CONSOLE_PATH}/login`, label: 'Sign in' }));
     }
-    const user = await c.admin.find('getUser', { userId: session.sub });
-    if (user === undefined || user.disabled || !user.scopes.includes(ADMIN_SCOPE)) {
-      c.cookies.endSession(res);
-      return show(res, 403, c, 'Not an administrator', 'none', refusedView(session.email, c.tenant.body.displayName, user === undefined || user.disabled ? 'disabled' : 'scope'));
-    }
+    const session: ConsoleSession = { sub: held.userId, email: held.email, sid: presented.sid };
     const a: Authed = { ...c, session, csrf: c.cookies.csrfToken(session) };
     if (req.method === 'POST' && !c.cookies.csrfOk(req, session, c.origin)) {
       return show(res, 403, a, 'Request refused', 'none', messageView('The form could not be verified (it may come from another site, or from an old page), so nothing was changed. Go back, reload the page and try again.'));
@@ -194,10 +203,24 @@ export function consoleRouter(ctx: ServerContext, credentials: () => AdminCreden
     return handler(req, res, a);
   });
 
+  /**
+   * Sign-out ends the console session on the server, then the sign-in session at the tenant it
+   * came from: the browser goes on to the tenant's end-session endpoint (RP-initiated logout),
+   * which asks the person to confirm and returns to /console/signed-out.
+   */
   router.post(`${CONSOLE_PATH}/logout`, form, authed(async (_req, res, a) => {
+    await a.admin.call('deleteConsoleSession', { sessionId: a.session.sid });
     a.cookies.endSession(res);
-    show(res, 200, a, 'Signed out', 'none', messageView('You are signed out of the admin console.', { href: `${CONSOLE_PATH}/login`, label: 'Sign in' }));
+    ctx.log(JSON.stringify({ audit: 'console.signout', tenant: a.tenant.name, user: a.session.sub }));
+    const config = await rpConfig(a.tenant.name);
+    const url = oidc.buildEndSessionUrl(config, { client_id: CONSOLE_CLIENT_ID, post_logout_redirect_uri: consoleSignedOutUri(ctx.address(), a.tenant.name) });
+    res.set(CONSOLE_HEADERS).redirect(303, url.href);
   }));
+
+  router.get(`${CONSOLE_PATH}/signed-out`, (_req, res) => {
+    const c = base(res);
+    show(res, 200, c, 'Signed out', 'none', messageView('You are signed out of the admin console.', { href: `${CONSOLE_PATH}/login`, label: 'Sign in' }));
+  });
 
   const notFound = (res: Response, a: Authed, what: string) =>
     show(res, 404, a, 'Not found', 'none', messageView(what, { href: `${CONSOLE_PATH}/`, label: 'Back to Integrations' }));
@@ -213,8 +236,7 @@ export function consoleRouter(ctx: ServerContext, credentials: () => AdminCreden
   router.get(`${CONSOLE_PATH}/`, authed(async (req, res, a) => {
     const l = await live(a);
     const counts = Object.fromEntries(Object.entries(l.assignments).map(([k, v]) => [k, v.length]));
-    const flash = typeof req.query.done === 'string' ? req.query.done.slice(0, 200) : undefined;
-    show(res, 200, a, 'Integrations', 'integrations', integrationsView(l.applications, counts, flash));
+    show(res, 200, a, 'Integrations', 'integrations', integrationsView(l.applications, counts, noticeOf(req.query.done)));
   }));
 
   router.get(`${CONSOLE_PATH}/marketplace`, authed(async (_req, res, a) => {

@@ -1,11 +1,14 @@
 /**
- * The console's cookies and its CSRF defence. No server-side session store: both cookies are
- * sealed with the master key (AES-256-GCM, bound to the tenant and the cookie's purpose), so a
- * cookie of one tenant never opens at another and nobody can forge or read one.
+ * The console's cookies and its CSRF defence. Both cookies are sealed with the master key
+ * (AES-256-GCM, bound to the tenant and the cookie's purpose), so a cookie of one tenant never
+ * opens at another and nobody can forge or read one.
  *
  * - `idforge_console_login`: one sign-in in progress (state, nonce, PKCE verifier), 10 minutes,
  *   SameSite=Lax because the browser comes back to /console/callback from the sign-in pages.
- * - `idforge_console`: the signed-in administrator, 8 hours, SameSite=Strict.
+ * - `idforge_console`: the id of the administrator's console session, which the server keeps
+ *   (admin API `console-sessions`): sign-out, the user's disablement, removal or loss of the admin
+ *   scope, and the tenant's deletion end it there, whatever the browser still holds. At most 8
+ *   hours, SameSite=Strict.
  * Both HttpOnly, Path=/console, Secure whenever the server's public scheme is https.
  *
  * CSRF: every form carries HMAC(tenant's console key, session id), checked on every POST with the
@@ -18,15 +21,20 @@ import { CONSOLE_PATH } from './client.ts';
 
 export const SESSION_COOKIE = 'idforge_console';
 export const LOGIN_COOKIE = 'idforge_console_login';
-/** A signed-in administrator stays signed in this long (then signs in again, usually silently). */
-export const SESSION_SECONDS = 8 * 60 * 60;
 const LOGIN_SECONDS = 10 * 60;
 
+/** A signed-in administrator, as the server's console session answers. */
 export interface ConsoleSession {
   readonly sub: string;
   readonly email: string;
-  /** Random per sign-in: what the CSRF token is bound to. */
+  /** The session's id (a bearer secret the server knows by its hash): what the CSRF token is bound to. */
   readonly sid: string;
+}
+
+/** What the session cookie holds: the server's session id, and whose it is (to say why, once it ended). */
+interface SessionCookie {
+  readonly sid: string;
+  readonly sub: string;
   /** Epoch seconds. */
   readonly exp: number;
 }
@@ -73,14 +81,17 @@ export class ConsoleCookies {
     }
   }
 
-  session(req: Request): ConsoleSession | undefined {
-    return this.#open<ConsoleSession>(req, SESSION_COOKIE);
+  /** The console session the browser presents (whether the server still knows it is the server's to say). */
+  presented(req: Request): { readonly sid: string; readonly sub: string } | undefined {
+    const c = this.#open<SessionCookie>(req, SESSION_COOKIE);
+    return c === undefined ? undefined : { sid: c.sid, sub: c.sub };
   }
 
-  startSession(res: Response, who: { sub: string; email: string }): ConsoleSession {
-    const s: ConsoleSession = { sub: who.sub, email: who.email, sid: randomBytes(16).toString('base64url'), exp: now() + SESSION_SECONDS };
-    this.#set(res, SESSION_COOKIE, this.master.seal(JSON.stringify(s), `console:${this.tenant}:${SESSION_COOKIE}`), SESSION_SECONDS, 'Strict');
-    return s;
+  /** Hands the browser the server's session id, until the session's own expiry. */
+  startSession(res: Response, s: { readonly id: string; readonly userId: string; readonly expiresAt: string }): void {
+    const exp = Math.floor(Date.parse(s.expiresAt) / 1000);
+    const c: SessionCookie = { sid: s.id, sub: s.userId, exp };
+    this.#set(res, SESSION_COOKIE, this.master.seal(JSON.stringify(c), `console:${this.tenant}:${SESSION_COOKIE}`), Math.max(0, exp - now()), 'Strict');
   }
 
   endSession(res: Response): void {

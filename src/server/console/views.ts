@@ -16,6 +16,19 @@ const appPath = (name: string) => `${CONSOLE_PATH}/applications/${encodeURICompo
 const isGit = (managedBy: string | undefined) => managedBy === 'idforge';
 const csrfField = (csrf: string) => html`<input type="hidden" name="csrf" value="${csrf}">`;
 
+/**
+ * The notices a console page may show after a redirect, by code: the query string names a code,
+ * never the text, so a link cannot make the console say anything of an attacker's choosing.
+ */
+export const NOTICES = {
+  'application-saved': 'Your changes were saved.',
+} as const;
+export type NoticeCode = keyof typeof NOTICES;
+
+/** The notice a `done` query value names; anything else shows nothing. */
+export const noticeOf = (code: unknown): string | undefined =>
+  typeof code === 'string' && Object.hasOwn(NOTICES, code) ? NOTICES[code as NoticeCode] : undefined;
+
 export function integrationsView(apps: readonly ApplicationView[], assigned: Readonly<Record<string, number>>, flash?: string): Html {
   const rows = apps.map((a) => html`<tr>
 <th scope="row"><a href="${appPath(a.name)}">${a.displayName ?? a.name}</a>${a.displayName === undefined ? '' : html`<br><code>${a.name}</code>`}</th>
