@@ -6,7 +6,7 @@
  * a client writes can reach an object key this server does not know (`__proto__` included).
  */
 import { scimErrors } from './errors.ts';
-import { RESOURCE_TYPES, URN, attributesOf, findAttr, type Attr, type ResourceKind } from './_schema.ts';
+import { RESOURCE_TYPES, attributesOf, attributesUnder, extensionNamed, findAttr, nest, type Attr, type ExtensionSpec, type ResourceKind } from './_schema.ts';
 import { excerpt } from '../../contract/index.ts';
 
 export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
@@ -31,8 +31,30 @@ export function attributeValue(attr: Attr, value: unknown, at: string, opts: { r
     }
     return items.length === 0 ? undefined : items;
   }
-  if (Array.isArray(value)) throw scimErrors.invalidValue(`'${at}' must be a single value, not a list`);
+  if (Array.isArray(value)) {
+    // A list of exactly one value for a single-valued complex attribute is that value: Entra ID
+    // sends the enterprise `manager` so ([{"value": "<id>", "$ref": null}], its SCIM tutorial).
+    if (attr.type !== 'complex' || value.length !== 1) throw scimErrors.invalidValue(`'${at}' must be a single value, not a list`);
+    return singleValue(attr, value[0], at);
+  }
   return singleValue(attr, value, at);
+}
+
+/** Standard base64 (RFC 4648 §4) with its padding, checked by a scan rather than a pattern. */
+function isBase64(s: string): boolean {
+  if (s.length % 4 !== 0) return false;
+  let pad = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c === 0x3d /* = */) {
+      pad++;
+      continue;
+    }
+    if (pad > 0) return false;
+    const ok = (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39) || c === 0x2b || c === 0x2f;
+    if (!ok) return false;
+  }
+  return pad <= 2;
 }
 
 function singleValue(attr: Attr, value: unknown, at: string): unknown {
@@ -43,6 +65,12 @@ function singleValue(attr: Attr, value: unknown, at: string): unknown {
       if (typeof value !== 'string') throw scimErrors.invalidValue(`'${at}' must be a string`);
       // NUL is no character of any name or address, and PostgreSQL text cannot hold it.
       if (value.includes('\u0000')) throw scimErrors.invalidValue(`'${at}' must not contain NUL characters`);
+      const max = attr.maxLength ?? DEFAULT_MAX_LENGTH;
+      if (value.length > max) throw scimErrors.invalidValue(`'${at}' must be at most ${max} characters`);
+      return value;
+    }
+    case 'binary': {
+      if (typeof value !== 'string' || !isBase64(value)) throw scimErrors.invalidValue(`'${at}' must be base64-encoded (RFC 4648 §4)`);
       const max = attr.maxLength ?? DEFAULT_MAX_LENGTH;
       if (value.length > max) throw scimErrors.invalidValue(`'${at}' must be at most ${max} characters`);
       return value;
@@ -62,6 +90,8 @@ function singleValue(attr: Attr, value: unknown, at: string): unknown {
       if (typeof value === 'string' && !Number.isNaN(Date.parse(value))) return value;
       throw scimErrors.invalidValue(`'${at}' must be a date and time (xsd:dateTime)`);
     case 'complex': {
+      // A reference given by its value alone (`"manager": "<id>"`, Entra's enterprise-schema example): `{value}`.
+      if (typeof value === 'string' && attr.multiValued !== true && findAttr(attr.subAttributes, 'value') !== undefined) return singleValue(attr, { value }, at);
       if (!isObject(value)) throw scimErrors.invalidValue(`'${at}' must be an object of ${(attr.subAttributes ?? []).map((s) => s.name).join(', ')}`);
       const out: Attrs = {};
       for (const [k, v] of Object.entries(value)) {
@@ -80,40 +110,75 @@ function singleValue(attr: Attr, value: unknown, at: string): unknown {
 }
 
 /**
- * A whole resource as a client sends it (POST, PUT): `schemas` must name the resource type's schema
- * and nothing else this server does not serve; every attribute is checked; read-only ones (id,
- * meta, groups) are ignored; required ones must be there. Returns the writable attributes.
+ * A whole resource as a client sends it (POST, PUT): `schemas` must name the resource type's schema,
+ * and may name its extensions and the URIs the table tolerates (Entra's ADSCIM group schema), nothing
+ * else; an extension's attributes come in an object under its URN, which `schemas` must then list
+ * (RFC 7643 §3.3); every attribute is checked; read-only ones (id, meta, groups) are ignored;
+ * required ones must be there. Returns the writable attributes, extensions nested under their URN.
  */
 export function resourceValue(kind: ResourceKind, body: unknown, opts: { readonly maxItems?: Readonly<Record<string, number>> } = {}): Attrs {
   if (!isObject(body)) throw scimErrors.invalidSyntax(`the request body must be a ${kind} resource (a JSON object)`);
   const type = RESOURCE_TYPES[kind];
+  const known = [type.schema, ...type.extensions.map((e) => e.schema), ...type.tolerated.map((t) => t.uri)];
   const schemas = Object.entries(body).find(([k]) => k.toLowerCase() === 'schemas')?.[1];
   if (!Array.isArray(schemas) || !schemas.every((s) => typeof s === 'string')) {
     throw scimErrors.invalidSyntax(`'schemas' must list the schemas of the resource: ["${type.schema}"]`);
   }
   for (const s of schemas) {
-    if (s.toLowerCase() !== type.schema.toLowerCase()) throw scimErrors.invalidSyntax(`unknown schema ${excerpt(s)}: ${kind} resources here have the schema ${type.schema} only`);
+    if (!known.some((k) => k.toLowerCase() === s.toLowerCase())) throw scimErrors.invalidSyntax(`unknown schema ${excerpt(s)}: ${kind} resources here have the schemas ${known.join(', ')}`);
   }
   if (!schemas.some((s) => s.toLowerCase() === type.schema.toLowerCase())) throw scimErrors.invalidSyntax(`'schemas' must include ${type.schema}`);
   const out: Attrs = {};
+  const take = (attr: Attr, value: unknown, at: string) => {
+    if (attr.mutability === 'readOnly') return;
+    const v = attributeValue(attr, value, at, { maxItems: opts.maxItems?.[attr.name] });
+    if (v !== undefined) out[attr.name] = v;
+  };
   for (const [key, value] of Object.entries(body)) {
     if (key.toLowerCase() === 'schemas') continue;
-    if (key.toLowerCase() === type.schema.toLowerCase() || /^urn:/i.test(key)) {
-      throw scimErrors.invalidSyntax(`unknown schema extension ${excerpt(key)}: ${kind} resources here have the schema ${type.schema} only`);
+    const ext = extensionNamed(kind, key);
+    if (ext !== undefined) {
+      if (!schemas.some((s) => s.toLowerCase() === ext.schema.toLowerCase())) {
+        throw scimErrors.invalidSyntax(`the body has attributes of ${ext.schema}, which 'schemas' does not list: add it to 'schemas' (RFC 7643 §3)`);
+      }
+      if (value === null) continue;
+      for (const [k, v] of extensionEntries(ext, value, ext.schema)) {
+        const attr = findAttr(ext.attributes, k);
+        if (attr === undefined) throw scimErrors.invalidSyntax(`${ext.schema} has no attribute ${excerpt(k)}; it has ${ext.attributes.map((a) => a.name).join(', ')}`);
+        take(attr, v, `${ext.schema}:${attr.name}`);
+      }
+      continue;
     }
-    const attr = findAttr(attributesOf(kind), key);
-    if (attr === undefined) throw scimErrors.invalidSyntax(`${kind} resources have no attribute ${excerpt(key)}; see /Schemas`);
-    if (attr.mutability === 'readOnly') continue;
-    const v = attributeValue(attr, value, attr.name, { maxItems: opts.maxItems?.[attr.name] });
-    if (v !== undefined) out[attr.name] = v;
+    if (/^urn:/i.test(key)) throw scimErrors.invalidSyntax(`unknown schema extension ${excerpt(key)}: ${kind} resources here have the schemas ${known.join(', ')}`);
+    const attr = findAttr(attributesUnder(kind, type.schema), key);
+    if (attr === undefined) {
+      const elsewhere = findAttr(attributesOf(kind), key);
+      if (elsewhere?.schema !== undefined) throw scimErrors.invalidSyntax(`'${elsewhere.name}' belongs to the schema extension ${elsewhere.schema}: send it inside "${elsewhere.schema}": {...}`);
+      throw scimErrors.invalidSyntax(`${kind} resources have no attribute ${excerpt(key)}; see /Schemas`);
+    }
+    take(attr, value, attr.name);
   }
   requireAttributes(kind, out);
-  return out;
+  return nest(kind, out);
 }
 
-/** RFC 7643: a required attribute must have a value (after a PATCH too). */
+/**
+ * The attributes of an extension's object, as `[name, value]` entries. The object may repeat its
+ * own URN as `schemas` (scim2-models, the library behind scim2-tester, writes it so): that is
+ * dropped; any other `schemas` inside it is refused.
+ */
+export function extensionEntries(ext: ExtensionSpec, value: unknown, at: string): [string, unknown][] {
+  if (!isObject(value)) throw scimErrors.invalidValue(`'${at}' must be an object of ${ext.schema}'s attributes`);
+  return Object.entries(value).filter(([k, v]) => {
+    if (k.toLowerCase() !== 'schemas') return true;
+    if (Array.isArray(v) && v.length === 1 && typeof v[0] === 'string' && v[0].toLowerCase() === ext.schema.toLowerCase()) return false;
+    throw scimErrors.invalidSyntax(`'${at}.schemas' may only repeat ${ext.schema}`);
+  });
+}
+
+/** RFC 7643: a required attribute must have a value (after a PATCH too). `attrs` flattened. */
 export function requireAttributes(kind: ResourceKind, attrs: Attrs): void {
-  for (const a of RESOURCE_TYPES[kind].attributes) {
+  for (const a of attributesOf(kind)) {
     if (a.required === true && attrs[a.name] === undefined) throw scimErrors.invalidValue(`'${a.name}' is required`);
   }
 }

@@ -11,7 +11,7 @@
  */
 import { scimErrors } from './errors.ts';
 import { FilterSyntaxError, parseFilter, stringifyFilter, type CompValue, type Filter } from './filter-syntax.ts';
-import { attributesOf, findAttr, ignoresCase, resolvePath, type Attr, type ResourceKind } from './_schema.ts';
+import { attributesOf, findAttr, flatten, ignoresCase, resolvePath, type Attr, type ResourceKind } from './_schema.ts';
 import { excerpt } from '../../contract/index.ts';
 
 /** Longer filters are refused: no client needs one (reading is linear, evaluating is per resource). */
@@ -134,7 +134,8 @@ function target(kind: ResourceKind, attrPath: string, parent: Attr | undefined):
   return value === undefined ? { attr: r.attr, path: r.canonical } : { attr: value, path: `${r.attr.name}.value` };
 }
 
-function comparable(attr: Attr, op: string, value: unknown, as: string): boolean | null | number | string {
+/** A comparison value as an attribute's values are compared (booleans from "True", lowercased strings of case-ignoring attributes, instants); refuses what makes no sense. Also the judge of PATCH paths' value filters. */
+export function comparable(attr: Attr, op: string, value: unknown, as: string): boolean | null | number | string {
   if (value === null) {
     if (op === 'eq' || op === 'ne') return null;
     throw scimErrors.invalidFilter(`${excerpt(as)} ${op} null compares nothing`);
@@ -162,10 +163,10 @@ function comparable(attr: Attr, op: string, value: unknown, as: string): boolean
   }
 }
 
-/** A resource as filters see it: strings of case-ignoring attributes lowercased, dateTimes as instants. */
+/** A resource as filters see it: extensions flattened, strings of case-ignoring attributes lowercased, dateTimes as instants. */
 export function filterView(kind: ResourceKind, resource: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(resource)) {
+  for (const [k, v] of Object.entries(flatten(kind, resource))) {
     const attr = findAttr(attributesOf(kind), k);
     if (attr !== undefined) out[attr.name] = viewOf(attr, v);
   }

@@ -1,7 +1,8 @@
 /**
  * SCIM Groups over the tenant's groups (the ones the admin API also serves). `id` is the group id
  * (a UUID for groups SCIM makes); `displayName` is unique in the tenant without regard to case;
- * `members` are users of the tenant (`{"value": <user id>}`; groups cannot be members). Members
+ * `members` are users of the tenant (`{"value": <user id>}`; groups cannot be members; `display`
+ * and `$ref` are accepted and answered by the server, `display` as the member's current name). Members
  * are written as differences, and a member who leaves a group assigned to an application loses
  * their grants and refresh tokens there in the same transaction (storage GroupStore.put).
  *
@@ -15,17 +16,26 @@ import { indexedTerm } from './filter.ts';
 import { listResponse, matchesIfMatch, project, sortResources, withMeta, type ListParams, type Resource } from './list.ts';
 import { applyPatch } from './patch.ts';
 import { URN } from './_schema.ts';
+import { userNames } from './_names.ts';
 import { isUniqueViolation, oneAtATime, type ScimScope } from './_scope.ts';
 import { resourceValue, type Attrs } from './_values.ts';
 
 const MAX_ITEMS = { members: MAX_GROUP_MEMBERS } as const;
 
-/** A member as a client sends it, as it is kept: `{value}`, a user id; `type`, when given, must be User. */
+/**
+ * A member as a client sends it, as it is kept: `{value}`, a user id; `type`, when given, must be
+ * User; `$ref`, when given, must name that same user (`.../Users/<value>`): a member whose `$ref`
+ * and `value` disagree is refused, never guessed. (`display` is read-only: dropped on the way in.)
+ */
 function member(_attr: string, item: Record<string, unknown>, at: string): Record<string, unknown> {
   const value = item.value;
   if (typeof value !== 'string' || !USER_ID.test(value)) throw scimErrors.invalidValue(`'${at}.value' must be the id of a user of this tenant`);
   if (item.type !== undefined && String(item.type).toLowerCase() !== 'user') {
     throw scimErrors.invalidValue(`'${at}': only users can be members here (type '${String(item.type)}'); groups cannot contain groups`);
+  }
+  const tail = `Users/${value}`;
+  if (typeof item.$ref === 'string' && item.$ref !== tail && !item.$ref.endsWith(`/${tail}`)) {
+    throw scimErrors.invalidValue(`'${at}.$ref' ${excerpt(item.$ref)} does not name the user of its value ${excerpt(value)}`);
   }
   return { value };
 }
@@ -47,12 +57,18 @@ function attributesOf(g: GroupRecord, memberIds: readonly string[]): Attrs {
   };
 }
 
-function representation(scope: ScimScope, g: GroupRecord, memberIds: readonly string[]): Resource {
+function representation(scope: ScimScope, g: GroupRecord, memberIds: readonly string[], names: ReadonlyMap<string, string>): Resource {
   const { members: plain, ...rest } = attributesOf(g, memberIds);
+  const display = (value: string) => (names.has(value) ? { display: names.get(value) } : {});
   return withMeta({
     schemas: [URN.group], id: g.id, ...rest,
-    ...(plain === undefined ? {} : { members: memberIds.map((value) => ({ value, $ref: `${scope.base}/Users/${value}`, type: 'User' })) }),
+    ...(plain === undefined ? {} : { members: memberIds.map((value) => ({ value, $ref: `${scope.base}/Users/${value}`, type: 'User', ...display(value) })) }),
   }, 'Group', g.createdAt, g.updatedAt, `${scope.base}/Groups/${g.id}`);
+}
+
+/** The representation, with the members' names looked up. */
+async function represent(scope: ScimScope, g: GroupRecord, memberIds: readonly string[]): Promise<Resource> {
+  return representation(scope, g, memberIds, await userNames(scope, memberIds));
 }
 
 async function load(scope: ScimScope, id: string): Promise<{ group: GroupRecord; members: readonly string[] }> {
@@ -63,7 +79,7 @@ async function load(scope: ScimScope, id: string): Promise<{ group: GroupRecord;
 
 export async function getGroup(scope: ScimScope, id: string): Promise<Resource> {
   const { group, members: m } = await load(scope, id);
-  return representation(scope, group, m);
+  return represent(scope, group, m);
 }
 
 async function write(scope: ScimScope, id: string, attrs: Attrs, before: readonly string[]): Promise<Resource> {
@@ -82,7 +98,7 @@ async function write(scope: ScimScope, id: string, attrs: Attrs, before: readonl
   const body = { displayName, ...(typeof attrs.externalId === 'string' ? { externalId: attrs.externalId } : {}), managedBy: SCIM_MANAGED_BY };
   try {
     const rec = await storage.groups.put(t, id, body, { add, remove: before.filter((u) => !keep.has(u)) });
-    return representation(scope, rec, await storage.groups.listMembers(t, id));
+    return await represent(scope, rec, await storage.groups.listMembers(t, id));
   } catch (err) {
     if (isUniqueViolation(err)) throw scimErrors.uniqueness(`displayName ${excerpt(displayName)} is taken by another group of this tenant`);
     throw err;
@@ -92,7 +108,7 @@ async function write(scope: ScimScope, id: string, attrs: Attrs, before: readonl
 async function changeable(scope: ScimScope, id: string, ifMatch: string | undefined) {
   const { group, members: m } = await load(scope, id);
   if (!mayChange(group.body.managedBy, SCIM_MANAGED_BY)) throw scimErrors.ownedElsewhere(ownedElsewhere('group', id, group.body.managedBy, SCIM_MANAGED_BY));
-  const version = (representation(scope, group, m).meta as { version: string }).version;
+  const version = ((await represent(scope, group, m)).meta as { version: string }).version;
   if (!matchesIfMatch(ifMatch, version)) throw scimErrors.preconditionFailed(`group ${excerpt(id)} has changed since version ${excerpt(ifMatch ?? "")}`);
   return { group, members: m };
 }
@@ -141,9 +157,12 @@ export async function queryGroups(scope: ScimScope, p: ListParams): Promise<Reco
       more = page.nextCursor !== null;
     }
   }
+  const members = new Map<string, readonly string[]>();
+  for (const g of groups) members.set(g.id, await storage.groups.listMembers(scope.tenant, g.id));
+  const names = await userNames(scope, [...members.values()].flat());
   const matching: Resource[] = [];
   for (const g of groups) {
-    const r = representation(scope, g, await storage.groups.listMembers(scope.tenant, g.id));
+    const r = representation(scope, g, members.get(g.id)!, names);
     if (p.filter === undefined || p.filter.matches(r)) matching.push(r);
   }
   const sorted = sortResources('Group', matching, p);

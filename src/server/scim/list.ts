@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { canonicalJson, excerpt } from '../../contract/index.ts';
 import { scimErrors } from './errors.ts';
 import { compileFilter, type CompiledFilter } from './filter.ts';
-import { URN, ignoresCase, resolvePath, type ResourceKind } from './_schema.ts';
+import { URN, attributesOf, extensionNamed, flatten, ignoresCase, nest, resolvePath, schemasOf, type ResourceKind } from './_schema.ts';
 
 /** Resources one page holds at most (ServiceProviderConfig filter.maxResults); more asked for, this many given. */
 export const MAX_RESULTS = 500;
@@ -21,7 +21,7 @@ export function versionOf(resource: Record<string, unknown>): string {
   return `W/"${createHash('sha256').update(canonicalJson(resource)).digest('base64url').slice(0, 27)}"`;
 }
 
-/** Adds `meta` (with the version of everything else) to a full representation. */
+/** Adds `meta` (with the version of everything else) to a full representation, and `schemas` as its content has them (extensions it carries). */
 export function withMeta(resource: Resource, kind: ResourceKind, created: number, lastModified: number, location: string): Resource {
   const meta = {
     resourceType: kind,
@@ -29,8 +29,10 @@ export function withMeta(resource: Resource, kind: ResourceKind, created: number
     lastModified: new Date(lastModified * 1000).toISOString(),
     location,
   };
-  const version = versionOf({ ...resource, meta });
-  return { ...resource, meta: { ...meta, version } };
+  const { schemas: _, ...rest } = resource;
+  const whole = { schemas: schemasOf(kind, rest), ...rest } as Resource;
+  const version = versionOf({ ...whole, meta });
+  return { ...whole, meta: { ...meta, version } };
 }
 
 /** `If-Match` (RFC 7232 §3.1, weak comparison as SCIM clients send W/ tags): whether the resource's version is one of them. */
@@ -104,54 +106,98 @@ export function listParams(kind: ResourceKind | undefined, p: Record<string, unk
   };
 }
 
-/** The part of a representation `attributes`/`excludedAttributes` ask for; id and schemas always stay. */
+/**
+ * Attributes and sub-attributes returned only on request (RFC 7643 §7 `returned: "request"`) taken
+ * out, unless `asked` names them (`attr` or `attr.sub`, canonical).
+ */
+function withoutUnasked(kind: ResourceKind, flat: Record<string, unknown>, asked: ReadonlySet<string>): Record<string, unknown> {
+  const out = { ...flat };
+  for (const a of attributesOf(kind)) {
+    if (out[a.name] === undefined) continue;
+    if (a.returned === 'request' && !asked.has(a.name)) {
+      delete out[a.name];
+      continue;
+    }
+    const hidden = (a.subAttributes ?? []).filter((s) => s.returned === 'request' && !asked.has(`${a.name}.${s.name}`)).map((s) => s.name);
+    if (hidden.length === 0) continue;
+    const strip = (x: unknown) => (x !== null && typeof x === 'object' && !Array.isArray(x) ? Object.fromEntries(Object.entries(x).filter(([k]) => !hidden.includes(k))) : x);
+    const v = out[a.name];
+    out[a.name] = Array.isArray(v) ? v.map(strip) : strip(v);
+  }
+  return out;
+}
+
+/**
+ * The part of a representation `attributes`/`excludedAttributes` ask for; id and schemas always stay;
+ * what is returned only on request only when `attributes` names it. Names may be qualified by a
+ * schema URN; an extension's URN alone means all of its attributes.
+ */
 export function project(kind: ResourceKind, resource: Resource, p: Pick<ListParams, 'attributes' | 'excludedAttributes'>): Record<string, unknown> {
+  const asked = new Set((p.attributes ?? []).map((name) => resolvePath(kind, name)).filter((r) => r !== undefined).map((r) => r.canonical));
+  const flat = withoutUnasked(kind, flatten(kind, resource), asked);
+  /** The attribute names (flattened) a requested name stands for, with the sub-attributes named, if any. */
+  const named = (name: string): { names: string[]; sub?: string; always?: boolean } | undefined => {
+    const ext = extensionNamed(kind, name);
+    if (ext !== undefined) return { names: ext.attributes.map((a) => a.name) };
+    const r = resolvePath(kind, name);
+    if (r === undefined) return undefined;
+    return { names: [r.attr.name], ...(r.sub === undefined ? {} : { sub: r.sub.name }), always: r.attr.returned === 'always' || r.attr.name === 'id' };
+  };
+  const finish = (out: Record<string, unknown>) => {
+    const nested = nest(kind, out);
+    return { schemas: schemasOf(kind, nested), ...nested };
+  };
   if (p.attributes !== undefined && p.attributes.length > 0) {
     // Per attribute: the whole of it, or the sub-attributes named.
     const wanted = new Map<string, Set<string> | 'all'>();
     for (const name of p.attributes) {
-      const r = resolvePath(kind, name);
-      if (r === undefined) continue;
-      const had = wanted.get(r.attr.name);
-      if (r.sub === undefined || had === 'all') wanted.set(r.attr.name, 'all');
-      else wanted.set(r.attr.name, new Set([...(had ?? []), r.sub.name]));
+      const n = named(name);
+      if (n === undefined) continue;
+      for (const attr of n.names) {
+        const had = wanted.get(attr);
+        if (n.sub === undefined || had === 'all') wanted.set(attr, 'all');
+        else wanted.set(attr, new Set([...(had ?? []), n.sub]));
+      }
     }
-    const out: Record<string, unknown> = { schemas: resource.schemas, id: resource.id };
+    const out: Record<string, unknown> = { id: resource.id };
     const pick = (x: unknown, subs: Set<string>) =>
       x !== null && typeof x === 'object' ? Object.fromEntries(Object.entries(x).filter(([k]) => subs.has(k))) : undefined;
     for (const [name, subs] of wanted) {
-      const v = resource[name];
+      const v = flat[name];
       if (v === undefined || name === 'id') continue;
       out[name] = subs === 'all' ? v : Array.isArray(v) ? v.map((x) => pick(x, subs)) : pick(v, subs);
     }
-    return out;
+    return finish(out);
   }
   if (p.excludedAttributes !== undefined && p.excludedAttributes.length > 0) {
-    const out: Record<string, unknown> = { ...resource };
+    const { schemas: _, ...out } = flat;
     for (const name of p.excludedAttributes) {
-      const r = resolvePath(kind, name);
-      if (r === undefined || r.attr.returned === 'always' || r.attr.name === 'id') continue;
-      if (r.sub === undefined) delete out[r.attr.name];
-      else {
-        const v = out[r.attr.name];
-        const drop = (x: unknown) => {
-          if (x === null || typeof x !== 'object') return x;
-          const { [r.sub!.name]: _, ...rest } = x as Record<string, unknown>;
-          return rest;
-        };
-        out[r.attr.name] = Array.isArray(v) ? v.map(drop) : drop(v);
+      const n = named(name);
+      if (n === undefined || n.always === true) continue;
+      for (const attr of n.names) {
+        if (n.sub === undefined) delete out[attr];
+        else {
+          const v = out[attr];
+          const drop = (x: unknown) => {
+            if (x === null || typeof x !== 'object') return x;
+            const { [n.sub!]: _s, ...rest } = x as Record<string, unknown>;
+            return rest;
+          };
+          if (v !== undefined) out[attr] = Array.isArray(v) ? v.map(drop) : drop(v);
+        }
       }
     }
-    return out;
+    return finish(out);
   }
-  return resource;
+  const { schemas: _, ...all } = flat;
+  return finish(all);
 }
 
 /** The value a resource sorts by: a multi-valued attribute sorts by its primary (or first) value. */
 function sortKey(kind: ResourceKind, resource: Resource, sortBy: string): string | number | boolean | undefined {
   const r = resolvePath(kind, sortBy);
   if (r === undefined) return undefined;
-  let v: unknown = resource[r.attr.name];
+  let v: unknown = flatten(kind, resource)[r.attr.name];
   if (Array.isArray(v)) v = (v.find((x) => (x as Record<string, unknown>)?.primary === true) ?? v[0]) as unknown;
   const attr = r.sub ?? (r.attr.type === 'complex' ? r.attr.subAttributes?.find((s) => s.name === 'value') : r.attr);
   if (r.sub !== undefined || (r.attr.type === 'complex' && attr !== undefined)) v = (v as Record<string, unknown> | undefined)?.[attr!.name];

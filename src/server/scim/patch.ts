@@ -9,14 +9,20 @@
  * What clients send in the wild and this accepts: operation names in any case ("Replace", Entra
  * ID), booleans as strings ("False", Entra ID), `remove` with a value list on a multi-valued
  * attribute (`{"op":"remove","path":"members","value":[{"value":"<id>"}]}`, Entra ID), a path-less
- * `replace` carrying the resource's own `id` (Okta), null values as "unassign".
+ * `replace` carrying the resource's own `id` (Okta), null values as "unassign", path-less values
+ * keyed by attribute paths (`"name.givenName"`, `"urn:...:enterprise:2.0:User:employeeNumber"`,
+ * Entra ID) or by an extension's URN with an object of its attributes (RFC 7644 §3.5.2), an
+ * extension's URN as the path (each of its attributes an operation).
+ *
+ * Extension attributes are worked on flattened (by their plain names, _schema.ts `flatten`); the
+ * result is nested again under the extension's URN, as it is stored and answered.
  */
 import { excerpt } from '../../contract/index.ts';
 import { scimErrors } from './errors.ts';
-import { matchesFilter, viewOf } from './filter.ts';
 import { FilterSyntaxError, parsePatchPath, type Filter } from './filter-syntax.ts';
-import { RESOURCE_TYPES, URN, attributesOf, findAttr, ignoresCase, type Attr, type ResourceKind } from './_schema.ts';
-import { attributeValue, requireAttributes, type Attrs } from './_values.ts';
+import { comparable, matchesFilter, viewOf } from './filter.ts';
+import { URN, attributesOf, attributesUnder, extensionNamed, findAttr, flatten, nest, type Attr, type ExtensionSpec, type ResourceKind } from './_schema.ts';
+import { attributeValue, extensionEntries, requireAttributes, type Attrs } from './_values.ts';
 
 /** Operations one PATCH may carry. */
 export const MAX_OPERATIONS = 1000;
@@ -39,7 +45,7 @@ export interface PatchOptions {
   readonly id: string;
 }
 
-/** Applies a PatchOp message to a resource's writable attributes; returns the new attributes. */
+/** Applies a PatchOp message to a resource's writable attributes (extensions nested, as stored); returns the new attributes, nested. */
 export function applyPatch(kind: ResourceKind, current: Attrs, message: unknown, opts: PatchOptions): Attrs {
   if (!isObject(message)) throw scimErrors.invalidSyntax('the request body must be a PatchOp message (a JSON object)');
   const schemas = Object.entries(message).find(([k]) => k.toLowerCase() === 'schemas')?.[1];
@@ -50,9 +56,9 @@ export function applyPatch(kind: ResourceKind, current: Attrs, message: unknown,
   if (!Array.isArray(operations) || operations.length === 0) throw scimErrors.invalidSyntax("'Operations' must list at least one operation");
   if (operations.length > MAX_OPERATIONS) throw scimErrors.tooMany(`a PATCH may carry at most ${MAX_OPERATIONS} operations`);
   const ops = operations.flatMap((o, i) => canonicalOps(kind, o, `Operations[${i}]`, opts));
-  const result = structuredClone(current);
+  const result = flatten(kind, structuredClone(current));
   for (const op of ops) applyOne(result, op);
-  return revalidate(kind, result, opts);
+  return nest(kind, revalidate(kind, result, opts));
 }
 
 /** One canonical operation on the attributes (in place). */
@@ -62,7 +68,9 @@ function applyOne(attrs: Attrs, { op, target: t, value }: CanonicalOp): void {
     if (t.sub === undefined) {
       if (op === 'remove') delete attrs[name];
       else if (op === 'add' && t.attr.multiValued === true && Array.isArray(attrs[name])) attrs[name] = [...(attrs[name] as unknown[]), ...(value as unknown[])];
-      else if (op === 'add' && t.attr.type === 'complex' && t.attr.multiValued !== true && isObject(attrs[name])) attrs[name] = { ...(attrs[name] as Attrs), ...(value as Attrs) };
+      else if (op === 'add' && t.attr.type === 'complex' && t.attr.multiValued !== true && isObject(attrs[name]) && !namesAnother(attrs[name] as Attrs, value as Attrs)) {
+        attrs[name] = { ...(attrs[name] as Attrs), ...(value as Attrs) };
+      }
       else attrs[name] = value;
       return;
     }
@@ -92,7 +100,7 @@ function applyOne(attrs: Attrs, { op, target: t, value }: CanonicalOp): void {
   if (!hit.includes(true)) {
     // No value matches: a filter of `eq` terms names the value to add (Entra ID and Okta replace
     // `emails[type eq "work"].value` on a user who has no work email yet); anything else has no target.
-    const seed = eqTerms(t.filter);
+    const seed = eqTerms(t.seed!);
     if (seed === undefined) throw scimErrors.noTarget(`'${t.path}' matches no value`);
     const added = t.sub === undefined ? { ...seed, ...(value as Attrs) } : { ...seed, [t.sub.name]: value };
     attrs[name] = [...items, added];
@@ -105,6 +113,15 @@ function applyOne(attrs: Attrs, { op, target: t, value }: CanonicalOp): void {
   });
 }
 
+/**
+ * Whether an `add` to a reference (a complex attribute with a `value`) names another one: then the
+ * old one's other sub-attributes ($ref, displayName) described the old referent and go with it,
+ * instead of being merged onto the new one (Entra ID changes a `manager` with `add`).
+ */
+function namesAnother(current: Attrs, value: Attrs): boolean {
+  return value.value !== undefined && current.value !== undefined && value.value !== current.value;
+}
+
 function withSub(item: Attrs, sub: string, op: Op, value: unknown): Attrs {
   const out = { ...item };
   if (op === 'remove') delete out[sub];
@@ -112,7 +129,7 @@ function withSub(item: Attrs, sub: string, op: Op, value: unknown): Attrs {
   return out;
 }
 
-/** `type eq "work"` (or an `and` of such terms) as the object it describes; undefined for any other filter. */
+/** `type eq "work"` (or an `and` of such terms) as the object it describes, values as written; undefined for any other filter. */
 function eqTerms(f: Filter): Attrs | undefined {
   if (f.op === 'eq' && !f.attrPath.includes('.')) return { [f.attrPath]: f.compValue };
   if (f.op !== 'and') return undefined;
@@ -125,7 +142,7 @@ function eqTerms(f: Filter): Attrs | undefined {
   return out;
 }
 
-/** The attributes after the operations, checked as a whole (each one already was on its way in). */
+/** The attributes (flattened) after the operations, checked as a whole (each one already was on its way in). */
 function revalidate(kind: ResourceKind, attrs: Attrs, opts: PatchOptions): Attrs {
   const out: Attrs = {};
   for (const [k, v] of Object.entries(attrs)) {
@@ -160,6 +177,12 @@ function canonicalOps(kind: ResourceKind, raw: unknown, at: string, opts: PatchO
     if (op === 'remove') throw scimErrors.noTarget(`'${at}': a remove needs a path`);
     return pathless(kind, op, value, at, opts);
   }
+  const ext = extensionNamed(kind, path.trim());
+  if (ext !== undefined) {
+    // The extension itself: remove all of its attributes, or add/replace those of the value object.
+    if (op === 'remove') return ext.attributes.filter((a) => a.mutability !== 'readOnly').map((attr) => ({ op, target: { attr, path: attr.name } }));
+    return extensionOps(ext, op, value, `${at}.value`, opts);
+  }
   const target = parsePath(kind, path, at);
   if (op === 'remove') {
     if (value !== undefined && value !== null && target.attr.multiValued === true && target.filter === undefined && target.sub === undefined) {
@@ -175,7 +198,10 @@ function canonicalOps(kind: ResourceKind, raw: unknown, at: string, opts: PatchO
 
 interface Target {
   readonly attr: Attr;
+  /** Canonical names and values: what is matched. */
   readonly filter?: Filter;
+  /** Canonical names, values as written: what a replace seeds a missing value with. */
+  readonly seed?: Filter;
   readonly sub?: Attr;
   /** Canonical, for messages. */
   readonly path: string;
@@ -190,15 +216,17 @@ function parsePath(kind: ResourceKind, raw: string, at: string): Target {
     if (err instanceof FilterSyntaxError) throw scimErrors.invalidPath(`'${at}.path' is not an attribute path: ${err.message}`);
     throw err;
   }
-  const urn = RESOURCE_TYPES[kind].schema;
-  if (p.urn !== undefined && p.urn.toLowerCase() !== urn.toLowerCase()) throw scimErrors.invalidPath(`'${at}.path' names an unknown schema: ${excerpt(p.urn)}`);
-  const attr = findAttr(attributesOf(kind), p.attr);
-  if (attr === undefined) throw scimErrors.invalidPath(`'${at}.path': ${kind} resources have no attribute ${excerpt(p.attr)}`);
+  const under = attributesUnder(kind, p.urn);
+  if (under === undefined) throw scimErrors.invalidPath(`'${at}.path' names an unknown schema: ${excerpt(p.urn!)}`);
+  const attr = findAttr(under, p.attr);
+  if (attr === undefined) throw scimErrors.invalidPath(`'${at}.path': ${p.urn === undefined ? `${kind} resources have` : `${excerpt(p.urn)} has`} no attribute ${excerpt(p.attr)}`);
   if (attr.mutability === 'readOnly') throw scimErrors.mutability(`'${at}.path': '${attr.name}' is read-only`);
   let filter: Filter | undefined;
+  let seed: Filter | undefined;
   if (p.filter !== undefined) {
     if (attr.multiValued !== true || attr.type !== 'complex') throw scimErrors.invalidPath(`'${at}.path': value filters apply to multi-valued complex attributes, not '${attr.name}'`);
-    filter = subFilter(attr, p.filter, at);
+    seed = subFilter(attr, p.filter, at);
+    filter = comparedAs(attr, seed);
   }
   let sub: Attr | undefined;
   if (p.sub !== undefined) {
@@ -207,10 +235,10 @@ function parsePath(kind: ResourceKind, raw: string, at: string): Target {
     if (sub.mutability === 'readOnly') throw scimErrors.mutability(`'${at}.path': '${attr.name}.${sub.name}' is read-only`);
   }
   const text = `${attr.name}${filter === undefined ? '' : '[…]'}${sub === undefined ? '' : `.${sub.name}`}`;
-  return { attr, ...(filter === undefined ? {} : { filter }), ...(sub === undefined ? {} : { sub }), path: text };
+  return { attr, ...(filter === undefined ? {} : { filter, seed }), ...(sub === undefined ? {} : { sub }), path: text };
 }
 
-/** A value filter inside a path, with the sub-attribute names it uses made canonical and its values compared as filters compare them. */
+/** A value filter inside a path, with the sub-attribute names it uses made canonical (values as written). */
 function subFilter(attr: Attr, f: Filter, at: string): Filter {
   switch (f.op) {
     case 'and':
@@ -224,8 +252,29 @@ function subFilter(attr: Attr, f: Filter, at: string): Filter {
       const sub = findAttr(attr.subAttributes, f.attrPath);
       if (sub === undefined) throw scimErrors.invalidPath(`'${at}.path': '${attr.name}' has no sub-attribute ${excerpt(f.attrPath)}`);
       if (f.op === 'pr') return { op: 'pr', attrPath: sub.name };
-      const v = typeof f.compValue === 'string' && ignoresCase(sub) ? f.compValue.toLowerCase() : f.compValue;
-      return { op: f.op, attrPath: sub.name, compValue: v };
+      return { op: f.op, attrPath: sub.name, compValue: f.compValue };
+    }
+  }
+}
+
+/**
+ * A value filter (canonical names) with its values compared as filters compare them: the same
+ * judge as `?filter=` (filter.ts `comparable`), so `emails[primary eq "True"]` (Entra's string
+ * booleans) matches the primary email instead of matching nothing and seeding a second one.
+ */
+function comparedAs(attr: Attr, f: Filter): Filter {
+  switch (f.op) {
+    case 'and':
+    case 'or':
+      return { op: f.op, filters: f.filters.map((x) => comparedAs(attr, x)) };
+    case 'not':
+      return { op: 'not', filter: comparedAs(attr, f.filter) };
+    case 'pr':
+    case '[]':
+      return f;
+    default: {
+      const sub = findAttr(attr.subAttributes, f.attrPath)!;
+      return { op: f.op, attrPath: f.attrPath, compValue: comparable(sub, f.op, f.compValue, `${attr.name}.${sub.name}`) };
     }
   }
 }
@@ -234,7 +283,8 @@ function subFilter(attr: Attr, f: Filter, at: string): Filter {
 function targetValue(t: Target, value: unknown, at: string, opts: PatchOptions): unknown {
   if (t.sub !== undefined) return attributeValue(t.sub, value, at);
   if (t.filter !== undefined) {
-    // The matched values are replaced (or added to) by this one value.
+    // The matched values are replaced (or added to) by this one value: an object of sub-attributes.
+    if (!isObject(value)) throw scimErrors.invalidValue(`'${at}' must be an object of ${(t.attr.subAttributes ?? []).map((s) => s.name).join(', ')} (the path names whole values of '${t.attr.name}')`);
     return attributeValue({ ...t.attr, multiValued: false }, value, at);
   }
   if (t.attr.multiValued === true) {
@@ -246,7 +296,11 @@ function targetValue(t: Target, value: unknown, at: string, opts: PatchOptions):
   return attributeValue(t.attr, value, at);
 }
 
-/** A path-less add or replace: each attribute of the value object is its own operation. */
+/**
+ * A path-less add or replace: each attribute of the value object is its own operation. A key may be
+ * an attribute path (`name.givenName`, `urn:...:enterprise:2.0:User:employeeNumber`: Entra ID) or an
+ * extension's URN with an object of that extension's attributes (RFC 7643 §3.3's JSON form).
+ */
 function pathless(kind: ResourceKind, op: Op, value: unknown, at: string, opts: PatchOptions): CanonicalOp[] {
   if (!isObject(value)) throw scimErrors.invalidValue(`'${at}.value' must be an object of attributes when there is no path`);
   const out: CanonicalOp[] = [];
@@ -257,8 +311,27 @@ function pathless(kind: ResourceKind, op: Op, value: unknown, at: string, opts: 
       if (v !== opts.id) throw scimErrors.mutability(`'${at}.value.id': the id of a resource cannot change`);
       continue;
     }
+    const ext = extensionNamed(kind, key);
+    if (ext !== undefined) {
+      out.push(...extensionOps(ext, op, v, `${at}.value.${ext.schema}`, opts));
+      continue;
+    }
     const target = parsePath(kind, key, `${at}.value`);
     const checked = targetValue(target, v, `${at}.value.${target.path}`, opts);
+    out.push(checked === undefined ? { op: 'remove', target } : { op, target, value: checked });
+  }
+  return out;
+}
+
+/** add or replace of an extension's attributes, given as an object keyed by their names: one operation each. */
+function extensionOps(ext: ExtensionSpec, op: Op, value: unknown, at: string, opts: PatchOptions): CanonicalOp[] {
+  const out: CanonicalOp[] = [];
+  for (const [k, v] of extensionEntries(ext, value, at)) {
+    const attr = findAttr(ext.attributes, k);
+    if (attr === undefined) throw scimErrors.invalidPath(`'${at}': ${ext.schema} has no attribute ${excerpt(k)}; it has ${ext.attributes.map((a) => a.name).join(', ')}`);
+    if (attr.mutability === 'readOnly') throw scimErrors.mutability(`'${at}.${attr.name}' is read-only`);
+    const target: Target = { attr, path: attr.name };
+    const checked = targetValue(target, v, `${at}.${attr.name}`, opts);
     out.push(checked === undefined ? { op: 'remove', target } : { op, target, value: checked });
   }
   return out;

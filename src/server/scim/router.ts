@@ -112,8 +112,9 @@ export function scimRouter(ctx: ServerContext, settings: ScimSettings = scimSett
     .all(notAllowed('GET'));
   router.route('/Schemas/:id')
     .get((req, res) => {
-      const found = schemaResources((p) => `${scope(res).base}${p}`).find((s) => s.id === req.params.id);
-      if (found === undefined) throw scimErrors.notFound(`no schema ${excerpt(req.params.id)} here: there are ${Object.values(RESOURCE_TYPES).map((t) => t.schema).join(', ')}`);
+      const all = schemaResources((p) => `${scope(res).base}${p}`);
+      const found = all.find((s) => s.id === req.params.id);
+      if (found === undefined) throw scimErrors.notFound(`no schema ${excerpt(req.params.id)} here: there are ${all.map((s) => s.id).join(', ')}`);
       sendScim(res, 200, found);
     })
     .all(notAllowed('GET'));

@@ -21,6 +21,7 @@ import { indexedTerm } from './filter.ts';
 import { listResponse, matchesIfMatch, project, sortResources, withMeta, type ListParams, type Resource } from './list.ts';
 import { applyPatch } from './patch.ts';
 import { URN } from './_schema.ts';
+import { referencedUserIds, userNames, withReferencedNames } from './_names.ts';
 import { isUniqueViolation, oneAtATime, type ScimScope } from './_scope.ts';
 import { resourceValue, type Attrs } from './_values.ts';
 
@@ -48,15 +49,17 @@ async function groupsOf(scope: ScimScope, ids: readonly string[]): Promise<Map<s
   return new Map([...byUser].map(([u, gs]) => [u, gs.map((g) => ({ value: g, $ref: `${scope.base}/Groups/${g}`, display: names.get(g), type: 'direct' }))]));
 }
 
-function representation(scope: ScimScope, u: UserWithScim, groups: readonly Record<string, unknown>[]): Resource {
+function representation(scope: ScimScope, u: UserWithScim, groups: readonly Record<string, unknown>[], names: ReadonlyMap<string, string>): Resource {
   const location = `${scope.base}/Users/${u.user.id}`;
-  const attrs = attributesOf(u);
+  const attrs = withReferencedNames('User', attributesOf(u), names);
   return withMeta({ schemas: [URN.user], id: u.user.id, ...attrs, ...(groups.length > 0 ? { groups } : {}) }, 'User', u.user.createdAt, u.user.updatedAt, location);
 }
 
 async function representations(scope: ScimScope, users: readonly UserWithScim[]): Promise<Resource[]> {
   const groups = await groupsOf(scope, users.map((u) => u.user.id));
-  return users.map((u) => representation(scope, u, groups.get(u.user.id) ?? []));
+  // The users their references (the enterprise manager) name, for the references' displayName.
+  const names = await userNames(scope, referencedUserIds('User', users.map(attributesOf)));
+  return users.map((u) => representation(scope, u, groups.get(u.user.id) ?? [], names));
 }
 
 async function load(scope: ScimScope, id: string): Promise<UserWithScim> {
