@@ -23,6 +23,7 @@
 #   postgresql                     only if no postgres/initdb binary exists (the scale-out storage backend)
 #   haproxy                        the load balancer in front of two server replicas in the replica tests
 #   kubernetes-validate            PyPI, into a venv in tools/venv: schema-checks deploy/kubernetes offline
+#   maven, a JDK                   only if mvn or javac is missing: test/interop builds its Java relying party with them
 #   pulumi                         built from scripts/go/pulumi (wrapper module pinning pkg/v3 + sdk/v3)
 #   pulumi-language-nodejs         built from scripts/go/pulumi-language-nodejs (see its main.go for why)
 #   pulumi-resource-pulumi-nodejs  the dynamic-provider launcher (scripts/; execs @pulumi/pulumi's dynamic provider)
@@ -212,6 +213,15 @@ else
   apt_install haproxy
   HAPROXY_BIN=/usr/sbin/haproxy
   [ -x "$HAPROXY_BIN" ] || die "haproxy was installed but $HAPROXY_BIN is missing"
+fi
+
+# Maven and a JDK: test/interop/matrix.test.ts builds its Java relying party (Nimbus, from Maven Central) with
+# them, on first use, into tools/interop (test/support/interop-clients.ts; its Python and Go clients need only
+# python3-venv and go, which this script needs anyway).
+if command -v mvn >/dev/null 2>&1 && command -v javac >/dev/null 2>&1; then
+  report maven "" "$(command -v mvn) (found)"
+else
+  apt_install maven default-jdk-headless
 fi
 
 # kubernetes-validate (PyPI, pinned in tool-versions.env): it ships the Kubernetes JSON schemas, so the

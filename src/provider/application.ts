@@ -19,7 +19,7 @@ import {
   TenantName,
   PublicApplicationBody,
   SECRET_BYTES,
-  checkClientUris,
+  checkClientBody,
   isConfidentialKind,
   type ApplicationKind,
 } from '../contract/index.ts';
@@ -75,7 +75,7 @@ const SpecBody = z
   .discriminatedUnion('kind', [ConfidentialApplicationBody.omit({ clientSecret: true }), PublicApplicationBody, ApiApplicationBody])
   .superRefine((b, ctx) => {
     if (b.kind === 'api') return;
-    for (const p of checkClientUris(b)) ctx.addIssue({ code: 'custom', message: p.message, path: [...p.path] });
+    for (const p of checkClientBody(b)) ctx.addIssue({ code: 'custom', message: p.message, path: [...p.path] });
   });
 
 const ApplicationInputsSchema = z.strictObject({
@@ -189,7 +189,8 @@ export const applicationProvider: Required<
     // A client id moving from an application this stack is deleting in the same up (a rename): free it first.
     const holder = await holderOf(inputs, true);
     if (holder?.ours) await client.remove('deleteApplication', { tenant: inputs.tenant, application: holder.name });
-    await client.call('putApplication', at, { body: { ...inputs.body, ...(clientSecret === undefined ? {} : { clientSecret }) } as ApplicationBody });
+    // Adopting (idforge:adopt) takes over an application another manager keeps.
+    await client.call('putApplication', at, { body: { ...inputs.body, ...(clientSecret === undefined ? {} : { clientSecret }) } as ApplicationBody, query: { force: inputs.adopt === true } });
     const outs: ApplicationOutputs = { ...inputs, clientId: clientIdOf(inputs.body), clientSecret };
     return { id: `${inputs.tenant}/${inputs.name}`, outs: defined(outs) };
   },
@@ -201,7 +202,7 @@ export const applicationProvider: Required<
       const live = (await new AdminClient(old.connection).find('getApplication', { tenant: old.tenant, application: old.name })) as Record<string, unknown> | undefined;
       if (live === undefined) return { id: '' };
       const kind = typeof live.kind === 'string' ? live.kind : old.body.kind;
-      const { clientSecret: _never, ...fields } = pickKeys<Record<string, unknown>>(shapeOf(kind), live);
+      const { clientSecret: _never, ...fields } = pickKeys<Record<string, unknown>>(shapeOf(kind), live, old.body as Record<string, unknown>);
       const body = { ...old.body, ...fields, kind } as ApplicationSpecBody;
       // The secret cannot be read back (the server keeps a hash): the state's stays the truth, and the
       // server says whether it still holds it.

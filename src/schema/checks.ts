@@ -4,7 +4,7 @@
  * every problem instead of stopping at the first.
  */
 import {
-  BUILTIN_SCOPES, DNS_LABEL, tenantNameProblem, checkEnvValue, checkLoginPolicy, checkRedirectUrl, checkRequestedScopes, checkScopeDefinitions, didYouMean,
+  BUILTIN_SCOPES, DNS_LABEL, tenantNameProblem, checkEnvValue, checkLoginPolicy, checkPkcePolicy, checkRedirectUrl, checkRequestedScopes, checkScopeDefinitions, didYouMean,
   isLocalHost, problem, type Path,
 } from '../contract/index.ts';
 import type { Model, TenantSpec } from './model.ts';
@@ -101,6 +101,7 @@ function checkTenant(t: TenantSpec, tp: Path): Problem[] {
     }
     out.push(...checkRedirectUrl(a.origin, [...ap, 'origin'], { originOnly: true }));
     a.redirectUris.forEach((r, j) => out.push(...checkRedirectUrl(r, [...ap, 'redirectUris', j])));
+    out.push(...checkPkcePolicy(a.kind, a.pkce, [...ap, 'pkce']));
     out.push(...checkRequestedScopes(a.scopes, allScopes, [...ap, 'scopes'], where));
     if (a.kind === 'proxy') {
       try {

@@ -5,7 +5,7 @@
  * checks.ts, so that one pass reports every problem. Defaults are documented where defined.
  */
 import { z } from 'zod';
-import { DEFAULT_PROXY_COOKIE_REFRESH, DNS_LABEL, KINDS, LoginPolicyBody, NAME, NAME_RULES, SCOPE, UNMANAGED_POLICIES, USER_ID, isLocalHost, type ClientKind } from '../contract/index.ts';
+import { DEFAULT_PKCE, DEFAULT_PROXY_COOKIE_REFRESH, DNS_LABEL, KINDS, PKCE_POLICIES, LoginPolicyBody, NAME, NAME_RULES, SCOPE, UNMANAGED_POLICIES, USER_ID, isLocalHost, type ClientKind } from '../contract/index.ts';
 
 const dnsLabel = z.string().regex(DNS_LABEL, { error: NAME_RULES.dnsLabel });
 const name = z.string().regex(NAME, { error: NAME_RULES.name });
@@ -76,6 +76,20 @@ const appCommon = {
 const extraRedirects = { redirectUris: z.array(url).default([]) };
 
 /**
+ * PKCE (RFC 7636) in the client's authorization requests. `required`: every request carries a
+ * code_challenge (S256), as the generated clients send. `optional`: only for a confidential client
+ * (web, proxy) whose OpenID Connect library sends a nonce but no PKCE by default (Authlib, go-oidc
+ * with x/oauth2, Nimbus); the server then requires a nonce in each of its requests without PKCE,
+ * and PKCE in requests without scope openid. RFC 9700 §2.1.1: "Public clients MUST use PKCE ...
+ * For confidential clients, the use of PKCE is RECOMMENDED ... With additional precautions,
+ * described in Section 4.5.3.2, confidential OpenID Connect clients MAY use the nonce parameter
+ * and the respective Claim in the ID Token instead." The precautions are the client's: it must
+ * check the nonce in the ID token from the token endpoint and use no token before that check
+ * passes (§4.5.3.2). A public client (spa) must use PKCE. Default: required.
+ */
+const pkce = { pkce: z.enum(PKCE_POLICIES).default(DEFAULT_PKCE) };
+
+/**
  * Names of api applications of the same tenant whose JWT access tokens the client asks for, at
  * most as many as its kind's tokens can name (KINDS[kind].maxAudiences). Default: none (an opaque
  * access token, good for userinfo only).
@@ -89,6 +103,7 @@ function audience(kind: ClientKind) {
 export const WebAppSpec = z.strictObject({
   ...appCommon,
   ...extraRedirects,
+  ...pkce,
   kind: z.literal('web'),
   /** Public origin of the app, e.g. http://portal.localhost:3000. */
   origin: url,
@@ -107,6 +122,7 @@ export const WebAppSpec = z.strictObject({
 export const ProxyAppSpec = z.strictObject({
   ...appCommon,
   ...extraRedirects,
+  ...pkce,
   kind: z.literal('proxy'),
   /** Public origin of the proxy, e.g. http://wiki.localhost:4180. */
   origin: url,
@@ -132,6 +148,7 @@ export const ProxyAppSpec = z.strictObject({
 export const SpaAppSpec = z.strictObject({
   ...appCommon,
   ...extraRedirects,
+  ...pkce,
   kind: z.literal('spa'),
   /** Origin of the single-page app; it is also its redirect URI. */
   origin: url,

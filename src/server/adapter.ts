@@ -27,6 +27,9 @@ export function redirectUriVariants(uris: readonly string[]): string[] {
   return [...out];
 }
 
+/** The client metadata (an extension, RFC 7591 §2) that carries the application's `pkce: optional`. */
+export const PKCE_CLIENT_METADATA = 'idforge_pkce';
+
 /**
  * Application → oidc-provider client metadata: the kind's registration facts from the contract's
  * kinds table, plus the application's own fields. The secret field holds the hash (see provider.ts).
@@ -52,6 +55,8 @@ export function clientMetadata(app: ApplicationRecord): ClientMetadata | undefin
     ...(b.displayName === undefined ? {} : { client_name: b.displayName }),
     redirect_uris: redirectUriVariants(b.redirectUris),
     post_logout_redirect_uris: b.postLogoutRedirectUris,
+    // Read by provider.ts's pkce.required; only a confidential client may be `optional` (contract/pkce.ts).
+    ...(facts.confidential && 'pkce' in b && b.pkce === 'optional' ? { [PKCE_CLIENT_METADATA]: 'optional' } : {}),
     ...facts.registration,
     grant_types: [...facts.registration.grant_types],
     response_types: [...facts.registration.response_types] as ClientMetadata['response_types'],

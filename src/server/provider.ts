@@ -4,10 +4,10 @@
  */
 import type { IncomingMessage } from 'node:http';
 import Provider, { errors as oidcErrors, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
-import { OIDC_ROUTES, endpointUrl, issuerUrl } from '../contract/index.ts';
+import { OIDC_ROUTES, endpointUrl, issuerUrl, pkceRefusal, type PkcePolicy } from '../contract/index.ts';
 import type { ServerContext } from './_context.ts';
 import { SCOPE_CLAIMS, STANDARD_SCOPES, findAccount, grantableScopes, isAssigned } from './accounts.ts';
-import { TenantApps, adapterClass } from './adapter.ts';
+import { PKCE_CLIENT_METADATA, TenantApps, adapterClass } from './adapter.ts';
 import { LIFETIMES } from './config.ts';
 import { activeKey, privateJwks, publicJwks } from './keys.ts';
 import { PAGE_HEADERS, SECURITY_HEADERS, renderPage } from './login/pages.ts';
@@ -156,9 +156,22 @@ ${form}
         getResourceServerInfo: async (oidc, identifier) => resourceFor(oidc, identifier),
       },
     },
+    // An application's `pkce: optional` (src/contract/pkce.ts), in its client metadata (adapter.ts).
+    extraClientMetadata: { properties: [PKCE_CLIENT_METADATA] },
     pkce: {
-      // Every client, confidential ones too (RFC 9700 §2.1.1): S256, the only method oidc-provider 9 accepts.
-      required: () => true,
+      // Every client, confidential ones too (RFC 9700 §2.1.1): S256, the only method oidc-provider 9
+      // accepts. A confidential client with `pkce: optional` may send an OpenID Connect request with
+      // a nonce instead. Asked only of requests without code_challenge; a refusal names what is missing.
+      required: (koa, client) => {
+        const params = koa.oidc.params ?? {};
+        const refusal = pkceRefusal(client.metadata()[PKCE_CLIENT_METADATA] as PkcePolicy | undefined, {
+          codeChallenge: false,
+          nonce: typeof params.nonce === 'string' && params.nonce !== '',
+          openid: String(params.scope ?? '').split(' ').includes('openid'),
+        });
+        if (refusal !== undefined) throw new oidcErrors.InvalidRequest(refusal);
+        return false;
+      },
     },
     // Refresh tokens with the contract's `offline` scope (offline_access is read as offline, below).
     issueRefreshToken: async (_ctx, client, code) =>
@@ -256,6 +269,7 @@ ${form}
     // refused in frames, and form_post adds its inline script's hash to this script-src.
     koa.set(SECURITY_HEADERS);
     if (koa.path === ROUTES.authorization) await offlineAccessIsOffline(koa);
+    if (koa.path === ROUTES.token) await offlineAccessAtRefresh(koa);
     if (koa.path === ROUTES.userinfo && (await userinfo(koa))) return;
     await next();
   });
@@ -311,6 +325,42 @@ async function offlineAccessIsOffline(koa: AuthorizationRequest): Promise<void> 
   if (scope !== null) params.set('scope', [...new Set(scope.split(' ').map((s) => (s === 'offline_access' ? 'offline' : s)))].join(' '));
   koa.querystring = params.toString();
   if (mount !== undefined) req.originalUrl = `${mount}${koa.url}`;
+}
+
+/** Reads a request body up to oidc-provider's own limit for request bodies. */
+async function readBody(req: IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > 56 * 1024) throw new oidcErrors.InvalidRequest('request entity too large');
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks);
+}
+
+/**
+ * The same name at the token endpoint: a refresh request may repeat the scope it was granted
+ * (RFC 6749 §6), and libraries that asked for offline_access send it (Authlib's clients send their
+ * configured scope with every refresh). The grant holds `offline`, so oidc-provider would refuse
+ * offline_access as a scope the refresh token lacks; the request is read as if it said `offline`.
+ * oidc-provider reads the body itself, so the rewritten body is handed to it as the request's own
+ * stream (only `readable` and `iterator`, what its body reader uses, are replaced).
+ */
+async function offlineAccessAtRefresh(koa: AuthorizationRequest): Promise<void> {
+  if (koa.method !== 'POST' || !koa.is('application/x-www-form-urlencoded')) return;
+  const req = koa.req;
+  const body = await readBody(req);
+  const params = new URLSearchParams(body.toString('utf8'));
+  const scope = params.get('scope');
+  let text = body;
+  if (params.get('grant_type') === 'refresh_token' && scope !== null && scope.split(' ').includes('offline_access')) {
+    params.set('scope', [...new Set(scope.split(' ').map((s) => (s === 'offline_access' ? 'offline' : s)))].join(' '));
+    text = Buffer.from(params.toString());
+  }
+  req.headers['content-length'] = String(text.length);
+  Object.defineProperty(req, 'readable', { value: true, configurable: true });
+  Object.defineProperty(req, 'iterator', { value: async function* replay() { yield text; }, configurable: true });
 }
 
 export function escapeHtml(s: string): string {

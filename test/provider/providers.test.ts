@@ -61,6 +61,14 @@ describe('check', () => {
     expect(r.failures).toEqual([{ property: 'body.clientSecret', reason: 'the provider makes and keeps the client secret; leave it out' }]);
   });
 
+  it('refuses pkce: optional for a single-page app with the rule every door runs', async () => {
+    const r = await applicationProvider.check({} as never, {
+      connection, tenant: 'acme', name: 'dash',
+      body: { kind: 'spa', clientId: 'dash', redirectUris: ['http://dash.localhost:5173'], pkce: 'optional' },
+    } as never);
+    expect(r.failures).toEqual([{ property: 'body.pkce', reason: expect.stringMatching(/^pkce: optional is allowed only for confidential clients \(web, proxy\)/) }]);
+  });
+
   it('names map keys in property paths', () => {
     expect(propertyPath(['users', 'u-alice@x', 'email'])).toBe('users["u-alice@x"].email');
     expect(propertyPath(['files', 'acme/portal/grant.json'])).toBe('files["acme/portal/grant.json"]');

@@ -100,6 +100,15 @@ describe('offline_access (4)', () => {
     expect(tokens.scope?.split(' ')).toContain('offline');
   });
 
+  it('at the token endpoint too: a refresh that repeats the scope it asked for, offline_access included (as Authlib sends it)', async () => {
+    const config = await relyingParty(server.issuer('acme'), acme.web.clientId, acme.web.clientSecret);
+    const tokens = await tokensFor(config, acme.web.redirectUri, alice(), { scope: 'openid email offline_access' });
+    const refreshed = await oidc.refreshTokenGrant(config, tokens.refresh_token!, { scope: 'openid email offline_access' });
+    expect(refreshed.scope?.split(' ')).toEqual(expect.arrayContaining(['openid', 'email', 'offline']));
+    // A scope it was not granted is still refused.
+    await expect(oidc.refreshTokenGrant(config, refreshed.refresh_token!, { scope: 'openid admin' })).rejects.toMatchObject({ error: 'invalid_scope' });
+  });
+
   it('in an authorization request sent by POST too', async () => {
     const config = await relyingParty(server.issuer('acme'), acme.web.clientId, acme.web.clientSecret);
     const verifier = oidc.randomPKCECodeVerifier();

@@ -29,6 +29,14 @@ const CLIENT_ID: FieldSpec = { key: 'clientId', label: 'Client ID', help: `The O
 const scopes = (dflt: string): FieldSpec => ({
   key: 'scopes', label: 'Scopes', help: `Scopes the app requests, separated by spaces; openid is required. Default: ${dflt}.`, input: 'list', placeholder: dflt,
 });
+/** The model's `pkce` (src/contract/pkce.ts): only confidential clients may make it optional. */
+const PKCE: FieldSpec = {
+  key: 'pkce', label: 'PKCE',
+  help: 'Required (the default): every sign-in request carries a PKCE challenge. Optional: for OpenID Connect libraries that send a nonce but no PKCE (RFC 9700 §2.1.1 lets confidential clients use the nonce instead); requests without PKCE must then carry a nonce.',
+  input: 'select',
+  // Required is the empty value: left out of the spec, so the model's default applies.
+  options: [{ value: '', label: 'Required' }, { value: 'optional', label: 'Optional, nonce instead' }],
+};
 const origin = (what: string, uri: string): FieldSpec => ({
   key: 'origin', label: 'Origin', help: `Public origin of the ${what}, e.g. https://${what === 'proxy' ? 'wiki' : 'app'}.example.com (https, except on localhost). Registered redirect URI: ${uri}.`, input: 'url', required: true,
 });
@@ -39,13 +47,13 @@ export const KIND_FORMS: Readonly<Record<ApplicationKind, readonly FieldSpec[]>>
     NAME_FIELD, DISPLAY_NAME, origin('web app', '<origin>/connect/<provider>/callback'),
     { key: 'provider', label: 'Provider name', help: "The name in the app's login routes /connect/<provider>. Default: the tenant's name.", input: 'text' },
     { key: 'callback', label: 'Callback path', help: 'Where the app sends the person after sign-in (it answers with tokens, raw response and profile). Default: /hello.', input: 'text', placeholder: '/hello' },
-    scopes('openid profile email'), CLIENT_ID,
+    scopes('openid profile email'), CLIENT_ID, PKCE,
   ],
   proxy: [
     NAME_FIELD, DISPLAY_NAME, origin('proxy', '<origin>/oauth2/callback'),
     { key: 'upstream', label: 'Upstream', help: 'The app behind the proxy, e.g. http://127.0.0.1:8080. It receives X-Forwarded-User and X-Forwarded-Email.', input: 'url', required: true },
     { key: 'emailDomains', label: 'Email domains', help: 'Email domains let through, separated by spaces. Default: * (any).', input: 'list', placeholder: '*' },
-    scopes('openid email profile'), CLIENT_ID,
+    scopes('openid email profile'), CLIENT_ID, PKCE,
   ],
   spa: [
     NAME_FIELD, DISPLAY_NAME, origin('single-page app', '<origin> (its root)'),

@@ -13,7 +13,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import express, { type Request, type Response, type Router } from 'express';
 import type Provider from 'oidc-provider';
-import { issuerUrl } from '../../contract/index.ts';
+import { endpointUrl, issuerUrl } from '../../contract/index.ts';
 import type { ServerContext } from '../_context.ts';
 import { isAssigned } from '../accounts.ts';
 import type { TenantRecord, UserRecord } from '../storage/types.ts';
@@ -69,6 +69,19 @@ export function interactionRouter(ctx: ServerContext): Router {
   const clientLabel = async (provider: Provider, clientId: string) => {
     const client = await provider.Client.find(clientId);
     return client?.clientName ?? clientId;
+  };
+
+  /**
+   * Where a person the application refuses can act: the application's own address, a post-logout
+   * redirect URI it registered (the model registers its origin), preferring the one on the origin
+   * the sign-in came from. Undefined when it registered none: then the application hears
+   * access_denied, as OAuth has it.
+   */
+  const homeOf = async (provider: Provider, clientId: string, redirectUri: unknown): Promise<string | undefined> => {
+    const client = await provider.Client.find(clientId);
+    const homes = client?.postLogoutRedirectUris ?? [];
+    const from = typeof redirectUri === 'string' ? URL.parse(redirectUri)?.origin : undefined;
+    return homes.find((u) => URL.parse(u)?.origin === from) ?? homes[0];
   };
 
   const factorContext = (l: Locals, uid: string, user: UserRecord | undefined): FactorContext => {
@@ -142,12 +155,22 @@ ${hidden(l, uid)}
     }));
   };
 
-  const deniedPage = (res: Response, l: Locals, uid: string, user: UserRecord, appName: string) => {
+  /**
+   * `then`: what "Return to" does for the person, said before they press it: with a home, going
+   * there (signed out of the tenant first when they hold a session, so the application's sign-in
+   * asks who they are again); without one, the application is told access_denied.
+   */
+  const deniedPage = (res: Response, l: Locals, uid: string, user: UserRecord, appName: string, then: 'home' | 'sign-out' | 'client') => {
+    const tenant = escapeHtml(l.tenant.body.displayName);
+    const next = then === 'sign-out'
+      ? `<p>To use ${escapeHtml(appName)} with another account, return to it: you will be signed out of ${tenant} first, then sign in there with that account.</p>`
+      : then === 'home' ? `<p>To use ${escapeHtml(appName)} with another account, return to it and sign in there with that account.</p>` : '';
     send(res, 403, renderPage({
       title: 'Access denied',
       tenantName: l.tenant.body.displayName,
       body: `<p class="error" role="alert">You are signed in as <strong>${escapeHtml(user.body.email)}</strong>, but you are not assigned to <strong>${escapeHtml(appName)}</strong>, so you cannot use it.</p>
-<p>Ask an administrator of ${escapeHtml(l.tenant.body.displayName)} to assign you to this application.</p>
+<p>Ask an administrator of ${tenant} to assign you to this application.</p>
+${next}
 <form method="post" action="/interaction/${encodeURIComponent(uid)}/deny">
 ${hidden(l, uid)}
 <input type="hidden" name="reason" value="unassigned">
@@ -209,7 +232,11 @@ ${hidden(l, uid)}
   /** All steps passed: the assignment decides before a session exists; an unassigned person is told why. */
   const finish = async (req: Request, res: Response, l: Locals, uid: string, clientId: string, user: UserRecord, appName: string) => {
     await ctx.storage.grants.destroy(l.tenant.name, PROGRESS_MODEL, uid);
-    if (!(await isAssigned(ctx, l.tenant.name, clientId, user.id))) return deniedPage(res, l, uid, user, appName);
+    if (!(await isAssigned(ctx, l.tenant.name, clientId, user.id))) {
+      // No session was made for them: nothing to sign out of.
+      const details = await l.provider.interactionDetails(req, res);
+      return deniedPage(res, l, uid, user, appName, (await homeOf(l.provider, clientId, details.params.redirect_uri)) === undefined ? 'client' : 'home');
+    }
     ctx.login.audit({ audit: 'login.success', tenant: l.tenant.name, user: user.id, client: clientId });
     await l.provider.interactionFinished(req, res, { login: { accountId: user.id } }, { mergeWithLastSubmission: false });
   };
@@ -230,7 +257,9 @@ ${hidden(l, uid)}
       // (the signed-in user is not assigned).
       const accountId = details.session?.accountId;
       const user = accountId === undefined ? undefined : await ctx.storage.users.get(l.tenant.name, accountId);
-      if (user !== undefined && !(await isAssigned(ctx, l.tenant.name, clientId, user.id))) return deniedPage(res, l, uid, user, appName);
+      if (user !== undefined && !(await isAssigned(ctx, l.tenant.name, clientId, user.id))) {
+        return deniedPage(res, l, uid, user, appName, (await homeOf(l.provider, clientId, details.params.redirect_uri)) === undefined ? 'client' : 'sign-out');
+      }
       // The tenant's applications are first-party: the assignment is the consent, and
       // loadExistingGrant has already put in the grant what this user may be given. So
       // prompt=consent (which some client libraries always send) shows no screen: the person
@@ -321,6 +350,21 @@ ${hidden(l, uid)}
     const p = await posted(req, res);
     if (p === undefined) return;
     await ctx.storage.grants.destroy(p.l.tenant.name, PROGRESS_MODEL, p.uid);
+    if (p.body.reason === 'unassigned') {
+      // Back where the person can act, not to an error the application may show as a dead end
+      // (oauth2-proxy answers access_denied with a bare 403 page): the application's home, through
+      // the tenant's sign-out (RP-initiated logout) when they hold a session there, so that the
+      // application's next sign-in asks who they are and they can use another account.
+      const details = await p.l.provider.interactionDetails(req, res);
+      const home = await homeOf(p.l.provider, p.clientId, details.params.redirect_uri);
+      if (home !== undefined) {
+        await (await p.l.provider.Interaction.find(p.uid))?.destroy();
+        if (details.session?.accountId === undefined) return res.redirect(303, home);
+        const signOut = new URL(endpointUrl(ctx.address(), p.l.tenant.name, 'endSession'));
+        signOut.search = new URLSearchParams({ client_id: p.clientId, post_logout_redirect_uri: home }).toString();
+        return res.redirect(303, signOut.href);
+      }
+    }
     const description = p.body.reason === 'unassigned'
       ? 'the user is not assigned to this application'
       : 'the user cancelled the sign-in';
