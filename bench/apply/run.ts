@@ -28,6 +28,7 @@ import { endedChildrenCpuSeconds, treeCpuSeconds } from '../_proc.ts';
 import { generateModel } from '../compile/generate.ts';
 import { PASSWORD_HASH_PARAMS } from '../../src/server/_crypto.ts';
 import { freePort, waitForHttp } from '../../test/support/processes.ts';
+import { setupCheck, setupStep } from '../_setup.ts';
 
 const REPO = join(import.meta.dirname, '../..');
 const args = process.argv.slice(2);
@@ -78,7 +79,7 @@ async function startServer(root: string, port: number): Promise<Server> {
   const child = spawn(process.execPath, [join(REPO, 'bin/idforge.js'), 'serve', '--data-dir', dataDir, '--port', String(port), '--base-domain', 'localhost'], {
     cwd: REPO, stdio: 'ignore', detached: true,
   });
-  await waitForHttp(`http://127.0.0.1:${port}/admin/v1/openapi.json`, { timeoutMs: 60_000 });
+  await setupStep(`idforge serve on port ${port}`, () => waitForHttp(`http://127.0.0.1:${port}/admin/v1/openapi.json`, { timeoutMs: 60_000 }));
   return { dataDir, port, process: child };
 }
 
@@ -177,6 +178,8 @@ if (only.some((o) => ['empty', 'noop', 'change'].includes(o))) {
     try {
       const first = await measured('apply');
       row('apply from empty, no initial passwords', first.code === 0 ? first.ms : undefined, 60, first.code === 0 ? `${/^Applied: .*$/m.exec(first.out)?.[0] ?? ''} ${first.note}` : `FAILED: ${first.out.slice(0, 300)}`);
+      // The plan and the change below start from this apply: without it they would time a failure.
+      setupCheck(first.code === 0 || !(only.includes('noop') || only.includes('change')), 'apply from empty (the plan and change rows start from it)', `exit ${first.code}`);
       if (only.includes('noop') || only.includes('change')) {
         const noop = await measured('plan');
         row('plan of the applied model (no changes)', noop.code === 0 && /No changes/.test(noop.out) ? noop.ms : undefined, 5, `${noop.out.trim().split('\n').pop() ?? ''} ${noop.note}`);

@@ -34,6 +34,7 @@ import { isOurProcess, PID_FILE } from '../../src/provider/_local-server.ts';
 import { freePort, waitForHttp } from '../../test/support/processes.ts';
 import { PulumiProject, REPO } from '../../test/provider/_pulumi.ts';
 import { RESOURCES_PER_TENANT, benchModel } from './_models.ts';
+import { SetupFailed, setupStep } from '../_setup.ts';
 import { readFile } from 'node:fs/promises';
 import { parse, stringify } from 'yaml';
 
@@ -94,7 +95,7 @@ function errorLines(out: string): string {
 }
 
 async function engineRow(n: number): Promise<string> {
-  const p = await PulumiProject.create(join(REPO, 'bench/pulumi/n-resources.ts'), { 'bench:count': String(n) }, runEnv);
+  const p = await setupStep('a Pulumi project for the engine row', () => PulumiProject.create(join(REPO, 'bench/pulumi/n-resources.ts'), { 'bench:count': String(n) }, runEnv));
   try {
     const [create] = await timed(() => p.up());
     const [noop] = await timed(() => p.up());
@@ -110,12 +111,18 @@ type ModelWriter = (path: string, port: number) => Promise<Record<string, string
 
 async function compareRow(label: string, write: ModelWriter): Promise<string> {
   const port = await freePort();
-  const p = await PulumiProject.create(join(REPO, 'src/provider/program.ts'), {}, runEnv);
+  const p = await setupStep('a Pulumi project of the real program', () => PulumiProject.create(join(REPO, 'src/provider/program.ts'), {}, runEnv));
   const model = join(p.root, 'model');
-  const env = await write(model, port);
-  await p.configSet('idforge:model', model);
-  await p.configSet('idforge:dataDir', join(p.root, 'server'));
-  await p.configSet('idforge:clientConfigDir', join(p.root, 'clients'));
+  const env = await setupStep(`the model and stack config of ${label.trim()}`, async () => {
+    const env = await write(model, port);
+    await p.configSet('idforge:model', model);
+    await p.configSet('idforge:dataDir', join(p.root, 'server'));
+    await p.configSet('idforge:clientConfigDir', join(p.root, 'clients'));
+    return env;
+  }).catch(async (e: unknown) => {
+    await p.cleanup();
+    throw e;
+  });
   let line = label;
   try {
     const [create] = await timed(() => p.up(env));
@@ -142,12 +149,13 @@ async function compareRow(label: string, write: ModelWriter): Promise<string> {
     { cwd: REPO, stdio: 'ignore', detached: true },
   );
   try {
-    await waitForHttp(`http://127.0.0.1:${applyPort}/admin/v1/openapi.json`, { timeoutMs: 60_000 });
+    await setupStep(`idforge serve on port ${applyPort} for idforge apply`, () => waitForHttp(`http://127.0.0.1:${applyPort}/admin/v1/openapi.json`, { timeoutMs: 60_000 }));
     const argv = ['apply', join(applyDir, 'model'), '--data-dir', join(applyDir, 'server')];
     const [apply, r] = await timed(() => runCli(argv, applyEnv));
     line += r.code === 0 ? `  idforge apply ${seconds(apply).padStart(9)}` : `  idforge apply FAILED: ${r.out.split('\n')[0]}`;
     if (!firstOnly && r.code === 0) line += `  no-op apply ${seconds((await timed(() => runCli(argv, applyEnv)))[0]).padStart(9)}`;
   } catch (e) {
+    if (e instanceof SetupFailed) throw e;
     line += `  idforge apply n/a: ${(e as Error).message.split('\n')[0]}`;
   } finally {
     if (server.pid) process.kill(-server.pid, 'SIGTERM');
@@ -212,13 +220,18 @@ async function writeCompileModel(dir: string, tenants: number, port: number): Pr
 /** A project deploying `tenants` tenants of the compile model with the real program. */
 async function compileProject(tenants: number, env: Record<string, string> = runEnv): Promise<{ p: PulumiProject; dataDir: string; stopServer: () => Promise<void> }> {
   const port = await freePort();
-  const p = await PulumiProject.create(join(REPO, 'src/provider/program.ts'), {}, env);
+  const p = await setupStep('a Pulumi project of the real program', () => PulumiProject.create(join(REPO, 'src/provider/program.ts'), {}, env));
   const model = join(p.root, 'model');
-  await writeCompileModel(model, tenants, port);
   const dataDir = join(p.root, 'server');
-  await p.configSet('idforge:model', model);
-  await p.configSet('idforge:dataDir', dataDir);
-  await p.configSet('idforge:clientConfigDir', join(p.root, 'clients'));
+  await setupStep(`the model and stack config of ${tenants} tenants`, async () => {
+    await writeCompileModel(model, tenants, port);
+    await p.configSet('idforge:model', model);
+    await p.configSet('idforge:dataDir', dataDir);
+    await p.configSet('idforge:clientConfigDir', join(p.root, 'clients'));
+  }).catch(async (e: unknown) => {
+    await p.cleanup();
+    throw e;
+  });
   const stopServer = async () => {
     const pid = Number((await readFile(join(dataDir, PID_FILE), 'utf8').catch(() => '0')).trim());
     if (isOurProcess(pid, dataDir)) process.kill(-pid, 'SIGKILL');
@@ -311,7 +324,7 @@ async function previewRow(tenants: number): Promise<string> {
   // Set-up only: deployed with checkpoints skipped, which is what makes it take minutes, not hours.
   const { p, stopServer } = await compileProject(tenants, { PULUMI_SKIP_CHECKPOINTS: 'true' });
   try {
-    const [setup] = await timed(() => p.up());
+    const [setup] = await timed(() => setupStep(`pulumi up of ${tenants} tenants (set-up of the preview row)`, () => p.up()));
     const preview = await pulumiWithin(p, ['preview', '--expect-no-changes'], 3_600_000);
     return `preview ${String(tenants).padStart(4)}  resources ${String(resources).padStart(5)}  no-op pulumi preview ${preview.code === 0 ? seconds(preview.ms).padStart(9) : `FAILED: ${errorLines(preview.out)}`}` +
       `   target < 30 s   ${preview.code === 0 && preview.ms < 30_000 ? 'met' : 'MISSED'}   (set-up up, checkpoints skipped: ${seconds(setup)})`;

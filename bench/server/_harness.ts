@@ -11,6 +11,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { AdminClient } from '../../src/admin-client/index.ts';
 import { treeCpuSeconds, treeMaxRss } from '../_proc.ts';
+import { SetupFailed, setupCheck } from '../_setup.ts';
 
 const BIN = resolve(import.meta.dirname, '../../bin/idforge.js');
 
@@ -37,6 +38,7 @@ export interface BenchServer {
   cpuSeconds(): number;
   /** The typed admin client for this server. */
   readonly client: AdminClient;
+  /** An admin-API setup call: its answer when 2xx, else SetupFailed naming the call and the server's message. */
   admin(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }>;
   stop(): Promise<void>;
 }
@@ -73,7 +75,7 @@ export async function startBenchServer(options: BenchServerOptions = {}): Promis
   child.stdout!.on('data', (d) => { output += String(d); });
   child.stderr!.on('data', (d) => { output += String(d); });
   for (let i = 0; !output.includes('listening on'); i++) {
-    if (i > 300 || child.exitCode !== null) throw new Error(`server did not start:\n${output}`);
+    if (i > 300 || child.exitCode !== null) throw new SetupFailed(`idforge serve did not start:\n${output}`);
     await new Promise((r) => setTimeout(r, 100));
   }
   const client = await AdminClient.forDataDir(dataDir);
@@ -90,6 +92,9 @@ export async function startBenchServer(options: BenchServerOptions = {}): Promis
     },
     async admin(method, path, body) {
       const r = await client.raw(method, path, body);
+      const b = r.body as { message?: unknown; path?: unknown } | undefined;
+      const why = typeof b?.message === 'string' ? `${b.message}${typeof b.path === 'string' ? ` (at ${b.path})` : ''}` : JSON.stringify(r.body)?.slice(0, 300);
+      setupCheck(r.status >= 200 && r.status < 300, `${method} ${path}`, `HTTP ${r.status}: ${why}`);
       return { status: r.status, body: r.body };
     },
     async stop() {

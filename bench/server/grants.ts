@@ -18,6 +18,7 @@ import { routePath } from '../../src/contract/index.ts';
 // The tests' browser (cookie jar, form filling) drives the logins that mint refresh tokens.
 import { Browser, authorize, relyingParty } from '../../test/server/_support.ts';
 import { startBenchServer, type BenchServer } from './_harness.ts';
+import { setupCheck, setupStep } from '../_setup.ts';
 
 const seconds = Number(process.argv[2] ?? 10);
 const connections = Number(process.argv[3] ?? 16);
@@ -37,14 +38,20 @@ async function run(opts: autocannon.Options): Promise<autocannon.Result & { cpu:
 }
 
 async function clientCredentials(server: BenchServer, label: string): Promise<Omit<Figures, 'mode' | 'alg' | 'grant'>> {
-  const creds = await (await import('../../src/admin-client/index.ts')).readAdminCredentials(server.dataDir);
+  const { localhostFetch, readAdminCredentials } = await import('../../src/admin-client/index.ts');
+  const creds = await readAdminCredentials(server.dataDir);
   const basic = Buffer.from(`${creds.clientId}:${creds.clientSecret}`).toString('base64');
-  const r = await run({
+  const request = {
     url: `http://127.0.0.1:${server.port}/oauth2/token`,
-    method: 'POST',
+    method: 'POST' as const,
     headers: { host: `system.localhost:${server.port}`, authorization: `Basic ${basic}`, 'content-type': 'application/x-www-form-urlencoded' },
     body: new URLSearchParams({ grant_type: 'client_credentials', scope: 'admin', resource: creds.resource }).toString(),
-  });
+  };
+  // One grant first: a run of refusals would measure nothing but the refusal.
+  const { host, ...headers } = request.headers;
+  const probe = await localhostFetch(`http://${host}/oauth2/token`, { method: 'POST', headers, body: request.body });
+  setupCheck(probe.status === 200, `client_credentials grant of ${creds.clientId}`, `HTTP ${probe.status}: ${(await probe.text()).slice(0, 300)}`);
+  const r = await run(request);
   return { label, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors, cpu: r.cpu };
 }
 
@@ -54,10 +61,7 @@ async function refreshTokens(server: BenchServer, label: string): Promise<Omit<F
   const secret = 'bench-web-secret-0123456789abcdefghijkl';
   // http only on *.localhost (the server's redirect rule, RFC 9700).
   const redirect = 'http://app.bench.localhost/cb';
-  const put = async (path: string, body: unknown) => {
-    const r = await server.admin('PUT', path, body);
-    if (r.status !== 200 && r.status !== 201) throw new Error(`PUT ${path} → ${r.status} ${JSON.stringify(r.body)}`);
-  };
+  const put = (path: string, body: unknown) => server.admin('PUT', path, body); // checked: a refusal stops the bench
   await put(routePath('getTenant', { tenant: t }), { displayName: 'Bench', scopes: [{ name: 'admin' }] });
   await put(routePath('getApplication', { tenant: t, application: 'api' }), { kind: 'api', identifier: api, scopes: ['admin'] });
   await put(routePath('getApplication', { tenant: t, application: 'web' }), {
@@ -69,9 +73,12 @@ async function refreshTokens(server: BenchServer, label: string): Promise<Omit<F
   // One refresh token per connection (+ spares): rotation makes each one single-use.
   const pool: string[] = [];
   for (let i = 0; i < connections * 2; i++) {
-    const { callback, verifier, state } = await authorize(config, new Browser(), redirect, { email: 'u1@bench.test', password: 'bench-password' }, { scope: 'openid offline admin' });
-    const tokens = await oidc.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: state });
-    pool.push(tokens.refresh_token!);
+    const tokens = await setupStep('login of u1@bench.test for a refresh token', async () => {
+      const { callback, verifier, state } = await authorize(config, new Browser(), redirect, { email: 'u1@bench.test', password: 'bench-password' }, { scope: 'openid offline admin' });
+      return oidc.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: state });
+    });
+    setupCheck(tokens.refresh_token !== undefined, 'login of u1@bench.test for a refresh token', 'no refresh token in the answer');
+    pool.push(tokens.refresh_token);
   }
   const basic = Buffer.from(`bench-web:${secret}`).toString('base64');
   const r = await run({

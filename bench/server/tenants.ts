@@ -19,6 +19,7 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { BENCH_CLIENT, BENCH_SECRET, provisionTenants } from './_provision.ts';
 import { mb, startBenchServer, type BenchServer } from './_harness.ts';
+import { setupCheck, setupStep } from '../_setup.ts';
 
 const counts = (process.argv[2] ?? '10,1000,10000').split(',').map(Number);
 const seconds = Number(process.argv[3] ?? 10);
@@ -47,7 +48,7 @@ async function touchAll(server: BenchServer, n: number): Promise<void> {
       const t = name(next++);
       for (const [m, p, b] of [['GET', '/oauth2/.well-known/openid-configuration'], ['GET', '/oauth2/.well-known/jwks.json'], ['POST', '/oauth2/token', TOKEN_BODY]] as const) {
         const status = await call(t, m, p, b);
-        if (status !== 200) throw new Error(`${m} ${t}${p} → ${status}`);
+        setupCheck(status === 200, `first touch of tenant ${t}: ${m} ${p}`, `HTTP ${status}`);
       }
     }
   }));
@@ -72,7 +73,7 @@ for (const n of counts) {
   const dataDir = mkdtempSync(join(tmpdir(), 'idforge-bench-tenants-'));
   try {
     const t0 = Date.now();
-    await provisionTenants(dataDir, Array.from({ length: n }, (_, i) => name(i)), keyAlg);
+    await setupStep(`provisioning ${n} tenants`, () => provisionTenants(dataDir, Array.from({ length: n }, (_, i) => name(i)), keyAlg));
     const provisionS = (Date.now() - t0) / 1000;
     const server = await startBenchServer({ keyAlg, core: 0, dataDir });
     try {

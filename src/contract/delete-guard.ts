@@ -4,6 +4,7 @@
  * users or assignments, is refused unless the operator allows it for that run. A model file left out
  * of a directory, a renamed tenant or a bad merge looks exactly like this, and it locks people out.
  */
+import { counted } from './problems.ts';
 
 /** What a tenant holds, as far as the guard needs to know. */
 export interface TenantInventory {
@@ -59,5 +60,5 @@ export function massDeletions(
 export function formatMassDeletion(m: MassDeletion): string {
   return m.kind === 'tenant'
     ? `refusing to delete tenant '${m.tenant}', which still has users`
-    : `refusing to delete ${m.deleting} of ${m.existing} ${m.kind}s of tenant '${m.tenant}' (most of them)`;
+    : `refusing to delete ${m.deleting} of ${counted(m.existing, m.kind)} of tenant '${m.tenant}' (most of them)`;
 }

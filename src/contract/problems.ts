@@ -62,6 +62,11 @@ export function suggest(word: string, candidates: Iterable<string>): string | un
   return best;
 }
 
+/** `1 user`, `2 users`, `0 entries`: a count with its noun, for every message that counts things. */
+export function counted(n: number, noun: string, plural = `${noun}s`): string {
+  return `${n} ${n === 1 ? noun : plural}`;
+}
+
 /** ` (did you mean 'x'?)` or nothing. */
 export function didYouMean(word: string, candidates: Iterable<string>): string {
   const hint = suggest(word, candidates);

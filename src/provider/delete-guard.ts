@@ -4,10 +4,11 @@
  * Deletions of resources the program no longer declares happen at the end of an `up`, after every
  * registration, and no provider is asked about them in a preview. So the guard is one small resource
  * whose input is the model's inventory (per tenant: application names, user and assignment counts).
- * The engine diffs it against the inventory in the state when it is registered, first of all: a diff
- * that would delete a tenant with users, or most of a tenant's applications, users or assignments
- * (the contract's rule, src/contract/delete-guard.ts, the same as `idforge apply`'s) fails the preview
- * or the up before any other resource is touched, since every other resource depends on the guard.
+ * Its check compares that with the inventory in the state when it is registered, first of all: a
+ * change that would delete a tenant with users, or most of a tenant's applications, users or
+ * assignments (the contract's rule, src/contract/delete-guard.ts, the same as `idforge apply`'s) fails
+ * the preview or the up before any other resource is touched, since every other resource depends on
+ * the guard.
  *
  * Allowed for one run with the stack config `idforge:allowDelete` (set it, `pulumi up`, remove it).
  */
@@ -45,7 +46,7 @@ const DeleteGuardInputsSchema = z.strictObject({
 });
 
 /** Why the guard refuses a change of inventory, or undefined when it lets it through. */
-export function refusal(olds: DeleteGuardInputs, news: DeleteGuardInputs): string | undefined {
+export function refusal(olds: Pick<DeleteGuardInputs, 'inventory'>, news: DeleteGuardInputs): string | undefined {
   if (news.allow) return undefined;
   const found = massDeletions(olds.inventory, news.inventory, news.renamed, news.renamedApps);
   if (found.length === 0) return undefined;
@@ -60,12 +61,18 @@ export function refusal(olds: DeleteGuardInputs, news: DeleteGuardInputs): strin
  * name in the provider process: renaming it would break refresh and destroy of existing stacks.
  */
 export const deleteGuardProvider: Required<Omit<pulumi.dynamic.ResourceProvider<DeleteGuardInputs, DeleteGuardInputs>, 'configure'>> = {
-  async check(_olds, news) {
-    return checkWith(DeleteGuardInputsSchema as z.ZodType<DeleteGuardInputs & Record<string, unknown>>, news as never);
+  async check(olds, news) {
+    const checked = checkWith(DeleteGuardInputsSchema as z.ZodType<DeleteGuardInputs & Record<string, unknown>>, news as never);
+    // Judged in check, not diff: the engine shows a check failure once, as the resource's error,
+    // while whatever diff throws is also logged by the dynamic provider host with its stack trace.
+    // `olds` are the inputs in the state (none when the guard is first made: nothing to delete).
+    const before = DeleteGuardInputsSchema.shape.inventory.safeParse((olds as { inventory?: unknown }).inventory);
+    const now = DeleteGuardInputsSchema.safeParse(checked.inputs);
+    if (!before.success || !now.success) return checked;
+    const refused = refusal({ inventory: before.data }, now.data);
+    return refused === undefined ? checked : { inputs: checked.inputs, failures: [{ property: '', reason: refused }] };
   },
   async diff(_id, olds, news) {
-    const refused = refusal(olds, news);
-    if (refused !== undefined) throw new Error(refused);
     // Renames are how a change is judged, not part of what the stack holds: dropping a previousName
     // once it was applied everywhere is no change.
     return { changes: !jsonEqual(olds.inventory, news.inventory) || olds.allow !== news.allow };

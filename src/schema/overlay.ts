@@ -4,7 +4,9 @@
  * the users of that environment. An overlay has the model's shape; what it says wins:
  *
  *   server:            merged key by key
- *   tenants[]          matched by name; a tenant the model lacks is added whole
+ *   tenants[]          matched by name; a name the model lacks is a problem (with a did-you-mean),
+ *                      unless the tenant says `add: true`: then it is added whole, a tenant only
+ *                      this environment has
  *     <field>          replaced (displayName, login, unmanaged, ...)
  *     scopes, users, groups, applications, assignments
  *                      matched entry by entry on their key (name, id, application): fields of a
@@ -12,8 +14,9 @@
  *
  * The merged model goes through the same validation as any model: shapes, then every semantic rule.
  */
+import { didYouMean } from '../contract/index.ts';
 import { checkModel } from './checks.ts';
-import { TenantSpec, type Model } from './model.ts';
+import { ServerSpec, TenantSpec, type Model } from './model.ts';
 import { problemsFromZodIssue, sortProblems, type PathSegment, type Problem } from './problems.ts';
 import { decodeModelBytes, locate, parseModelText, type SourceDoc } from './_yaml-source.ts';
 import type { LoadResult } from './load.ts';
@@ -49,7 +52,12 @@ export function applyOverlay(model: Model, source: SourceDoc): LoadResult {
   let server = { ...model.server };
   if (overlay.server !== undefined) {
     if (!isRecord(overlay.server)) at(['server'], 'invalid-type', "'server' must be a mapping");
-    else server = { ...server, ...overlay.server } as Model['server'];
+    else {
+      // Checked as the model's own server section is: a base domain that is no string reached the semantic checks as one.
+      const merged = ServerSpec.safeParse({ ...server, ...overlay.server }, { reportInput: true });
+      if (merged.success) server = { ...server, ...merged.data };
+      else for (const issue of merged.error.issues) for (const p of problemsFromZodIssue({ ...issue, path: ['server', ...issue.path] } as typeof issue, () => [])) at(p.path, p.code, p.message);
+    }
   }
   const tenants: unknown[] = model.tenants.map((t) => structuredClone(t));
   const overlayTenants = overlay.tenants ?? [];
@@ -62,14 +70,30 @@ export function applyOverlay(model: Model, source: SourceDoc): LoadResult {
         return;
       }
       const index = tenants.findIndex((t) => (t as { name: string }).name === ot.name);
+      const { add, ...spec } = ot;
+      if (add !== undefined && add !== true) {
+        at([...tp, 'add'], 'invalid-type', "'add' must be true when given");
+        return;
+      }
       if (index < 0) {
-        tenants.push(ot); // a tenant only this environment has: validated whole below
+        // A misspelt name must never become a tenant: one only this environment has says so.
+        if (add === true) tenants.push(spec); // validated whole below
+        else {
+          at([...tp, 'name'], 'unknown-reference', `tenant ${JSON.stringify(ot.name)} is not in the model${didYouMean(ot.name, model.tenants.map((t) => t.name))}: ` +
+            'an overlay changes the tenants of the model; a tenant only this environment has says add: true');
+        }
+        return;
+      }
+      if (add === true) {
+        at([...tp, 'add'], 'duplicate-name', `tenant ${JSON.stringify(ot.name)} is in the model already: add: true is only for a tenant the model lacks`);
         return;
       }
       const merged = tenants[index] as Record<string, unknown>;
       for (const [key, value] of Object.entries(ot)) {
-        if (!(key in OVERLAY_LISTS)) {
-          merged[key] = value;
+        // Own keys only: `toString` or `__proto__` is in every object, and is no list to merge.
+        if (!Object.hasOwn(OVERLAY_LISTS, key)) {
+          // Defined, not assigned: `__proto__` stays a field (refused below as unknown), never the object's prototype.
+          Object.defineProperty(merged, key, { value, enumerable: true, writable: true, configurable: true });
           continue;
         }
         const idKey = OVERLAY_LISTS[key as ListName];
@@ -103,7 +127,7 @@ export function applyOverlay(model: Model, source: SourceDoc): LoadResult {
   // The merged tenants are validated again (defaults, kinds, shapes), then every semantic rule.
   const valid: Model['tenants'][number][] = [];
   tenants.forEach((t, i) => {
-    const r = TenantSpec.safeParse(t);
+    const r = TenantSpec.safeParse(t, { reportInput: true });
     if (r.success) valid.push(r.data);
     else {
       for (const issue of r.error.issues) {

@@ -16,6 +16,17 @@ import { PulumiProject, REPO, urnName } from './_pulumi.ts';
 
 const PASSWORDS = { ACME_ALICE_PASSWORD: 'alice-password-1', ACME_BOB_PASSWORD: 'bob-password-22' };
 
+/**
+ * The refusal is one diagnostic of the guard, whole (the engine's progress line may repeat its first
+ * line): never echoed again by the stack, never with a stack trace.
+ */
+function expectRefusalOnce(r: { stdout: string; stderr: string }): void {
+  const out = r.stdout + r.stderr;
+  expect(out.split('If that is intended, allow it for one run').length - 1, out).toBe(1);
+  expect(out, out).not.toMatch(/^\s+at .+:\d+:\d+\)?$/m);
+  expect(out).not.toContain('Error: refusing');
+}
+
 describe('the delete guard refuses mass deletions in preview', { timeout: 300_000 }, () => {
   let p: PulumiProject;
   let models: string;
@@ -76,8 +87,10 @@ describe('the delete guard refuses mass deletions in preview', { timeout: 300_00
       expect(r.code).not.toBe(0);
       expect(r.stdout + r.stderr).toContain("refusing to delete tenant 'acme', which still has users");
       expect(r.stdout + r.stderr).toContain('pulumi config set idforge:allowDelete true');
+      expectRefusalOnce(r);
       const up = await p.run(['up', '--yes', '--skip-preview'], PASSWORDS);
       expect(up.code).not.toBe(0);
+      expectRefusalOnce(up);
       expect(await admin.find('getTenant', { tenant: 'acme' })).toMatchObject({ name: 'acme' });
       expect(await admin.find('getTenant', { tenant: 'acme2' })).toBeUndefined();
     } finally {
@@ -103,6 +116,7 @@ describe('the delete guard refuses mass deletions in preview', { timeout: 300_00
     const r = await p.run(['preview'], PASSWORDS);
     expect(r.code).not.toBe(0);
     expect(r.stdout + r.stderr).toContain("refusing to delete 3 of 4 applications of tenant 'acme' (most of them)");
+    expectRefusalOnce(r);
     expect((await admin.listAll('listApplications', { tenant: 'acme' }))!.map((a) => a.name).sort()).toEqual(['dashboard', 'orders-api', 'portal', 'wiki']);
 
     await p.configSet('idforge:allowDelete', 'true');

@@ -45,6 +45,27 @@ describe('applyOverlay', () => {
     expect(formatProblems(r.ok ? [] : r.problems)).toBe(`staging.yaml  user "u-bob" is not defined in tenant 'acme' (after the overlay)  (at tenants[0].groups[0].members[1])`);
   });
 
+  it('a misspelt tenant name is a located problem with a did-you-mean, never a new tenant', async () => {
+    const r = applyOverlay(await base(), overlay('tenants:\n  - name: acmee\n    displayName: Acme (staging)\n'));
+    expect(r.ok).toBe(false);
+    expect(formatProblems(r.ok ? [] : r.problems)).toMatchInlineSnapshot(`"staging.yaml:2:11  tenant "acmee" is not in the model (did you mean 'acme'?): an overlay changes the tenants of the model; a tenant only this environment has says add: true  (at tenants[0].name)"`);
+    // A name far from every tenant is refused too: no guess, still no new tenant.
+    const far = applyOverlay(await base(), overlay('tenants:\n  - name: qa\n'));
+    expect(far.ok ? far.model.tenants.map((t) => t.name) : far.problems.map((p) => p.code)).toEqual(['unknown-reference']);
+  });
+
+  it('adds a tenant only this environment has when it says add: true, and only then', async () => {
+    const r = applyOverlay(await base(), overlay('tenants:\n  - name: qa\n    add: true\n    displayName: QA\n'));
+    if (!r.ok) throw new Error(formatProblems(r.problems));
+    expect(r.model.tenants.map((t) => t.name)).toEqual(['acme', 'qa']);
+    expect(r.model.tenants[1]).not.toHaveProperty('add');
+    const twice = applyOverlay(await base(), overlay('tenants:\n  - name: acme\n    add: true\n  - name: qa\n    add: yes\n'));
+    expect(formatProblems(twice.ok ? [] : twice.problems)).toMatchInlineSnapshot(`
+      "staging.yaml:3:10  tenant "acme" is in the model already: add: true is only for a tenant the model lacks  (at tenants[0].add)
+      staging.yaml:5:10  'add' must be true when given  (at tenants[1].add)"
+    `);
+  });
+
   it('refuses what an overlay cannot hold', async () => {
     const r = applyOverlay(await base(), overlay('servers: {}\ntenants:\n  - displayName: nameless\n'));
     expect(formatProblems(r.ok ? [] : r.problems)).toMatchInlineSnapshot(`

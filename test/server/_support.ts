@@ -25,7 +25,13 @@ export function tempDir(prefix = 'idforge-server-'): { path: string; remove: () 
 export async function testServer(options: Partial<ServerOptions> = {}): Promise<RunningServer & { dataDir: string; dispose: () => Promise<void> }> {
   const dir = options.dataDir === undefined ? tempDir() : undefined;
   const dataDir = options.dataDir ?? dir!.path;
-  const server = await startServer({ port: 0, baseDomain: 'localhost', log: process.env.IDFORGE_TEST_LOG ? (l: string) => console.error(l) : () => {}, ...options, dataDir });
+  let server: RunningServer;
+  try {
+    server = await startServer({ port: 0, baseDomain: 'localhost', log: process.env.IDFORGE_TEST_LOG ? (l: string) => console.error(l) : () => {}, ...options, dataDir });
+  } catch (err) {
+    dir?.remove(); // a refused start leaves no data dir behind
+    throw err;
+  }
   return Object.assign(server, {
     dataDir,
     dispose: async () => {

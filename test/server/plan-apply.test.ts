@@ -154,6 +154,9 @@ describe('plan and apply', () => {
     const refused = await withCreds('apply', 'acme-no-users.yaml');
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain("refusing to delete 2 of 3 users of tenant 'acme'");
+    // Said once, with no stack trace (the Pulumi path's refusal: test/provider/delete-guard.test.ts).
+    expect((refused.stdout + refused.stderr).split("refusing to delete 2 of 3 users of tenant 'acme'").length - 1, refused.stdout + refused.stderr).toBe(1);
+    expect(refused.stderr).not.toMatch(/^\s+at /m);
     expect((await admin.call('GET', routePath('getUser', { tenant: 'acme', userId: 'u-alice' }))).status).toBe(200);
     const planRefused = await withCreds('plan', 'acme-no-users.yaml', '--json');
     expect(planRefused.code).toBe(1);

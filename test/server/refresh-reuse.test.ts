@@ -5,9 +5,10 @@
  */
 import { decodeJwt } from 'jose';
 import * as oidc from 'openid-client';
+import { readdirSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Browser, PASSWORD, adminClient, authorize, fixtureTenant, relyingParty, testServer, type Fixture } from './_support.ts';
+import { Browser, PASSWORD, adminClient, authorize, fixtureTenant, relyingParty, tempDir, testServer, type Fixture } from './_support.ts';
 
 async function signedIn(server: Awaited<ReturnType<typeof testServer>>, f: Fixture) {
   const config = await relyingParty(server.issuer(f.tenant), f.spa.clientId);
@@ -61,9 +62,20 @@ describe('with the grace turned off', () => {
 });
 
 describe('settings', () => {
-  it('refuses lifetimes and graces out of range, naming the option', async () => {
-    await expect(testServer({ accessTokenLifetime: 0 })).rejects.toThrow(/accessTokenLifetime must be a whole number of seconds from 1 to 3600/);
-    await expect(testServer({ accessTokenLifetime: 7200 })).rejects.toThrow(/accessTokenLifetime/);
-    await expect(testServer({ refreshTokenReuseGrace: 61 })).rejects.toThrow(/refreshTokenReuseGrace must be a whole number of seconds from 0 to 60/);
+  it('refuses lifetimes and graces out of range, naming the option, and leaves no data dir behind', async () => {
+    // The test server's data dir goes under os.tmpdir(), which reads TMPDIR: a folder of this test's own.
+    const temp = tempDir('idforge-refresh-settings-');
+    const before = process.env.TMPDIR;
+    process.env.TMPDIR = temp.path;
+    try {
+      await expect(testServer({ accessTokenLifetime: 0 })).rejects.toThrow(/accessTokenLifetime must be a whole number of seconds from 1 to 3600/);
+      await expect(testServer({ accessTokenLifetime: 7200 })).rejects.toThrow(/accessTokenLifetime/);
+      await expect(testServer({ refreshTokenReuseGrace: 61 })).rejects.toThrow(/refreshTokenReuseGrace must be a whole number of seconds from 0 to 60/);
+      expect(readdirSync(temp.path)).toEqual([]);
+    } finally {
+      if (before === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = before;
+      temp.remove();
+    }
   });
 });

@@ -76,17 +76,19 @@ describe('the acceptance command: idforge serve --database ... --master-key-file
       }
       // A third replica with a fresh data dir joins without staling the others' files.
       const third = tempDir();
+      dirs.push(third);
       const joined = await serve('replica-accept-2', ['--database', db.url, '--master-key-file', K, '--data-dir', third.path, '--port', String(await freePort()), '--workers', '1']);
       expect(joined.url, joined.proc.output()).toBeDefined();
       expect((await readAdminCredentials(third.path)).clientSecret).toBe(creds[0]!.clientSecret);
       const again = await adminClient({ url: replicas[0]!.url!, adminCredentials: await readAdminCredentials(dirs[0]!.path) });
       expect((await again.call('GET', '/admin/v1/tenants')).status).toBe(200);
-      third.remove();
 
       // Another key on this database is refused, in one line, before anything is written.
       const other = join(keyDir.path, 'other.key');
       writeFileSync(other, `${randomBytes(32).toString('base64url')}\n`, { mode: 0o600 });
-      const wrong = await serve('replica-accept-wrong', ['--database', db.url, '--master-key-file', other, '--data-dir', tempDir().path, '--port', '0', '--workers', '1']);
+      const wrongDir = tempDir();
+      dirs.push(wrongDir);
+      const wrong = await serve('replica-accept-wrong', ['--database', db.url, '--master-key-file', other, '--data-dir', wrongDir.path, '--port', '0', '--workers', '1']);
       expect(await wrong.proc.exited).toBe(1);
       expect(wrong.proc.output()).toMatch(new RegExp(`^idforge serve: refusing to start: the master key from ${other} is not the key the data in the database 127\\.0\\.0\\.1:${pg.port}/${db.name} was sealed with`));
     } finally {

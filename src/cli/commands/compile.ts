@@ -4,6 +4,7 @@ import { compileArtifacts } from '../../generators/index.ts';
 import { EXIT, UsageError, type Command } from '../../command/io.ts';
 import { parseCommandArgs } from '../../command/args.ts';
 import { loadForCommand } from '../_model.ts';
+import { counted } from '../../contract/index.ts';
 import { DEFAULT_STATE_FILE, StateFileError, resolveSecrets } from '../_state.ts';
 
 const USAGE = 'usage: idforge compile <model file or directory>... --out <dir> [--overlay <environment overlay>] [--state <file>] [--json]';
@@ -68,7 +69,7 @@ export const run: Command = async (argv, io) => {
   if (json) {
     io.stdout(`${JSON.stringify({ ok: true, out: outDir, files: artifacts.map((a) => ({ path: a.path, secret: a.secret })) }, null, 2)}\n`);
   } else {
-    io.stdout(`wrote ${artifacts.length} file(s) to ${values.out}\n`);
+    io.stdout(`wrote ${counted(artifacts.length, 'file')} to ${values.out}\n`);
     for (const a of artifacts) io.stdout(`  ${a.path}${a.secret ? '  (secret, mode 0600)' : ''}\n`);
   }
   return EXIT.ok;

@@ -162,12 +162,23 @@ describe('idforge scaffold --model', () => {
     expect(read('m-portal-2', 'grant.json')).toBe(read('m-portal', 'grant.json'));
   });
 
-  it('reports model problems from compile and writes nothing', async () => {
+  it('reports model problems from compile and writes nothing, not even a temporary tree', async () => {
     writeFileSync(join(dir, 'bad.yaml'), 'tenants: 3\n');
     const io = bufferIo(dir);
-    expect(await run(['acme/portal', '--model', 'bad.yaml', '--out', 'x'], io)).toBe(1);
+    // Where scaffold compiles to (os.tmpdir() reads TMPDIR): a folder of this test's own.
+    const temp = join(dir, 'tmp');
+    mkdirSync(temp);
+    const before = process.env.TMPDIR;
+    process.env.TMPDIR = temp;
+    try {
+      expect(await run(['acme/portal', '--model', 'bad.yaml', '--out', 'x'], io)).toBe(1);
+    } finally {
+      if (before === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = before;
+    }
     expect(io.err()).not.toBe('');
     expect(() => readdirSync(join(dir, 'x'))).toThrow();
+    expect(readdirSync(temp)).toEqual([]);
   });
 });
 

@@ -268,8 +268,14 @@ async function compileModel(modelPath: string, state: string | undefined, io: Cl
   const compile = await import('./compile.ts');
   let errors = '';
   const stateArgs = state === undefined ? [] : ['--state', state];
-  const code = await compile.run([modelPath, '--out', out, ...stateArgs], { ...io, stdout: () => undefined, stderr: (t) => (errors += t) });
-  return code === EXIT.ok ? out : { problems: errors };
+  let code: number = EXIT.invalid;
+  try {
+    code = await compile.run([modelPath, '--out', out, ...stateArgs], { ...io, stdout: () => undefined, stderr: (t) => (errors += t) });
+    return code === EXIT.ok ? out : { problems: errors };
+  } finally {
+    // Only a tree handed back is the caller's to remove; a failed compile's is removed here.
+    if (code !== EXIT.ok) rmSync(out, { recursive: true, force: true });
+  }
 }
 
 export const run: Command = async (argv, io) => {
@@ -337,7 +343,7 @@ function scaffold(io: CliIo, args: Args, from: string): number {
     chmodSync(dest, file.mode); // writeFileSync's mode applies only to new files (and the umask)
   }
   io.stdout(
-    `Scaffolded ${tenant}/${app} (${kind}) into ${args.out}: ${project.files.length} files.\n` +
+    `Scaffolded ${tenant}/${app} (${kind}) into ${args.out}: ${project.files.length} file${project.files.length === 1 ? '' : 's'}.\n` +
       `Next: cd ${args.out} && ${project.start}\n`,
   );
   return EXIT.ok;

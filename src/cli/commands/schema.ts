@@ -3,6 +3,7 @@ import { join, resolve } from 'node:path';
 import { allJsonSchemas } from '../../schema/all-schemas.ts';
 import { EXIT, UsageError, type Command } from '../../command/io.ts';
 import { parseCommandArgs } from '../../command/args.ts';
+import { counted } from '../../contract/index.ts';
 
 const USAGE = 'usage: idforge schema [--name <model|spa-config|api-config|grant-config|plan>] [--out <dir>]';
 
@@ -18,7 +19,7 @@ export const run: Command = async (argv, io) => {
     const dir = resolve(io.cwd, values.out);
     await mkdir(dir, { recursive: true });
     for (const [file, text] of Object.entries(schemas)) await writeFile(join(dir, file), text);
-    io.stdout(`wrote ${Object.keys(schemas).length} schema(s) to ${values.out}\n`);
+    io.stdout(`wrote ${counted(Object.keys(schemas).length, 'schema')} to ${values.out}\n`);
     return EXIT.ok;
   }
   const file = `${values.name ?? 'idforge-model'}.schema.json`.replace(/^model\./, 'idforge-model.');

@@ -1,6 +1,7 @@
 import { EXIT, UsageError, type Command } from '../../command/io.ts';
 import { parseCommandArgs } from '../../command/args.ts';
 import { loadForCommand } from '../_model.ts';
+import { counted } from '../../contract/index.ts';
 
 const USAGE = 'usage: idforge validate <model file or directory>... [--overlay <environment overlay>] [--json]';
 
@@ -23,6 +24,6 @@ export const run: Command = async (argv, io) => {
     assignments: count((t) => t.assignments.length),
   };
   if (json) io.stdout(`${JSON.stringify({ ok: true, problems: [], summary }, null, 2)}\n`);
-  else io.stdout(`valid: ${summary.tenants} tenant(s), ${summary.applications} application(s), ${summary.users} user(s), ${summary.assignments} assignment(s)\n`);
+  else io.stdout(`valid: ${counted(summary.tenants, 'tenant')}, ${counted(summary.applications, 'application')}, ${counted(summary.users, 'user')}, ${counted(summary.assignments, 'assignment')}\n`);
   return EXIT.ok;
 };
