@@ -58,44 +58,83 @@ export async function resolveSecrets(model: Model, stateFile: string): Promise<R
       changed = true;
     }
   }
-  if (changed) {
-    await mkdir(dirname(stateFile), { recursive: true, mode: 0o700 });
-    const tmp = `${stateFile}.${process.pid}.tmp`;
-    await writeFile(tmp, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o600 });
-    await chmod(tmp, 0o600);
-    await rename(tmp, stateFile);
-  }
+  if (changed) await writeState(stateFile, state);
   return state.secrets;
 }
 
 /**
- * Initial passwords from the environment variables the model names. `{config: key}` references
- * belong to the Pulumi program; the CLI reports them instead of guessing.
+ * The client secrets the state file keeps, for plan and apply: read, never made and never written
+ * (a plan changes no file). A client without one keeps the secret the server has, or gets one the
+ * server makes when apply creates it (saveClientSecrets keeps that one).
+ */
+export async function readClientSecrets(model: Model, stateFile: string): Promise<{ secrets: ResolvedSecrets; moved: { key: string; clientSecret: string }[] }> {
+  const state = await readState(stateFile);
+  const out: Record<string, Partial<Record<SecretKind, string>>> = {};
+  // Found only under a name a declared rename left behind: apply keeps it under the new name too.
+  const moved: { key: string; clientSecret: string }[] = [];
+  for (const { key, kind, previousKeys } of requiredSecrets(model)) {
+    if (kind !== 'clientSecret') continue;
+    const own = state.secrets[key]?.[kind];
+    const value = own ?? previousKeys.map((k) => state.secrets[k]?.[kind]).find((v) => v !== undefined);
+    if (value === undefined) continue;
+    out[key] = { clientSecret: value };
+    if (own === undefined) moved.push({ key, clientSecret: value });
+  }
+  return { secrets: out, moved };
+}
+
+/** A new client secret, for a client that apply is about to create. */
+export const newClientSecret = (): string => MAKE.clientSecret();
+
+/**
+ * Keeps client secrets in the state file, for compile: apply makes them for the clients it creates
+ * and saves them before it sends them, so a killed apply never leaves a client whose secret nobody has.
+ */
+export async function saveClientSecrets(stateFile: string, made: readonly { readonly key: string; readonly clientSecret: string }[]): Promise<void> {
+  if (made.length === 0) return;
+  const state = await readState(stateFile);
+  for (const m of made) (state.secrets[m.key] ??= {}).clientSecret = m.clientSecret;
+  await writeState(stateFile, state);
+}
+
+async function writeState(stateFile: string, state: StateFile): Promise<void> {
+  await mkdir(dirname(stateFile), { recursive: true, mode: 0o700 });
+  const tmp = `${stateFile}.${process.pid}.tmp`;
+  await writeFile(tmp, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o600 });
+  await chmod(tmp, 0o600);
+  await rename(tmp, stateFile);
+}
+
+/**
+ * Initial passwords from the environment variables the model names, and per `<tenant>/<userId>` why
+ * one could not be had. `{config: key}` references belong to the Pulumi program; the CLI reports
+ * them instead of guessing. Only a user being created needs its password (see preparePlan).
  */
 export function resolvePasswords(
   model: Model,
   env: Readonly<Record<string, string | undefined>>,
-): { passwords: ResolvedPasswords; problems: Problem[] } {
+): { passwords: ResolvedPasswords; unresolved: ReadonlyMap<string, Problem> } {
   const passwords: Record<string, string> = {};
-  const problems: Problem[] = [];
+  const unresolved = new Map<string, Problem>();
   model.tenants.forEach((t, ti) =>
     t.users.forEach((u, ui) => {
       const ref = u.password;
       if (ref === undefined) return;
       const path = ['tenants', ti, 'users', ui, 'password'];
+      const key = `${t.name}/${u.id}`;
       if ('config' in ref) {
-        problems.push({ code: 'unresolvable-secret', path, message: `password of ${u.id} is a Pulumi config reference ('${ref.config}'): apply this model with pulumi up, or use {env: VAR}` });
+        unresolved.set(key, { code: 'unresolvable-secret', path, message: `password of ${u.id} is a Pulumi config reference ('${ref.config}'): apply this model with pulumi up, or use {env: VAR}` });
         return;
       }
       const value = env[ref.env];
       if (value === undefined || value === '') {
-        problems.push({ code: 'missing-secret', path, message: `password of ${u.id}: environment variable ${ref.env} is not set` });
+        unresolved.set(key, { code: 'missing-secret', path, message: `password of ${u.id}: environment variable ${ref.env} is not set` });
       } else if (value.length < 8) {
-        problems.push({ code: 'weak-secret', path, message: `password of ${u.id}: ${ref.env} must hold at least 8 characters` });
+        unresolved.set(key, { code: 'weak-secret', path, message: `password of ${u.id}: ${ref.env} must hold at least 8 characters` });
       } else {
-        passwords[`${t.name}/${u.id}`] = value;
+        passwords[key] = value;
       }
     }),
   );
-  return { passwords, problems };
+  return { passwords, unresolved };
 }

@@ -12,6 +12,7 @@
  * order would be. If any entry is refused, nothing is applied and every entry's outcome is answered.
  */
 import { z } from 'zod';
+import { MANAGER, MANAGER_RULE } from './managers.ts';
 import { ApplicationBody, ApplicationName, AssignmentBody, TenantBody, UserBody, UserId } from './bodies.ts';
 import type { PlanStep, PutStep } from './plan.ts';
 
@@ -44,17 +45,14 @@ export const TenantBatchBody = z
       })
       .default({ applications: [], users: [], assignments: [] }),
     /**
-     * Also delete every application, user and assignment of the tenant whose `managedBy` is this
-     * value and that the batch does not list: the batch is then the whole of what that owner wants
-     * (what `idforge apply` sends, with `managedBy: idforge`). Objects of other owners stay. A list
-     * prunes each owner named (`idforge plan` asks about the console's objects too, in its dry run).
+     * Also delete every application, user and assignment of the tenant that one of these managers
+     * keeps (src/contract/managers.ts) and that the batch does not list: the batch is then the
+     * whole of what that manager wants (what `idforge apply --manager <name>` sends). Objects of
+     * other managers stay. `idforge plan` also names the console's in its dry run, to list them.
      */
     prune: z.strictObject({
-      managedBy: z.union([ManagedByValue, z.array(ManagedByValue)]).default([]),
-      /**
-       * Also every object the tenant's drift rule lets go (`removableDrift`: no owner, or any owner
-       * but another door such as the console or SCIM): what a model's `unmanaged: remove` removes.
-       */
+      managers: z.array(z.string().regex(MANAGER, { error: MANAGER_RULE })).default([]),
+      /** Also every object no manager keeps (made by hand): what a model's `unmanaged: remove` removes. */
       drift: z.boolean().default(false),
     }).optional(),
     /**
@@ -62,6 +60,11 @@ export const TenantBatchBody = z
      * which are only counted): a no-op batch of thousands of objects then answers in a few bytes.
      */
     report: z.enum(['all', 'changes']).default('all'),
+    /**
+     * Take over objects another manager keeps (src/contract/managers.ts): without it, an entry that
+     * would change one is refused, naming its manager. `idforge apply --force-conflicts`.
+     */
+    force: z.boolean().default(false),
   })
   .superRefine((b, ctx) => {
     // An object listed twice has no one desired state: refused at its second listing.
@@ -96,6 +99,8 @@ export const BatchEntryResult = z.object({
   changes: z.array(z.string()).optional(),
   /** The owner (`managedBy`) the stored object had, for updated and deleted entries that had one. */
   managedBy: z.string().optional(),
+  /** The manager the stored object had (src/contract/managers.ts), for updated and deleted entries that had one. */
+  manager: z.string().optional(),
   /** Only when the server made or replaced a client secret and nobody else knows it yet. */
   clientSecret: z.string().optional(),
   /** Refused: the single-object operation's HTTP status and error code, why, and where in the entry's body. */

@@ -11,9 +11,12 @@ import { z } from 'zod';
 import { APPLICATION_KINDS, type ApplicationKind } from './kinds.ts';
 import { checkLoginPolicy, LoginPolicyBody } from './login-policy.ts';
 import { DNS_LABEL, NAME, NAME_RULES, SCOPE, USER_ID } from './names.ts';
+import { checkPkcePolicy, PKCE_POLICIES } from './pkce.ts';
 import type { Problem } from './problems.ts';
 import { checkRedirectUrl, MAX_URL_LENGTH } from './redirect-uri.ts';
 import { checkScopeDefinitions } from './scopes.ts';
+import { LastApplied } from './last-applied.ts';
+import { MANAGER, MANAGER_RULE } from './managers.ts';
 
 export { LoginPolicyBody } from './login-policy.ts';
 
@@ -33,6 +36,9 @@ const ManagedBy = z.string().max(64).optional().describe('who owns the object; i
  * not make.
  */
 const Stack = z.string().min(1).max(200).optional().describe('the Pulumi stack (project/stack) that manages the object, when one does');
+/** Who manages the object (src/contract/managers.ts); absent: made by hand, or said by managedBy and stack as before. */
+const Manager = z.string().regex(MANAGER, { error: MANAGER_RULE }).optional()
+  .describe('the named manager of the object: pulumi:<project>/<stack>, apply:<name>, console or scim; a write by another manager that changes the object is a 409 unless forced');
 
 export const ScopeDefinition = z.strictObject({
   name: ScopeToken,
@@ -50,6 +56,8 @@ export const TenantBody = z
     login: LoginPolicyBody.optional(),
     managedBy: ManagedBy,
     stack: Stack,
+    manager: Manager,
+    lastApplied: LastApplied.optional(),
   })
   .superRefine((b, ctx) => {
     report(ctx, checkScopeDefinitions(b.scopes, ['scopes']));
@@ -69,8 +77,16 @@ const clientFields = {
   scopes: z.array(ScopeToken).default(['openid']),
   /** Resource identifiers (audiences of api applications) the client's access tokens are for. */
   audience: z.array(z.string().min(1)).default([]),
+  /**
+   * PKCE in every authorization request (`required`), or only in requests without a nonce
+   * (`optional`: a confidential OpenID Connect client may bind the ID token with a nonce instead,
+   * RFC 9700 §2.1.1; src/contract/pkce.ts). Absent: required.
+   */
+  pkce: z.enum(PKCE_POLICIES).optional(),
   managedBy: ManagedBy,
   stack: Stack,
+  manager: Manager,
+  lastApplied: LastApplied.optional(),
 };
 
 /** Confidential client (login-helper web app or reverse proxy): code flow, client secret. */
@@ -92,11 +108,18 @@ export const PublicApplicationBody = z.strictObject({
 export const ApiApplicationBody = z.strictObject({
   kind: z.literal('api'),
   displayName: z.string().min(1).max(128).optional(),
-  identifier: z.string().min(1).max(256),
+  identifier: z.string().min(1).max(256).regex(/^[^\u0000]*$/, { error: 'must not contain NUL characters' }),
   scopes: z.array(ScopeToken).default([]),
   managedBy: ManagedBy,
   stack: Stack,
+  manager: Manager,
+  lastApplied: LastApplied.optional(),
 });
+
+/** The rules beyond shape on a client body: redirect URIs (checkClientUris) and PKCE (checkPkcePolicy). */
+export function checkClientBody(body: { readonly kind: Exclude<ApplicationKind, 'api'>; readonly pkce?: 'required' | 'optional' | undefined; readonly redirectUris?: readonly string[]; readonly postLogoutRedirectUris?: readonly string[] }): Problem[] {
+  return [...checkClientUris(body), ...checkPkcePolicy(body.kind, body.pkce, ['pkce'])];
+}
 
 /** The redirect-URI rule on every URI a client body registers. */
 export function checkClientUris(body: { readonly redirectUris?: readonly string[]; readonly postLogoutRedirectUris?: readonly string[] }): Problem[] {
@@ -111,7 +134,7 @@ export const ApplicationBody = z
   .discriminatedUnion('kind', [ConfidentialApplicationBody, PublicApplicationBody, ApiApplicationBody], {
     error: (iss) => (iss.code === 'invalid_union' ? `kind must be one of ${APPLICATION_KINDS.join(', ')}` : undefined),
   })
-  .superRefine((b, ctx) => report(ctx, b.kind === 'api' ? [] : checkClientUris(b)));
+  .superRefine((b, ctx) => report(ctx, b.kind === 'api' ? [] : checkClientBody(b)));
 export type ApplicationBody = z.infer<typeof ApplicationBody>;
 export type ClientApplicationBody = Exclude<ApplicationBody, { kind: 'api' }>;
 
@@ -134,11 +157,13 @@ export const UserBody = z.strictObject({
   disabled: z.boolean().default(false),
   managedBy: ManagedBy,
   stack: Stack,
+  manager: Manager,
+  lastApplied: LastApplied.optional(),
 });
 export type UserBody = z.infer<typeof UserBody>;
 
 /** PUT /admin/v1/tenants/{tenant}/applications/{application}/assignments/{userId} */
-export const AssignmentBody = z.strictObject({ managedBy: ManagedBy, stack: Stack });
+export const AssignmentBody = z.strictObject({ managedBy: ManagedBy, stack: Stack, manager: Manager });
 export type AssignmentBody = z.infer<typeof AssignmentBody>;
 
 /** Entries one assignments batch may hold (adds and removes together). */
@@ -156,6 +181,7 @@ export const AssignmentBatchBody = z
     remove: z.array(UserId).default([]),
     /** Owner recorded on the assignments this batch creates. */
     managedBy: ManagedBy,
+    manager: Manager,
   })
   .superRefine((b, ctx) => {
     if (b.add.length + b.remove.length > ASSIGNMENT_BATCH_MAX) {
@@ -201,17 +227,18 @@ export const GroupBody = z.strictObject({
   externalId: z.string().min(1).max(256).regex(/^[^\u0000]*$/, { error: 'must not contain NUL characters' }).optional(),
   managedBy: ManagedBy,
   stack: Stack,
+  manager: Manager,
 });
 export type GroupBody = z.infer<typeof GroupBody>;
 
 /** PUT /admin/v1/tenants/{tenant}/applications/{application}/group-assignments/{group} */
-export const GroupAssignmentBody = z.strictObject({ managedBy: ManagedBy, stack: Stack });
+export const GroupAssignmentBody = z.strictObject({ managedBy: ManagedBy, stack: Stack, manager: Manager });
 export type GroupAssignmentBody = z.infer<typeof GroupAssignmentBody>;
 
 /** POST /admin/v1/tenants/{tenant}/scim/tokens */
 export const ScimTokenBody = z.strictObject({
   /** What the token is for, e.g. the identity provider that holds it. */
-  description: z.string().min(1).max(200).optional(),
+  description: z.string().min(1).max(200).regex(/^[^\u0000]*$/, { error: 'must not contain NUL characters' }).optional(),
 });
 export type ScimTokenBody = z.infer<typeof ScimTokenBody>;
 

@@ -41,8 +41,13 @@ export type UnmanagedPolicy = (typeof UNMANAGED_POLICIES)[number];
 /** Owners whose objects are never removed as drift, only reported: another door manages them. */
 export const OTHER_DOORS: readonly string[] = [MANAGED_BY_CONSOLE, 'scim'];
 
-/** Whether an undeclared object with this owner may be removed under the `remove` policy. */
-export const removableDrift = (managedBy: unknown): boolean => typeof managedBy !== 'string' || !OTHER_DOORS.includes(managedBy);
+/**
+ * Whether an undeclared object may be removed under the `remove` policy: only what nobody manages
+ * (made by hand). What a manager keeps (another stack, `idforge apply`, the console, SCIM) is
+ * reported, never removed (src/contract/managers.ts).
+ */
+export const removableDrift = (object: { readonly managedBy?: unknown; readonly stack?: unknown; readonly manager?: unknown }): boolean =>
+  typeof object.manager !== 'string' && typeof object.managedBy !== 'string';
 
 /** The tenant that issues admin tokens. Reserved: no model may declare it and the admin API refuses to touch it. */
 export const SYSTEM_TENANT = 'system';

@@ -46,6 +46,9 @@ function parameters(spec: RouteSpec): object[] {
   }
   if (spec.query === 'dryRun') {
     out.push({ name: 'dryRun', in: 'query', required: false, description: 'compute the outcome without changing anything', schema: { type: 'boolean' } });
+    if (spec.method === 'PUT') {
+      out.push({ name: 'force', in: 'query', required: false, description: 'take over an object another manager keeps (its `manager`); without it such a change is a 409 naming the manager', schema: { type: 'boolean' } });
+    }
   }
   return out;
 }

@@ -62,7 +62,7 @@ export const ADMIN_ROUTES = {
   getTenant: route({ method: 'GET', path: '/tenants/{tenant}', tag: 'tenant', summary: 'Get one tenant', response: TenantView }),
   putTenant: route({
     method: 'PUT', path: '/tenants/{tenant}', tag: 'tenant', summary: 'Create or replace a tenant (full desired state; idempotent)',
-    query: 'dryRun', body: TenantBody, response: PutResult(TenantView),
+    query: 'dryRun', body: TenantBody, response: PutResult(TenantView), maxBodyBytes: 8 * 1024 * 1024,
   }),
   deleteTenant: route({ method: 'DELETE', path: '/tenants/{tenant}', tag: 'tenant', summary: 'Delete a tenant and everything in it', query: 'dryRun' }),
   renameTenant: route({
@@ -215,7 +215,7 @@ export type RouteParsedBody<R extends RouteName> = AdminRoutes[R] extends { body
 export type RouteResponse<R extends RouteName> = AdminRoutes[R] extends { response: infer S extends z.ZodType } ? z.output<S> : undefined;
 export type RouteQuery<R extends RouteName> = AdminRoutes[R] extends { query: 'page' }
   ? { readonly cursor?: string | undefined; readonly limit?: number | undefined }
-  : AdminRoutes[R] extends { query: 'dryRun' } ? { readonly dryRun?: boolean | undefined } : Record<string, never>;
+  : AdminRoutes[R] extends { query: 'dryRun' } ? { readonly dryRun?: boolean | undefined; readonly force?: boolean | undefined } : Record<string, never>;
 
 /** `/admin/v1/tenants/acme/users/u%2Fx`: every parameter encoded as one path segment. */
 export function routePath<R extends RouteName>(name: R, params: RouteParams<R>): string {

@@ -7,8 +7,14 @@ export function originOf(url: string): string {
   return new URL(url).origin;
 }
 
+/**
+ * An application's client id: the one it declares, else the name it had before a declared rename
+ * (previousName: the rename keeps the client id the application was made with), else its name. The
+ * server fixes a client id when it makes the application; the model's normal form writes it out
+ * whenever it differs from the name, so `idforge export` keeps it after the previousName is gone.
+ */
 export function clientIdOf(app: ClientAppSpec): string {
-  return app.clientId ?? app.name;
+  return app.clientId ?? app.previousName ?? app.name;
 }
 
 export function providerOf(tenant: TenantSpec, app: WebAppSpec): string {

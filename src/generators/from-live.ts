@@ -12,9 +12,11 @@
  */
 import type { z } from 'zod';
 import {
-  KINDS, isLocalHost, type ApplicationView, type AssignmentView, type Path, type ServerAddress, type TenantView, type UserView,
+  KINDS, isLocalHost, jsonEqual, type ApplicationView, type AssignmentView, type Path, type PlanStep, type ServerAddress, type TenantView, type UserView,
 } from '../contract/index.ts';
-import type { ModelFileSpec, TenantSpec } from '../schema/model.ts';
+import { TenantSpec as TenantSchema, type ModelFileSpec, type TenantSpec } from '../schema/model.ts';
+import { assembleTenantEntry, identifiedUser, namedApplication } from '../schema/normal-form.ts';
+import { tenantSteps } from './plan.ts';
 
 export type TenantSpecInput = z.input<typeof TenantSpec>;
 export type ModelFileInput = z.input<typeof ModelFileSpec>;
@@ -80,6 +82,7 @@ function applicationSpec(live: LiveTenant, app: ApplicationView, at: Path, notes
     ...(app.clientId === app.name ? {} : { clientId: app.clientId }),
     origin: appOrigin,
     ...(extra.length > 0 ? { redirectUris: extra } : {}),
+    ...(app.pkce === 'optional' ? { pkce: app.pkce } : {}),
   };
   if (app.postLogoutRedirectUris.length !== 1 || app.postLogoutRedirectUris[0] !== `${appOrigin}/`) {
     note(['origin'], `the model registers ${appOrigin}/ as the only post-logout redirect URI; the server has ${JSON.stringify(app.postLogoutRedirectUris)}`);
@@ -105,8 +108,81 @@ function applicationSpec(live: LiveTenant, app: ApplicationView, at: Path, notes
   return { ...client, kind: 'proxy', upstream: UNKNOWN_UPSTREAM, scopes, ...aud };
 }
 
-/** One tenant of the model, from its live state; `at` is where the tenant sits in the file (for notes). */
+/**
+ * One tenant of the model, from its live state; `at` is where the tenant sits in the file (for
+ * notes). Objects last applied from a model come back as their entries were declared (normal form,
+ * declared order), as long as the live object is still what its entry makes; an object changed
+ * since (or made elsewhere, in the console or through the admin API) is read from its live state,
+ * with a note.
+ */
 export function tenantSpecOfLive(live: LiveTenant, at: Path = []): { spec: TenantSpecInput; notes: ExportNote[] } {
+  return declaredSpecOfLive(live, at) ?? liveSpecOf(live, at);
+}
+
+/** The fields of a PUT body the server keeps as state (not who manages it, nor the declared entry, nor secrets). */
+function served(body: object): Record<string, unknown> {
+  const { managedBy: _m, stack: _s, lastApplied: _l, clientSecret: _c, initialPassword: _p, ...rest } = body as Record<string, unknown>;
+  return rest;
+}
+const sameServed = (compiled: object, view: object): boolean => {
+  const want = served(compiled);
+  const have = view as Record<string, unknown>;
+  return Object.keys(want).every((k) => want[k] === undefined || jsonEqual(want[k], have[k]));
+};
+
+function declaredSpecOfLive(live: LiveTenant, at: Path): { spec: TenantSpecInput; notes: ExportNote[] } | undefined {
+  const declared = live.tenant.lastApplied;
+  if (declared === undefined) return undefined;
+  const notes: ExportNote[] = [];
+  const fromLive = liveSpecOf(live, at);
+  const liveApps = fromLive.spec.applications ?? [];
+  const liveUsers = fromLive.spec.users ?? [];
+  const byIndex = <T extends { lastApplied?: { index: number } | undefined }>(xs: readonly T[]) =>
+    [...xs].sort((a, b) => (a.lastApplied?.index ?? Number.MAX_SAFE_INTEGER) - (b.lastApplied?.index ?? Number.MAX_SAFE_INTEGER));
+  const apps = byIndex(live.applications);
+  const users = byIndex(live.users);
+  const appEntry = (a: ApplicationView) => (a.lastApplied === undefined ? liveApps.find((x) => x.name === a.name)! : namedApplication(a.name, a.lastApplied.entry) as AppInput);
+  const userEntry = (u: UserView) => (u.lastApplied === undefined ? liveUsers.find((x) => x.id === u.id)! : identifiedUser(u.id, u.lastApplied.entry) as NonNullable<TenantSpecInput['users']>[number]);
+  const candidate = assembleTenantEntry(live.tenant.name, declared.entry, apps.map(appEntry) as never[], users.map(userEntry) as never[]);
+  const parsed = TenantSchema.safeParse(candidate);
+  if (!parsed.success) return undefined;
+  // What the declared entries make, object by object, against what the server holds now.
+  const steps = tenantSteps(parsed.data, { secrets: {} });
+  const step = (kind: PlanStep['kind'], key: (s: PlanStep) => string | undefined, name: string) => steps.find((s) => s.kind === kind && key(s) === name);
+  const appsOut = apps.map((a, i) => {
+    const compiled = step('application', (s) => (s as { application?: string }).application, a.name);
+    if (a.lastApplied !== undefined && compiled?.op === 'put' && sameServed(compiled.body, a)) return appEntry(a);
+    const why = a.lastApplied === undefined ? 'made outside the model (the console or the admin API)' : 'changed on the server since it was last applied';
+    notes.push({ path: [...at, 'applications', i], message: `${why}: written from its live state` });
+    return liveApps.find((x) => x.name === a.name)!;
+  });
+  const usersOut = users.map((u, i) => {
+    const compiled = step('user', (s) => (s as { user?: string }).user, u.id);
+    if (u.lastApplied !== undefined && compiled?.op === 'put' && sameServed(compiled.body, u)) return userEntry(u);
+    const why = u.lastApplied === undefined ? 'made outside the model' : 'changed on the server since it was last applied';
+    notes.push({ path: [...at, 'users', i], message: `${why}: written from its live state` });
+    return liveUsers.find((x) => x.id === u.id)!;
+  });
+  // The tenant itself, and the assignments its groups and lists make, against the live ones.
+  let tenantPart: Record<string, unknown> = { ...declared.entry };
+  const t = steps.find((s) => s.kind === 'tenant');
+  if (!(t?.op === 'put' && sameServed(t.body, live.tenant))) {
+    notes.push({ path: at, message: 'the tenant changed on the server since it was last applied: its settings are written from its live state' });
+    const { scopes, login, displayName } = fromLive.spec;
+    tenantPart = { ...tenantPart, displayName, scopes, login };
+  }
+  const madeAssignments = new Set(steps.flatMap((s) => (s.kind === 'assignment' ? [`${s.application}/${s.user}`] : [])));
+  const liveAssignments = new Set(Object.entries(live.assignments).flatMap(([app, xs]) => xs.map((x) => `${app}/${x.userId}`)));
+  if (madeAssignments.size !== liveAssignments.size || [...madeAssignments].some((x) => !liveAssignments.has(x))) {
+    notes.push({ path: [...at, 'assignments'], message: 'assignments changed on the server since they were last applied: written from the live assignments' });
+    // Groups stay (they fold their scopes into their members'), the assignments are the live ones, per user.
+    tenantPart = { ...tenantPart, assignments: fromLive.spec.assignments };
+  }
+  const spec = assembleTenantEntry(live.tenant.name, tenantPart as never, appsOut as never[], usersOut as never[]) as TenantSpecInput;
+  return { spec, notes };
+}
+
+function liveSpecOf(live: LiveTenant, at: Path): { spec: TenantSpecInput; notes: ExportNote[] } {
   const notes: ExportNote[] = [];
   const t = live.tenant;
   const apps = sorted(live.applications, (a) => a.name);

@@ -5,14 +5,17 @@
  */
 import { MANAGED_BY, type ApplicationBody, type PlanStep, type ProvisioningPlan, type UserBody } from '../contract/index.ts';
 import type { Model, TenantSpec } from '../schema/model.ts';
+import { applicationEntry, tenantEntry, userEntry } from '../schema/normal-form.ts';
 import { assignmentsOf, audienceOf, byName, clientIdOf, originOf, redirectUrisOf, scopesOf, userScopesOf } from './_app-facts.ts';
-import { appKey, secretFor, type Resolved } from './secrets.ts';
+import { appKey, type Resolved } from './secrets.ts';
 
 function applicationBody(tenant: TenantSpec, app: TenantSpec['applications'][number], resolved: Resolved): ApplicationBody {
   const displayName = app.displayName;
+  // The entry as declared, kept by the server for export and proposals.
+  const lastApplied = { entry: applicationEntry(app), index: tenant.applications.indexOf(app) };
   if (app.kind === 'api') {
     const scopes = [...new Set(app.routes.flatMap((r) => r.scopes))].sort();
-    return { kind: 'api', displayName, identifier: app.audience, scopes, managedBy: MANAGED_BY };
+    return { kind: 'api', displayName, identifier: app.audience, scopes, managedBy: MANAGED_BY, lastApplied };
   }
   const common = {
     displayName,
@@ -20,15 +23,21 @@ function applicationBody(tenant: TenantSpec, app: TenantSpec['applications'][num
     redirectUris: redirectUrisOf(tenant, app),
     postLogoutRedirectUris: [`${originOf(app.origin)}/`],
     scopes: scopesOf(app),
+    // Only when optional: absent means required, and plans of models that leave it out stay
+    // byte-identical to before the field existed.
+    ...(app.pkce === 'optional' ? { pkce: app.pkce } : {}),
     managedBy: MANAGED_BY,
+    lastApplied,
   };
   if (app.kind === 'spa') {
     return { kind: 'spa', ...common, audience: audienceOf(tenant, app), offline: app.offline };
   }
-  return { kind: app.kind, ...common, audience: audienceOf(tenant, app), clientSecret: secretFor(resolved, appKey(tenant.name, app.name), 'clientSecret') };
+  // The secret the caller keeps, if any; without one the server keeps the secret it has, or makes one for a new client.
+  const clientSecret = resolved.secrets[appKey(tenant.name, app.name)]?.clientSecret;
+  return { kind: app.kind, ...common, audience: audienceOf(tenant, app), ...(clientSecret === undefined ? {} : { clientSecret }) };
 }
 
-export function tenantSteps(tenant: TenantSpec, resolved: Resolved): PlanStep[] {
+export function tenantSteps(tenant: TenantSpec, resolved: Resolved, index = 0): PlanStep[] {
   const t = tenant.name;
   const steps: PlanStep[] = [
     {
@@ -42,6 +51,7 @@ export function tenantSteps(tenant: TenantSpec, resolved: Resolved): PlanStep[] 
         // policy stay byte-identical to before the field existed.
         ...(tenant.login === undefined ? {} : { login: { methods: [...tenant.login.methods], requireSecondFactor: tenant.login.requireSecondFactor } }),
         managedBy: MANAGED_BY,
+        lastApplied: { entry: tenantEntry(tenant), index },
       },
     },
   ];
@@ -51,6 +61,7 @@ export function tenantSteps(tenant: TenantSpec, resolved: Resolved): PlanStep[] 
     steps.push({ op: 'put', kind: 'application', tenant: t, application: app.name, body: applicationBody(tenant, app, resolved) });
   }
   const scopesByUser = userScopesOf(tenant);
+  const userIndex = new Map(tenant.users.map((u, i) => [u, i]));
   for (const user of [...tenant.users].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))) {
     const body: UserBody = {
       email: user.email,
@@ -59,6 +70,7 @@ export function tenantSteps(tenant: TenantSpec, resolved: Resolved): PlanStep[] 
       initialPassword: resolved.passwords?.[appKey(t, user.id)],
       disabled: user.disabled,
       managedBy: MANAGED_BY,
+      lastApplied: { entry: userEntry(user), index: userIndex.get(user)! },
     };
     steps.push({ op: 'put', kind: 'user', tenant: t, user: user.id, body });
   }
@@ -73,5 +85,5 @@ export function tenantSteps(tenant: TenantSpec, resolved: Resolved): PlanStep[] 
 
 export function compilePlan(model: Model, resolved: Resolved): ProvisioningPlan {
   const tenants = [...model.tenants].sort(byName);
-  return { version: 2, steps: tenants.flatMap((t) => tenantSteps(t, resolved)) };
+  return { version: 2, steps: tenants.flatMap((t) => tenantSteps(t, resolved, model.tenants.indexOf(t))) };
 }

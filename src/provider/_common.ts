@@ -145,8 +145,11 @@ function underUnknown(root: unknown, path: readonly PropertyKey[]): boolean {
 export const jsonEqual = contractJsonEqual;
 
 /** Keys of a zod object schema, to keep only the fields a PUT body declares from a GET answer. */
-export function pickKeys<T>(shape: Record<string, unknown>, live: Record<string, unknown>): T {
-  return Object.fromEntries(Object.keys(shape).filter((k) => live[k] !== undefined).map((k) => [k, live[k]])) as T;
+export function pickKeys<T>(shape: Record<string, unknown>, live: Record<string, unknown>, declared?: Record<string, unknown>): T {
+  // The server says who manages an object (`manager`) even when the body named it only by
+  // managedBy and stack: read it back only when the resource's own body names it.
+  const keys = Object.keys(shape).filter((k) => live[k] !== undefined && !(k === 'manager' && declared !== undefined && declared.manager === undefined));
+  return Object.fromEntries(keys.map((k) => [k, live[k]])) as T;
 }
 
 /**

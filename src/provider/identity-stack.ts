@@ -11,7 +11,7 @@
  * paths cannot disagree about what a model means; Pulumi only adds the secrets it keeps.
  */
 import * as pulumi from '@pulumi/pulumi';
-import { SECRET_BYTES, normalize, type Inventory, type PutStep, type TenantBody, type UserBody } from '../contract/index.ts';
+import { pulumiManager, SECRET_BYTES, normalize, type Inventory, type PutStep, type TenantBody, type UserBody } from '../contract/index.ts';
 import { tenantRenames, type Model } from '../schema/model.ts';
 import { compileClientArtifacts, previousAppKeys, requiredSecrets, tenantSteps, type Resolved } from '../generators/index.ts';
 import type { AdminConnection } from '../admin-client/index.ts';
@@ -107,11 +107,13 @@ export class IdentityStack extends pulumi.ComponentResource {
     const { model } = args;
     // Written into every object this stack makes, so it can take back its own after a crash.
     const stack = `${pulumi.getProject()}/${pulumi.getStack()}`;
+    // The stack is the objects' named manager (src/contract/managers.ts): another manager's write that would change them is refused.
+    const manager = pulumiManager(stack);
     const specs = tenantSpecs(model).map((spec) => ({
       ...spec,
-      body: { ...spec.body, stack },
-      applications: spec.applications.map((a) => ({ ...a, body: { ...a.body, stack } as ApplicationSpecBody })),
-      users: Object.fromEntries(Object.entries(spec.users).map(([id, u]) => [id, { ...u, stack }])),
+      body: { ...spec.body, stack, manager },
+      applications: spec.applications.map((a) => ({ ...a, body: { ...a.body, stack, manager } as ApplicationSpecBody })),
+      users: Object.fromEntries(Object.entries(spec.users).map(([id, u]) => [id, { ...u, stack, manager }])),
     }));
     // First of all, the delete guard: every other resource depends on it, so a change that would
     // delete too much fails the preview (and the up) before anything is touched.

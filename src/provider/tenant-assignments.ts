@@ -8,7 +8,7 @@
  */
 import * as pulumi from '@pulumi/pulumi';
 import { z } from 'zod';
-import { ApplicationName, MANAGED_BY, TenantName, UNMANAGED_POLICIES, UserId, type UnmanagedPolicy } from '../contract/index.ts';
+import { ApplicationName, MANAGED_BY, TenantName, UNMANAGED_POLICIES, UserId, pulumiManager, type UnmanagedPolicy } from '../contract/index.ts';
 import type { AdminConnection } from '../admin-client/index.ts';
 import { AdminConnectionSchema, AdoptSchema, checkWith, jsonEqual, tenantReplaces } from './_common.ts';
 import { _DynamicResource } from './_load.ts';
@@ -101,10 +101,11 @@ async function apply(olds: TenantAssignmentsInputs | undefined, news: TenantAssi
     ? (olds?.strangers ?? []).map((p): Pair => [p.slice(0, p.indexOf('/')), p.slice(p.indexOf('/') + 1)]).filter(([a, u]) => !declared.has(`${a}\u0000${u}`))
     : [];
   const unassign = [...remove, ...strangers];
-  const body = { managedBy: MANAGED_BY, ...(news.stack === undefined ? {} : { stack: news.stack }) };
+  const body = { managedBy: MANAGED_BY, ...(news.stack === undefined ? {} : { stack: news.stack, manager: pulumiManager(news.stack) }) };
   // One batch: the removals (each revoking that user's grants at that application, in the same
   // transaction) and the additions.
   const batch = {
+    force: news.adopt === true,
     ...(add.length > 0 ? { assignments: byApplication(add).map((g) => ({ ...g, body })) } : {}),
     ...(unassign.length > 0 ? { delete: { assignments: byApplication(unassign) } } : {}),
   };
@@ -166,7 +167,7 @@ export const tenantAssignmentsProvider: Required<
         const present = new Set((live[i] ?? []).map((x) => x.userId));
         if (app in old.assignments) assignments[app] = (old.assignments[app] ?? []).filter((u) => present.has(u));
         if (old.unmanaged === 'keep') return;
-        for (const x of live[i] ?? []) if (!(old.assignments[app] ?? []).includes(x.userId) && removableDrift(x.managedBy)) strangers.push(`${app}/${x.userId}`);
+        for (const x of live[i] ?? []) if (!(old.assignments[app] ?? []).includes(x.userId) && removableDrift(x)) strangers.push(`${app}/${x.userId}`);
       });
       const now = { ...old, assignments, strangers: strangers.sort() };
       return { id, props: now, inputs: now };

@@ -108,8 +108,10 @@ async function apply(olds: TenantUsersInputs | undefined, news: TenantUsersInput
   });
   // Users nobody declared (found by refresh) go under the `remove` policy; `report` leaves them.
   const strangers = news.unmanaged === 'remove' ? (olds?.strangers ?? []).filter((id) => !(id in news.users)) : [];
+  // Adopting (idforge:adopt) takes over users another manager keeps; otherwise the server refuses to change them.
+  const force = news.adopt === true;
   await sendBatches(new AdminClient(news.connection), news.tenant, [
-    ...chunks(put, BATCH_ENTRIES).map((users) => ({ users })),
+    ...chunks(put, BATCH_ENTRIES).map((users) => ({ users, force })),
     ...chunks([...remove, ...strangers], BATCH_ENTRIES).map((users) => ({ delete: { users } })),
   ]);
 }
@@ -174,12 +176,12 @@ export const tenantUsersProvider: Required<
       const live = await new AdminClient(old.connection).listAll('listUsers', { tenant: old.tenant });
       const byId = new Map((live ?? []).map((u) => [u.id, u]));
       const { removableDrift } = await import('../contract/index.ts');
-      const strangers = old.unmanaged === 'keep' ? [] : (live ?? []).filter((u) => !(u.id in old.users) && removableDrift(u.managedBy)).map((u) => u.id).sort();
+      const strangers = old.unmanaged === 'keep' ? [] : (live ?? []).filter((u) => !(u.id in old.users) && removableDrift(u)).map((u) => u.id).sort();
       const users: Record<string, UserSpecBody> = {};
       for (const u of Object.keys(old.users)) {
         const l = byId.get(u);
         if (l === undefined) continue;
-        const { initialPassword: _, ...fields } = pickKeys<UserBody>(UserBody.shape, l as Record<string, unknown>);
+        const { initialPassword: _, ...fields } = pickKeys<UserBody>(UserBody.shape, l as Record<string, unknown>, old.users[u] as Record<string, unknown>);
         users[u] = { ...old.users[u], ...fields } as UserSpecBody;
       }
       const now = { ...old, users, strangers };

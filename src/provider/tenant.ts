@@ -62,11 +62,11 @@ async function readTenant(id: string, old: TenantOutputs): Promise<pulumi.dynami
   const name = liveName(id, old);
   const live = await client.find('getTenant', { tenant: name });
   if (live === undefined) return { id: '' }; // gone: refresh drops it, the next up recreates it
-  const body = { ...old.body, ...pickKeys<TenantBody>(TenantBody.shape, live as Record<string, unknown>) };
+  const body = { ...old.body, ...pickKeys<TenantBody>(TenantBody.shape, live as Record<string, unknown>, old.body as Record<string, unknown>) };
   const declared = new Set(old.applications ?? []);
   const strangers = old.unmanaged === 'keep' || old.applications === undefined
     ? []
-    : ((await client.listAll('listApplications', { tenant: name })) ?? []).filter((a) => !declared.has(a.name) && removableDrift(a.managedBy)).map((a) => a.name).sort();
+    : ((await client.listAll('listApplications', { tenant: name })) ?? []).filter((a) => !declared.has(a.name) && removableDrift(a)).map((a) => a.name).sort();
   const now: TenantOutputs = { ...old, name, body, strangers };
   // Return the inputs too, so the next diff compares the model with what is live (pulumi#13679).
   return { id, props: now, inputs: now };
@@ -96,7 +96,7 @@ export const tenantProvider: Required<Omit<pulumi.dynamic.ResourceProvider<Tenan
     const client = new AdminClient(inputs.connection);
     const live = await client.find('getTenant', { tenant: inputs.name });
     if (!mayTakeOver(live, inputs.body.stack, inputs.adopt)) throw notAdopted(`tenant ${inputs.name}`);
-    await client.call('putTenant', { tenant: inputs.name }, { body: inputs.body });
+    await client.call('putTenant', { tenant: inputs.name }, { body: inputs.body, query: { force: inputs.adopt === true } });
     return { id: inputs.name, outs: inputs };
   },
   async read(id, props) {

@@ -5,12 +5,12 @@
  * does not declare are reported by plan, never deleted without --allow-delete-console.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { main } from '../../src/cli/main.ts';
 import type { CliIo } from '../../src/command/io.ts';
 import { adminClient, tempDir, testServer, type AdminClient } from '../server/_support.ts';
-import { acmeModel } from '../support/model.ts';
+import { acmeModel, loadExample } from '../support/model.ts';
 
 let server: Awaited<ReturnType<typeof testServer>>;
 let admin: AdminClient;
@@ -74,25 +74,36 @@ describe('idforge export', () => {
     const v = await idforge(['validate', join(work.path, 'studio.yaml')]);
     if (process.env.IDFORGE_SHOW_EXPORT) console.log(text);
     expect(v.code, v.stderr).toBe(0);
-    expect(v.stdout).toContain('valid: 1 tenant(s), 4 application(s), 2 user(s), 2 assignment(s)');
+    expect(v.stdout).toContain('valid: 1 tenant, 4 applications, 2 users, 2 assignments');
   });
 
-  it('plan against the export shows no changes and lists what apply takes into Git', async () => {
+  it("plan against the export shows no changes: what nobody manages apply adopts, the console's stays the console's unless taken over", async () => {
     const plan = await idforge(['plan', 'studio.yaml', '--data-dir', server.dataDir, '--json']);
     expect(plan.code, plan.stderr).toBe(0);
     const p = JSON.parse(plan.stdout);
     expect(p.summary).toEqual({ create: 0, update: 0, delete: 0, unchanged: 10 });
-    expect(p.outsideGit.filter((o: { action: string }) => o.action === 'adopt').map((o: { name: string }) => o.name).sort()).toEqual([
-      'studio', 'studio/board', 'studio/board/u-ann', 'studio/crm', 'studio/crm/u-ann', 'studio/crm/u-ben', 'studio/ledger', 'studio/u-ann', 'studio/u-ben', 'studio/wiki',
-    ]);
+    const listed = (action: string) => p.outsideGit.filter((o: { action: string }) => o.action === action).map((o: { name: string }) => o.name).sort();
+    // Made by hand (no manager): adopted by the model's manager.
+    expect(listed('adopt')).toEqual(['studio', 'studio/u-ann']);
+    // The console's objects, declared exactly as they are: left to the console.
+    expect(listed('held')).toEqual(['studio/board', 'studio/board/u-ann', 'studio/crm', 'studio/crm/u-ann', 'studio/crm/u-ben', 'studio/ledger', 'studio/u-ben', 'studio/wiki']);
     const text = await idforge(['plan', 'studio.yaml', '--data-dir', server.dataDir]);
     expect(text.stdout).toContain('No changes: the server matches the model (10 objects).');
-    expect(text.stdout).toContain('= application studio/crm: in the model; apply marks it managed in Git (managedBy console → idforge)');
+    expect(text.stdout).toContain('= application studio/crm: managed by the admin console, as the model declares it: left to it (--force-conflicts takes it over)');
+    // Taken into Git explicitly: the same objects, each a takeover from the console.
+    const forced = JSON.parse((await idforge(['plan', 'studio.yaml', '--data-dir', server.dataDir, '--json', '--force-conflicts'])).stdout);
+    expect(forced.summary).toMatchObject({ create: 0, update: 0, delete: 0 });
+    expect(forced.outsideGit.filter((o: { action: string }) => o.action === 'adopt').map((o: { name: string }) => o.name).sort()).toEqual([
+      'studio', 'studio/board', 'studio/board/u-ann', 'studio/crm', 'studio/crm/u-ann', 'studio/crm/u-ben', 'studio/ledger', 'studio/u-ann', 'studio/u-ben', 'studio/wiki',
+    ]);
   });
 
-  it('without the console\'s secrets in the state file, plan says apply would replace them', async () => {
+  it("without the console's secrets in the state file, plan keeps the server's: nothing to replace, and no file written", async () => {
     const r = await idforge(['plan', 'studio.yaml', '--data-dir', server.dataDir, '--state', 'fresh-state.json']);
-    expect(r.stdout).toContain('~ application studio/crm (managedBy, clientSecret)');
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain('No changes: the server matches the model');
+    expect(r.stdout).not.toContain('clientSecret');
+    expect(existsSync(join(work.path, 'fresh-state.json'))).toBe(false);
   });
 
   it('reports console-made objects the model leaves out, and deletes them only with --allow-delete-console', async () => {
@@ -107,8 +118,12 @@ describe('idforge export', () => {
     const applied = await idforge(['apply', 'studio.yaml', '--data-dir', server.dataDir]);
     expect(applied.code, applied.stderr).toBe(0);
     expect(await admin.typed.find('getUser', { tenant: 'studio', userId: 'u-cat' })).toMatchObject({ managedBy: 'console' });
-    // Apply took the declared objects into Git.
-    expect(await admin.typed.find('getApplication', { tenant: 'studio', application: 'crm' })).toMatchObject({ managedBy: 'idforge' });
+    expect(await admin.typed.find('getApplication', { tenant: 'studio', application: 'crm' })).toMatchObject({ manager: 'console' });
+    // --force-conflicts takes the declared objects into Git, and only those.
+    const forced = await idforge(['apply', 'studio.yaml', '--data-dir', server.dataDir, '--force-conflicts']);
+    expect(forced.code, forced.stderr).toBe(0);
+    expect(await admin.typed.find('getApplication', { tenant: 'studio', application: 'crm' })).toMatchObject({ managedBy: 'idforge', manager: 'apply:default' });
+    expect(await admin.typed.find('getUser', { tenant: 'studio', userId: 'u-cat' })).toMatchObject({ manager: 'console' });
 
     const allowed = await idforge(['plan', 'studio.yaml', '--data-dir', server.dataDir, '--allow-delete-console']);
     expect(allowed.stdout).toContain('- user studio/u-cat');
@@ -130,9 +145,22 @@ describe('idforge export', () => {
       expect(applied.code, applied.stderr).toBe(0);
       const exported = await idforge(['export', 'acme', '--data-dir', other.dataDir, '--out', 'acme-exported.yaml']);
       expect(exported.code, exported.stderr).toBe(0);
+      // Every declared field comes back, as declared (normal form, declared order): what the
+      // server does not use (upstream, cacheType, routes, response), groups and their members.
+      const text = readFileSync(join(work.path, 'acme-exported.yaml'), 'utf8');
+      const declared = (await loadExample(join(work.path, 'acme.yaml'))).tenants[0]!;
+      const back = (await loadExample(join(work.path, 'acme-exported.yaml'))).tenants[0]!;
+      expect(back).toEqual(declared);
+      expect(text).toContain('upstream: http://127.0.0.1:4181');
+      expect(text).toContain('cacheType: session_storage');
+      expect(text).not.toMatch(/ # /); // nothing guessed, so no notes
+      const stateBefore = existsSync(join(work.path, '.idforge', 'state.json')) ? readFileSync(join(work.path, '.idforge', 'state.json'), 'utf8') : undefined;
       const plan = await idforge(['plan', 'acme-exported.yaml', '--data-dir', other.dataDir, '--json']);
       expect(plan.code, plan.stderr).toBe(0);
       expect(JSON.parse(plan.stdout)).toMatchObject({ summary: { create: 0, update: 0, delete: 0, unchanged: 12 }, outsideGit: [] });
+      // A plan writes no file.
+      const stateAfter = existsSync(join(work.path, '.idforge', 'state.json')) ? readFileSync(join(work.path, '.idforge', 'state.json'), 'utf8') : undefined;
+      expect(stateAfter).toEqual(stateBefore);
     } finally {
       await other.dispose();
     }

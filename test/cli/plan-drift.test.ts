@@ -50,7 +50,8 @@ describe('objects made by hand in a managed tenant', () => {
     writeFileSync(join(work.path, 'keep.yaml'), model('keep'));
     const plan = await idforge(['plan', 'keep.yaml']);
     expect(plan.code, plan.stderr).toBe(0);
-    expect(plan.stdout).toContain('No changes: the server matches the model');
+    // The tenant's declared policy is part of its entry (export gives it back): its only change.
+    expect(plan.stdout).toContain('  ~ tenant acme (unmanaged)\nPlan: 0 to create, 1 to change, 0 to delete');
     expect(plan.stdout).not.toContain('mallory');
   });
 
@@ -58,7 +59,7 @@ describe('objects made by hand in a managed tenant', () => {
     writeFileSync(join(work.path, 'report.yaml'), model('report'));
     const plan = await idforge(['plan', 'report.yaml']);
     expect(plan.code, plan.stderr).toBe(0);
-    expect(plan.stdout).toContain('No changes: the server matches the model');
+    expect(plan.stdout).toContain('  ~ tenant acme (unmanaged)\nPlan: 0 to create, 1 to change, 0 to delete');
     expect(plan.stdout).toContain("! user acme/u-mallory: made outside the model (no owner), not in the model: drift, kept (the tenant's unmanaged: report)");
     expect(plan.stdout).toContain('! assignment acme/portal/u-mallory: made outside the model (no owner)');
     expect(plan.stdout).toContain('! application acme/backdoor: made outside the model (no owner)');
@@ -74,7 +75,9 @@ describe('objects made by hand in a managed tenant', () => {
     expect(at('  - assignment acme/portal/u-mallory')).toBeGreaterThan(0);
     expect(at('  - user acme/u-mallory')).toBeGreaterThan(at('  - assignment acme/portal/u-mallory'));
     expect(at('  - application acme/backdoor')).toBeGreaterThan(at('  - user acme/u-mallory'));
-    expect(plan.stdout).toContain('Plan: 0 to create, 0 to change, 3 to delete');
+    // The policy back at its default (report was applied last), and the drift to go.
+    expect(plan.stdout).toContain('  ~ tenant acme (unmanaged)');
+    expect(plan.stdout).toContain('Plan: 0 to create, 1 to change, 3 to delete');
     expect(plan.stdout).toContain("- user acme/u-mallory: made outside the model (no owner), not in the model: drift, deleted (the tenant's unmanaged: remove)");
     const json = JSON.parse((await idforge(['plan', 'acme.yaml', '--json'])).stdout);
     expect(json.outsideGit.map((o: { action: string; name: string }) => `${o.action} ${o.name}`).sort())

@@ -125,14 +125,17 @@ ${ORDERS_API}      - name: dashboard
 `;
     const plan = await idforge('plan', model, '--json');
     expect(plan.code, plan.stdout + plan.stderr).toBe(0);
-    const p = JSON.parse(plan.stdout) as { summary: unknown; changes: { op: string; name: string }[] };
+    const p = JSON.parse(plan.stdout) as { summary: unknown; changes: { op: string; name: string; fields: string[] }[] };
     expect(p.changes.map((c) => `${c.op} ${c.name}`)).toEqual([
+      // The tenant's own entry, as declared, gained its assignments list (kept for export).
+      'update acme',
       'create acme/orders-api',
       'create acme/dashboard',
       'create acme/u-bob',
       'create acme/dashboard/u-alice',
       'create acme/dashboard/u-bob',
     ]);
+    expect(p.changes[0]!.fields).toEqual(['assignments']);
     expect(await status(routePath('getApplication', { tenant: 'acme', application: 'dashboard' }))).toBe(404);
 
     const apply = await idforge('apply', model);

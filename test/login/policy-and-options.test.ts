@@ -53,7 +53,8 @@ describe('login policy in the plan', () => {
     expect(tenantBody('    login: {}\n').body.login).toEqual({ methods: ['password'], requireSecondFactor: false });
   });
   it('leaves the body of a tenant without a policy exactly as before', () => {
-    expect(Object.keys(tenantBody('').body)).toEqual(['displayName', 'scopes', 'managedBy']);
+    // No login key at all; the declared entry (for export) is the only addition since policies existed.
+    expect(Object.keys(tenantBody('').body)).toEqual(['displayName', 'scopes', 'managedBy', 'lastApplied']);
   });
 });
 
@@ -82,11 +83,14 @@ describe('idforge serve login flags', () => {
   });
   it('refuses nonsense values before starting anything', async () => {
     const dir = tempDir();
-    const { code, out } = await serve(['--data-dir', dir.path, '--lockout-threshold', '0']);
-    expect(code).toBe(2);
-    expect(out).toContain("--lockout-threshold must be a positive number, got '0'");
-    const both = await serve(['--data-dir', dir.path, '--smtp-url', 'smtp://localhost', '--mail-outbox', 'x']);
-    expect(both.out).toContain('--smtp-url and --mail-outbox exclude each other');
-    dir.remove();
+    try {
+      const { code, out } = await serve(['--data-dir', dir.path, '--lockout-threshold', '0']);
+      expect(code).toBe(2);
+      expect(out).toContain("--lockout-threshold must be a positive number, got '0'");
+      const both = await serve(['--data-dir', dir.path, '--smtp-url', 'smtp://localhost', '--mail-outbox', 'x']);
+      expect(both.out).toContain('--smtp-url and --mail-outbox exclude each other');
+    } finally {
+      dir.remove();
+    }
   });
 });

@@ -40,7 +40,8 @@ describe('provider implementations against the real admin API', () => {
     expect(created.id).toBe('acme');
     const read = await tenantProvider.read('acme', created.outs);
     expect(await tenantProvider.diff('acme', read.props!, tenant())).toEqual({ changes: false, replaces: [] });
-    await admin.call('putTenant', { tenant: 'acme' }, { body: { displayName: 'Changed behind our back', scopes: [] } });
+    // A change by hand to a managed object is taken over explicitly (force), as an operator would.
+    await admin.call('putTenant', { tenant: 'acme' }, { body: { displayName: 'Changed behind our back', scopes: [] }, query: { force: true } });
     const drifted = await tenantProvider.read('acme', created.outs);
     expect(drifted.inputs?.body.displayName).toBe('Changed behind our back');
     expect((await tenantProvider.diff('acme', drifted.props!, tenant())).changes).toBe(true);
@@ -103,17 +104,18 @@ describe('provider implementations against the real admin API', () => {
     expect(await admin.find('getUser', { tenant: 'acme', userId: 'u-alice' })).toBeUndefined();
   });
 
+  // (Writes by others are forced: each takes the object over, as its manager.)
   it('create takes back what this stack made (a create killed before its checkpoint); anything made outside the stack is refused', async () => {
     // Objects carry the stack that made them (`stack`); a killed create leaves them with this stack's marker.
     const stack = 'idforge/crash-test';
     const t: TenantInputs = { connection, name: 'crash', body: { displayName: 'Crash', scopes: [{ name: 'admin' }], managedBy: 'idforge', stack } };
     // Made by someone else (no marker, or another stack's): refused, whatever the body.
-    await admin.call('putTenant', { tenant: 'crash' }, { body: { ...t.body, stack: undefined } });
+    await admin.call('putTenant', { tenant: 'crash' }, { body: { ...t.body, stack: undefined } , query: { force: true } });
     await expect(tenantProvider.create(t)).rejects.toThrow('tenant crash already exists on the server, outside this stack');
-    await admin.call('putTenant', { tenant: 'crash' }, { body: { ...t.body, stack: 'idforge/other' } });
+    await admin.call('putTenant', { tenant: 'crash' }, { body: { ...t.body, stack: 'idforge/other' } , query: { force: true } });
     await expect(tenantProvider.create(t)).rejects.toThrow('tenant crash already exists on the server, outside this stack');
     // As the killed create left it (an older body even): taken, and brought to the declared body.
-    await admin.call('putTenant', { tenant: 'crash' }, { body: { ...t.body, displayName: 'Older' } });
+    await admin.call('putTenant', { tenant: 'crash' }, { body: { ...t.body, displayName: 'Older' } , query: { force: true } });
     expect((await tenantProvider.create(t)).id).toBe('crash');
     expect(await admin.find('getTenant', { tenant: 'crash' })).toMatchObject({ displayName: 'Crash', stack });
 
@@ -122,9 +124,9 @@ describe('provider implementations against the real admin API', () => {
       connection, tenant: 'crash', name: 'web', clientSecret: secret,
       body: { kind: 'web', clientId: 'crash-web', redirectUris: ['https://web.crash.test/cb'], postLogoutRedirectUris: [], scopes: ['openid'], audience: [], managedBy: 'idforge', stack },
     };
-    await admin.call('putApplication', { tenant: 'crash', application: 'web' }, { body: { ...app.body, stack: undefined, clientSecret: secret } as ApplicationBody });
+    await admin.call('putApplication', { tenant: 'crash', application: 'web' }, { body: { ...app.body, stack: undefined, clientSecret: secret } as ApplicationBody , query: { force: true } });
     await expect(applicationProvider.create(app)).rejects.toThrow('application crash/web already exists on the server, outside this stack');
-    await admin.call('putApplication', { tenant: 'crash', application: 'web' }, { body: { ...app.body, clientSecret: 'o'.repeat(43) } as ApplicationBody });
+    await admin.call('putApplication', { tenant: 'crash', application: 'web' }, { body: { ...app.body, clientSecret: 'o'.repeat(43) } as ApplicationBody , query: { force: true } });
     expect((await applicationProvider.create(app)).id).toBe('crash/web');
     // The stack's secret is the one the server now holds.
     expect(await admin.call('verifyClientSecret', { tenant: 'crash', application: 'web' }, { body: { clientSecret: secret } })).toMatchObject({ matches: true });

@@ -6,6 +6,7 @@
  * in the backend; `destroy` deletes the tenants and stops the server.
  */
 import type { ApplicationBody } from '../../src/contract/index.ts';
+import { existsSync } from 'node:fs';
 import { copyFile, readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseDocument } from 'yaml';
@@ -13,6 +14,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdminClient, type AdminEndpoint } from '../../src/admin-client/index.ts';
 import { isOurProcess, PID_FILE } from '../../src/provider/_local-server.ts';
 import { startServer } from '../../src/server/index.ts';
+import { main } from '../../src/cli/main.ts';
+import { loadExample } from '../support/model.ts';
 import { freePort } from '../support/processes.ts';
 import { PulumiProject, REPO, urnName } from './_pulumi.ts';
 
@@ -88,6 +91,44 @@ describe('pulumi up/preview/refresh/destroy of a model against the real server',
   });
 
   it('a preview right after changes nothing', async () => {
+    await p.must(['preview', '--expect-no-changes']);
+  });
+
+  /** The idforge CLI in-process, against this stack's server. */
+  async function cli(args: string[]) {
+    let stdout = '';
+    let stderr = '';
+    const code = await main([...args, '--data-dir', dataDir], {
+      stdout: (t) => { stdout += t; }, stderr: (t) => { stderr += t; }, env: { IDFORGE_STATE: join(p.root, 'cli-state.json') }, cwd: p.root, color: false,
+    });
+    return { code, stdout, stderr };
+  }
+
+  it("idforge export of the stack's tenant gives the model as declared, and plans no changes (nothing leaves the stack, no secret is made)", async () => {
+    const exported = await cli(['export', 'acme', '--out', join(p.root, 'acme-export.yaml')]);
+    expect(exported.code, exported.stderr).toBe(0);
+    const text = await readFile(join(p.root, 'acme-export.yaml'), 'utf8');
+    expect(text).toContain('upstream: http://127.0.0.1:4181');
+    expect(text).toContain('cacheType: session_storage');
+    expect(text).toContain('name: staff');
+    const declared = (await loadExample(model)).tenants[0]!;
+    expect((await loadExample(join(p.root, 'acme-export.yaml'))).tenants[0]).toEqual(declared);
+    const plan = await cli(['plan', join(p.root, 'acme-export.yaml'), '--json']);
+    expect(plan.code, plan.stderr).toBe(0);
+    expect(JSON.parse(plan.stdout)).toMatchObject({ summary: { create: 0, update: 0, delete: 0 } });
+    expect(existsSync(join(p.root, 'cli-state.json'))).toBe(false);
+    await p.must(['preview', '--expect-no-changes']);
+  });
+
+  it('idforge apply of a change under another manager is refused, naming the stack; nothing is taken over', async () => {
+    // The export names the stack's server (its port); the model file names the default one.
+    const changed = (await readFile(join(p.root, 'acme-export.yaml'), 'utf8')).replace('displayName: Acme Portal', 'displayName: Portal by apply');
+    expect(changed).toContain('Portal by apply');
+    await writeFile(join(p.root, 'other.yaml'), changed);
+    const r = await cli(['apply', join(p.root, 'other.yaml'), '--manager', 'other']);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("application 'portal' is managed by the Pulumi stack idforge/test; idforge apply (manager 'other') would change displayName");
+    expect(await admin.find('getApplication', { tenant: 'acme', application: 'portal' })).toMatchObject({ displayName: 'Acme Portal', manager: 'pulumi:idforge/test' });
     await p.must(['preview', '--expect-no-changes']);
   });
 

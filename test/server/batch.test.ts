@@ -86,8 +86,8 @@ describe('tenant batch', () => {
     ];
     const update = await post('shop1', changed);
     expect(update.body.results.filter((x: BatchEntryResult) => x.outcome !== 'unchanged')).toEqual([
-      { kind: 'user', user: 'u-ann', outcome: 'updated', changes: ['displayName'], managedBy: 'idforge' },
-      { kind: 'user', user: 'u-ben', outcome: 'updated', changes: ['password'], managedBy: 'idforge' },
+      { kind: 'user', user: 'u-ann', outcome: 'updated', changes: ['displayName'], managedBy: 'idforge', manager: 'apply:default' },
+      { kind: 'user', user: 'u-ben', outcome: 'updated', changes: ['password'], managedBy: 'idforge', manager: 'apply:default' },
     ]);
     expect((await admin.call('GET', routePath('getUser', { tenant: 'shop1', userId: 'u-ben' }))).body.hasPassword).toBe(true);
   });
@@ -193,7 +193,7 @@ describe('tenant batch', () => {
       .toEqual(['unchanged assignment spa/u1', 'unchanged user nobody', 'unchanged application api']);
   });
 
-  it('prune deletes what the named owner manages and the batch leaves out, children first; objects of other owners stay', async () => {
+  it('prune deletes what the named managers keep and the batch leaves out, children first; objects of other managers stay', async () => {
     const t = 'prune';
     expect((await post(t, shop(t))).status).toBe(200);
     await admin.put(routePath('getUser', { tenant: t, userId: 'u-hand' }), { email: 'hand@prune.test' });
@@ -202,21 +202,24 @@ describe('tenant batch', () => {
     kept.users = kept.users!.filter((u) => u.id === 'u-ann');
     kept.assignments = [{ application: 'dash', users: ['u-ann'], body: { managedBy: 'idforge' } }];
     kept.applications = kept.applications!.filter((a) => a.name !== 'web');
-    const r = await post(t, { ...kept, prune: { managedBy: 'idforge' } }, true);
+    const r = await post(t, { ...kept, prune: { managers: ['apply:default'] } }, true);
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body.before).toEqual({ users: 3, assignments: 4 });
     expect(outcomes(r.body.results.filter((x: BatchEntryResult) => x.outcome !== 'unchanged'))).toEqual([
       'deleted assignment dash/u-ben', 'deleted assignment web/u-ann', 'deleted user u-ben', 'deleted application web',
     ]);
-    // Deletions name the owner the object had; a list of owners prunes each of them.
-    expect(r.body.results.find((x: BatchEntryResult) => x.kind === 'user' && x.outcome === 'deleted')).toMatchObject({ user: 'u-ben', managedBy: 'idforge' });
+    // Deletions name the manager the object had; a list of managers prunes each of them.
+    expect(r.body.results.find((x: BatchEntryResult) => x.kind === 'user' && x.outcome === 'deleted')).toMatchObject({ user: 'u-ben', managedBy: 'idforge', manager: 'apply:default' });
     await admin.put(routePath('getUser', { tenant: t, userId: 'u-cons' }), { email: 'cons@prune.test', managedBy: 'console' });
-    const both = await post(t, { ...kept, prune: { managedBy: ['idforge', 'console'] } }, true);
+    // Another manager's objects are never pruned by this one.
+    await admin.put(routePath('getUser', { tenant: t, userId: 'u-stack' }), { email: 'stack@prune.test', manager: 'pulumi:shop/dev' });
+    const both = await post(t, { ...kept, prune: { managers: ['apply:default', 'console'] } }, true);
     expect(both.body.results.filter((x: BatchEntryResult) => x.kind === 'user' && x.outcome === 'deleted')).toEqual([
-      { kind: 'user', user: 'u-ben', outcome: 'deleted', managedBy: 'idforge' },
-      { kind: 'user', user: 'u-cons', outcome: 'deleted', managedBy: 'console' },
+      { kind: 'user', user: 'u-ben', outcome: 'deleted', managedBy: 'idforge', manager: 'apply:default' },
+      { kind: 'user', user: 'u-cons', outcome: 'deleted', managedBy: 'console', manager: 'console' },
     ]);
-    expect((await post(t, { ...kept, prune: { managedBy: 'idforge' } })).status).toBe(200);
+    expect((await post(t, { ...kept, prune: { managers: ['apply:default'] } })).status).toBe(200);
+    expect((await admin.call('GET', routePath('getUser', { tenant: t, userId: 'u-stack' }))).status).toBe(200);
     expect((await admin.call('GET', routePath('getUser', { tenant: t, userId: 'u-ben' }))).status).toBe(404);
     expect((await admin.call('GET', routePath('getUser', { tenant: t, userId: 'u-cons' }))).status).toBe(200);
     expect((await admin.call('GET', routePath('getApplication', { tenant: t, application: 'web' }))).status).toBe(404);

@@ -8,19 +8,25 @@
  */
 import { mapLimit } from '../../admin-client/index.ts';
 import { stepName } from '../../contract/index.ts';
+import { appKey } from '../../generators/index.ts';
+import { newClientSecret, saveClientSecrets } from '../_state.ts';
 import { EXIT, type Command } from '../../command/io.ts';
 import {
-  AdminApiError, BATCH_CONCURRENCY, CREDENTIAL_HELP, batchRefusal, changesFrom, formatGuard, formatPlan, planJson, preparePlan, progressLine, renameChanges,
+  AdminApiError, BATCH_CONCURRENCY, CREDENTIAL_HELP, MANAGER_HELP, MODEL_HELP, batchRefusal, changesFrom, formatGuard, formatPlan, planJson, preparePlan, progressLine, renameChanges,
 } from './plan.ts';
 
-const USAGE = 'usage: idforge apply <model file or directory>... (--data-dir <server data dir> | env IDFORGE_ADMIN_CLIENT_ID/SECRET) [--state <file>] [--json] [--allow-mass-delete] [--allow-delete-console]';
+const USAGE = 'usage: idforge apply <model file or directory>... [--overlay <environment overlay>] (--data-dir <server data dir> | env IDFORGE_ADMIN_CLIENT_ID/SECRET) [--manager <name>] [--force-conflicts] [--state <file>] [--json] [--allow-mass-delete] [--allow-delete-console]';
 const HELP = `${USAGE}
 
 Makes the server named in the model's 'server' section match the model: creates and updates
-what differs, deletes objects marked managedBy: idforge that the model no longer has.
+what differs, deletes what this manager keeps and the model no longer has.
 Deleting most of a tenant's users or assignments is refused without --allow-mass-delete.
 Objects made in the admin console are kept unless --allow-delete-console is given.
-Initial user passwords come from the environment variables the model names.
+A client apply creates gets a secret made here, kept in the state file (--state) before it is sent.
+
+${MANAGER_HELP}
+
+${MODEL_HELP}
 
 ${CREDENTIAL_HELP}
 `;
@@ -28,7 +34,7 @@ ${CREDENTIAL_HELP}
 export const run: Command = async (argv, io) => {
   const prepared = await preparePlan('apply', argv, io, USAGE, HELP);
   if ('exit' in prepared) return prepared.exit;
-  const { plan, client, values } = prepared;
+  const { plan, client, values, stateFile, movedSecrets } = prepared;
   // The guard is judged before the first write, so a refused apply changes nothing.
   if (plan.guard.length > 0 && !values.allowMassDelete) {
     if (values.json) io.stdout(`${JSON.stringify({ ok: false, applied: false, ...planJson(plan) }, null, 2)}\n`);
@@ -38,24 +44,41 @@ export const run: Command = async (argv, io) => {
     }
     return EXIT.invalid;
   }
+  // Clients this apply creates get a secret made here and kept in the state file before anything is
+  // sent (compile writes it into their configurations); an existing client keeps the server's.
+  const made: { key: string; clientSecret: string }[] = [];
+  const tenants = plan.tenants.map((t) => {
+    const created = new Set(t.judged.results.filter((r) => r.kind === 'application' && r.outcome === 'created').map((r) => r.application));
+    const applications = (t.batch.applications ?? []).map((a) => {
+      if (!created.has(a.name) || (a.body.kind !== 'web' && a.body.kind !== 'proxy') || a.body.clientSecret !== undefined) return a;
+      const clientSecret = newClientSecret();
+      made.push({ key: appKey(t.tenant, a.name), clientSecret });
+      return { ...a, body: { ...a.body, clientSecret } };
+    });
+    return { ...t, batch: { ...t.batch, applications } };
+  });
+  await saveClientSecrets(stateFile, [...movedSecrets, ...made]);
   const secrets: { name: string; clientSecret: string }[] = [];
   let result;
   try {
     // Only tenants whose dry run found something to do are sent; the server writes what differs.
-    const idle = (t: (typeof plan.tenants)[number]) => t.renameFrom === undefined && t.judged.results.every((r) => r.outcome === 'unchanged');
-    const toSend = plan.tenants.filter((t) => !idle(t)).length;
+    const idle = (t: (typeof plan.tenants)[number]) => t.renameFrom === undefined && (t.appRenames ?? []).length === 0 && t.judged.results.every((r) => r.outcome === 'unchanged');
+    const toSend = tenants.filter((t) => !idle(t)).length;
     const progress = progressLine(io, values.json, 'applying');
     let sent = 0;
-    const applied = await mapLimit(plan.tenants, BATCH_CONCURRENCY, async (t) => {
+    const applied = await mapLimit(tenants, BATCH_CONCURRENCY, async (t) => {
       if (idle(t)) return { tenant: t.tenant, judged: t.judged };
       // A declared rename first: the batch then judges the moved tenant under its new name.
       if (t.renameFrom !== undefined) await client.call('renameTenant', { tenant: t.renameFrom }, { body: { to: t.tenant } });
+      // Declared application renames next: each moves with its client id, secret, assignments and tokens.
+      for (const r of t.appRenames ?? []) await client.call('renameApplication', { tenant: t.tenant, application: r.from }, { body: { to: r.to } });
       const r = await client.batch(t.tenant, t.batch);
       progress.update(++sent, toSend);
       if (r.refused) throw batchRefusal(t.tenant, t.batch, r.results);
       for (const x of r.results) {
         if (typeof x.clientSecret === 'string') secrets.push({ name: stepName({ kind: 'application', tenant: t.tenant, application: x.application! }), clientSecret: x.clientSecret });
       }
+
       return { tenant: t.tenant, judged: r };
     });
     // A delete of what is already gone succeeds: the desired state holds.
@@ -75,6 +98,7 @@ export const run: Command = async (argv, io) => {
     return EXIT.ok;
   }
   io.stdout(formatPlan(result, io.color).replace(/^Plan: /m, 'Applied: ').replace(/ to create, /, ' created, ').replace(/ to change, /, ' changed, ').replace(/ to delete, /, ' deleted, '));
+  if (made.length > 0) io.stdout(`  ${made.length} new client secret${made.length === 1 ? '' : 's'} kept in ${stateFile} (idforge compile writes them into the client configurations)\n`);
   for (const x of secrets) io.stdout(`  client secret made by the server for ${x.name}: ${x.clientSecret} (shown once)\n`);
   return EXIT.ok;
 };

@@ -15,7 +15,7 @@
 import { resolve } from 'node:path';
 import { AdminApiError, AdminClient, mapLimit, readAdminCredentials, endpointFromCredentials } from '../../admin-client/index.ts';
 import {
-  MANAGED_BY, SYSTEM_TENANT, adminBaseUrl, endpointUrl, refOf, stepName, tenantBatches,
+  DEFAULT_APPLY_MANAGER, MANAGER, SYSTEM_TENANT, adminBaseUrl, applyManager, counted, endpointUrl, managerOf, managerWords, refOf, stepName, tenantBatches,
   type AdminResourceKind, type BatchEntryResult, type PlanStep, type ResourceRef, type ServerAddress, type TenantBatchBody, type TenantBatchResult, type UnmanagedPolicy,
 } from '../../contract/index.ts';
 import { tenantRenames, type Model } from '../../schema/model.ts';
@@ -25,7 +25,7 @@ import { parseCommandArgs } from '../../command/args.ts';
 import { loadForCommand, reportProblems } from '../_model.ts';
 import { locateProblems } from '../../schema/index.ts';
 import { ownershipProblems } from './_ownership.ts';
-import { DEFAULT_STATE_FILE, StateFileError, resolvePasswords, resolveSecrets } from '../_state.ts';
+import { DEFAULT_STATE_FILE, StateFileError, readClientSecrets, resolvePasswords } from '../_state.ts';
 import { appliedDeletion, applyPrune, formatOutsideGit, outsideGitOf, planPrune, type OutsideGitObject } from '../_outside-git.ts';
 
 export { AdminApiError } from '../../admin-client/index.ts';
@@ -51,6 +51,8 @@ export interface GuardViolation {
 
 export interface RemotePlan {
   readonly server: string;
+  /** Who the plan writes as. */
+  readonly manager: string;
   /** What changes; objects that stay as they are are only counted (`unchanged`). */
   readonly changes: readonly PlannedChange[];
   readonly unchanged: number;
@@ -58,6 +60,12 @@ export interface RemotePlan {
   /** Objects made outside Git (the console's, or differing only in owner): see _outside-git.ts. */
   readonly outsideGit: readonly OutsideGitObject[];
 }
+
+/** How plan and apply read the model: the same words in both commands' --help. */
+export const MODEL_HELP = `--overlay <file> merges an environment's overlay over the model first (what a stack's
+idforge:overlay does; see src/schema/overlay.ts), e.g. --overlay stacks/staging.overlay.yaml.
+Initial user passwords come from the environment variables the model names; only a user that
+apply creates needs one, and plan and apply both refuse (exit 1) when such a password is missing.`;
 
 export const CREDENTIAL_HELP = `Admin credentials: --data-dir <server data dir> reads the bootstrap client the server wrote
 there (admin-credentials.json) and talks to the server that wrote it; otherwise set
@@ -102,6 +110,24 @@ export interface PlanOptions {
   readonly progress?: (done: number, total: number) => void;
   /** Tenant renames the model declares (previousName): new name → previous name. */
   readonly renames?: ReadonlyMap<string, string>;
+  /** Application renames the model declares, per tenant: new name → previous name. */
+  readonly appRenames?: ReadonlyMap<string, ReadonlyMap<string, string>>;
+  /** Who this plan writes as (src/contract/managers.ts): `apply:<name>`; default `apply:default`. */
+  readonly manager?: string;
+  /** Take over what other managers keep (--force-conflicts); otherwise such a change is refused, naming them. */
+  readonly force?: boolean;
+}
+
+/** Every entry of a tenant batch written as `manager`. */
+export function asManager(batch: TenantBatchBody, manager: string, force: boolean): TenantBatchBody {
+  return {
+    ...batch,
+    ...(batch.tenant === undefined ? {} : { tenant: { ...batch.tenant, manager } }),
+    applications: (batch.applications ?? []).map((a) => ({ ...a, body: { ...a.body, manager } })),
+    users: (batch.users ?? []).map((u) => ({ ...u, body: { ...u.body, manager } })),
+    assignments: (batch.assignments ?? []).map((g) => ({ ...g, body: { ...g.body, manager } })),
+    force,
+  };
 }
 
 /** One tenant of the model: the batch that makes the server match it, and the server's dry-run judgement of it. */
@@ -113,12 +139,38 @@ export interface TenantPlan {
   readonly judged: TenantBatchResult;
   /** The tenant's name on the server until apply renames it (a previousName not yet applied). */
   readonly renameFrom?: string;
+  /** Applications to rename first (a previousName not yet applied): the server moves each with its client id, secret, assignments and tokens. */
+  readonly appRenames?: readonly { readonly from: string; readonly to: string }[];
 }
 
-/** A pending tenant rename as the plan lists it: an update of the tenant, first of all changes. */
-export function renameChanges(tenants: readonly Pick<TenantPlan, 'tenant' | 'renameFrom'>[]): PlannedChange[] {
-  return tenants.flatMap((t) => (t.renameFrom === undefined ? [] : [change('update', tenantRef(t.tenant), [`renamed from '${t.renameFrom}'`])]));
+/** Pending tenant and application renames as the plan lists them: updates, first of all changes. */
+export function renameChanges(tenants: readonly Pick<TenantPlan, 'tenant' | 'renameFrom' | 'appRenames'>[]): PlannedChange[] {
+  return tenants.flatMap((t) => [
+    ...(t.renameFrom === undefined ? [] : [change('update', tenantRef(t.tenant), [`renamed from '${t.renameFrom}'`])]),
+    ...(t.appRenames ?? []).map((r) => change('update', { kind: 'application', tenant: t.tenant, application: r.to }, [`renamed from '${r.from}'`])),
+  ]);
 }
+
+/**
+ * The batch as the server sees it before apply's pending application renames: each renamed entry
+ * (and its assignments) under the name it still has there, so the dry run judges the object that
+ * will move instead of a new one beside it. Results come back under the new names.
+ */
+function beforeAppRenames(batch: TenantBatchBody, renames: readonly { from: string; to: string }[]): TenantBatchBody {
+  if (renames.length === 0) return batch;
+  const old = new Map(renames.map((r) => [r.to, r.from]));
+  const back = (name: string) => old.get(name) ?? name;
+  return {
+    ...batch,
+    applications: (batch.applications ?? []).map((a) => ({ ...a, name: back(a.name) })),
+    assignments: (batch.assignments ?? []).map((g) => ({ ...g, application: back(g.application) })),
+  };
+}
+const afterAppRenames = <J extends TenantBatchResult>(judged: J, renames: readonly { from: string; to: string }[]): J => {
+  if (renames.length === 0) return judged;
+  const now = new Map(renames.map((r) => [r.from, r.to]));
+  return { ...judged, results: judged.results.map((r) => (r.application !== undefined && now.has(r.application) ? { ...r, application: now.get(r.application)! } : r)) };
+};
 
 /** A batch entry's result as the object it names. */
 function refOfResult(tenant: string, r: BatchEntryResult): ResourceRef {
@@ -171,12 +223,14 @@ export async function planAgainst(
   client: AdminClient, steps: readonly PlanStep[], options: PlanOptions = {},
 ): Promise<RemotePlan & { readonly tenants: readonly TenantPlan[] }> {
   const allowDeleteConsole = options.allowDeleteConsole === true;
+  const manager = options.manager ?? applyManager();
+  const force = options.force === true;
   const policy = (tenant: string): UnmanagedPolicy => options.unmanaged?.get(tenant) ?? 'remove';
   // Only what changes is listed in the answers (unchanged objects are counted): a no-op plan of
   // 100,000 users is then a few bytes per tenant. The dry run prunes the console's objects and the
   // drift too, so the server names them (_outside-git.ts); apply prunes them only when allowed.
   const batches = [...tenantBatches(steps)].map(([tenant, batch]): [string, TenantBatchBody] =>
-    [tenant, { ...batch, prune: applyPrune(policy(tenant), allowDeleteConsole), report: 'changes' }]);
+    [tenant, { ...asManager(batch, manager, force), prune: applyPrune(policy(tenant), allowDeleteConsole, manager), report: 'changes' }]);
   const inModel = new Set(batches.map(([t]) => t));
   let judgedTenants = 0;
   const onServer = (await client.listAll('listTenants', {})) ?? [];
@@ -185,23 +239,31 @@ export async function planAgainst(
   // tenant is judged (its contents are what moves), and it is not a tenant to delete.
   const renameFrom = new Map([...(options.renames ?? [])].filter(([to, from]) => inModel.has(to) && names.has(from) && !names.has(to)));
   const renamed = new Set(renameFrom.values());
-  const going = onServer.filter((t) => !inModel.has(t.name) && !renamed.has(t.name) && t.managedBy === MANAGED_BY).map((t) => t.name);
+  // Only tenants this manager keeps go when the model leaves them out: another stack's or apply's stay.
+  const going = onServer.filter((t) => !inModel.has(t.name) && !renamed.has(t.name) && managerOf(t) === manager).map((t) => t.name);
   const tenants = await mapLimit(batches, BATCH_CONCURRENCY, async ([tenant, batch]): Promise<TenantPlan> => {
     const from = renameFrom.get(tenant);
-    const judged = await client.batch(from ?? tenant, { ...batch, prune: planPrune(policy(tenant)) }, { dryRun: true });
+    // Application renames the model declares and the server has not seen yet.
+    const declared = options.appRenames?.get(tenant) ?? new Map<string, string>();
+    let appRenames: { from: string; to: string }[] = [];
+    if (declared.size > 0) {
+      const live = new Set(((await client.listAll('listApplications', { tenant: from ?? tenant })) ?? []).map((a) => a.name));
+      appRenames = [...declared].filter(([to, was]) => live.has(was) && !live.has(to)).map(([to, was]) => ({ from: was, to }));
+    }
+    const judged = afterAppRenames(await client.batch(from ?? tenant, { ...beforeAppRenames(batch, appRenames), prune: planPrune(policy(tenant), manager) }, { dryRun: true }), appRenames);
     if (judged.refused) throw batchRefusal(tenant, batch, judged.results);
     options.progress?.(++judgedTenants, batches.length);
-    return { tenant, batch, judged, ...(from === undefined ? {} : { renameFrom: from }) };
+    return { tenant, batch, judged, ...(from === undefined ? {} : { renameFrom: from }), ...(appRenames.length === 0 ? {} : { appRenames }) };
   });
-  const shown = tenants.map((t) => ({ tenant: t.tenant, ...outsideGitOf(t.tenant, t.judged, policy(t.tenant), allowDeleteConsole, refOfResult) }));
+  const shown = tenants.map((t) => ({ tenant: t.tenant, ...outsideGitOf(t.tenant, t.judged, policy(t.tenant), allowDeleteConsole, refOfResult, manager) }));
   // What a deleted tenant holds goes with it; the guard counts it. An empty batch's dry run says how much.
   const goingCounts = await mapLimit(going, BATCH_CONCURRENCY, async (tenant) => (await client.batch(tenant, {}, { dryRun: true })).before);
 
   const { changes: found, unchanged, guard } = changesFrom(shown, going.map((tenant, i) => ({ tenant, before: goingCounts[i]! })));
   const changes = [...renameChanges(tenants), ...found];
   // Apply sends a tenant when its dry run, as sent, has anything to do.
-  const sent = tenants.map((t) => ({ ...t, judged: { ...t.judged, results: t.judged.results.filter((r) => appliedDeletion(r, policy(t.tenant), allowDeleteConsole)) } }));
-  return { server: await client.server(), changes, unchanged, guard, outsideGit: shown.flatMap((t) => t.listed), tenants: sent };
+  const sent = tenants.map((t) => ({ ...t, judged: { ...t.judged, results: t.judged.results.filter((r) => appliedDeletion(r, policy(t.tenant), allowDeleteConsole, manager)) } }));
+  return { server: await client.server(), manager, changes, unchanged, guard, outsideGit: shown.flatMap((t) => t.listed), tenants: sent };
 }
 
 /**
@@ -224,7 +286,9 @@ export function changesFrom(
     for (const r of judged.results) {
       if (r.outcome === 'unchanged') continue;
       const op = OP[r.outcome as keyof typeof OP];
-      const c = change(op, refOfResult(tenant, r), r.outcome === 'updated' ? (r.changes ?? []) : []);
+      // A takeover says whose the object was (plan and preview show it explicitly).
+      const fields = r.outcome === 'updated' ? (r.changes ?? []).map((f) => (f === 'manager' ? (r.manager === undefined ? 'adopted' : `taken over from ${managerWords(r.manager)}`) : f)) : [];
+      const c = change(op, refOfResult(tenant, r), fields);
       if (op !== 'delete') puts.push(c);
       else {
         deletions[r.kind === 'assignment' ? 0 : r.kind === 'user' ? 1 : 2]!.push(c);
@@ -278,7 +342,7 @@ export function formatPlan(plan: RemotePlan, color: boolean): string {
 }
 
 export function formatGuard(guard: readonly GuardViolation[]): string {
-  return guard.map((g) => `refusing to delete ${g.deleting} of ${g.existing} ${g.kind}s of tenant '${g.tenant}' (most of them); ` +
+  return guard.map((g) => `refusing to delete ${g.deleting} of ${counted(g.existing, g.kind)} of tenant '${g.tenant}' (most of them); ` +
     'if that is intended, run again with --allow-mass-delete\n').join('');
 }
 
@@ -288,12 +352,20 @@ export const PLAN_OPTIONS = {
   json: { type: 'boolean' },
   'allow-mass-delete': { type: 'boolean' },
   'allow-delete-console': { type: 'boolean' },
+  overlay: { type: 'string' },
+  manager: { type: 'string' },
+  'force-conflicts': { type: 'boolean' },
 } as const;
 
 /** Shared by plan and apply: load, resolve secrets, compile, connect, dry-run. */
 export async function preparePlan(
   command: 'plan' | 'apply', argv: readonly string[], io: CliIo, usage: string, help: string,
-): Promise<{ exit: number } | { plan: RemotePlan & { readonly tenants: readonly TenantPlan[] }; client: AdminClient; values: { json: boolean; allowMassDelete: boolean } }> {
+): Promise<{ exit: number } | {
+  plan: RemotePlan & { readonly tenants: readonly TenantPlan[] }; client: AdminClient; stateFile: string;
+  /** Client secrets found under a renamed tenant's or application's old key: apply keeps them under the new one. */
+  movedSecrets: readonly { key: string; clientSecret: string }[];
+  values: { json: boolean; allowMassDelete: boolean };
+}> {
   const { values, positionals } = parseCommandArgs(argv, PLAN_OPTIONS, usage);
   if (values.help) {
     io.stdout(help);
@@ -301,20 +373,18 @@ export async function preparePlan(
   }
   if (positionals.length === 0) throw new UsageError(`no model given\n${usage}`);
   const json = values.json === true;
-  const model: Model | undefined = await loadForCommand(io, positionals.map((p) => resolve(io.cwd, p)), json);
+  const managerName = values.manager ?? DEFAULT_APPLY_MANAGER;
+  if (!MANAGER.test(applyManager(managerName))) throw new UsageError(`--manager '${managerName}' must be 1 to 64 characters of A-Z, a-z, 0-9, '.', '_' or '-'\n${usage}`);
+  const paths = positionals.map((p) => resolve(io.cwd, p));
+  const overlay = values.overlay === undefined ? undefined : resolve(io.cwd, values.overlay);
+  const model: Model | undefined = await loadForCommand(io, paths, json, overlay);
   if (model === undefined) return { exit: EXIT.invalid };
-  const { passwords, problems } = resolvePasswords(model, io.env);
-  if (problems.length > 0) {
-    if (command === 'apply') {
-      reportProblems(io, problems, json);
-      return { exit: EXIT.invalid };
-    }
-    // A plan without passwords is still a true plan: the initial password only matters on create.
-    if (!json) for (const p of problems) io.stderr(`warning: ${p.message}\n`);
-  }
+  const { passwords, unresolved } = resolvePasswords(model, io.env);
   let secrets;
+  let movedSecrets;
+  const stateFile = resolve(io.cwd, values.state ?? io.env.IDFORGE_STATE ?? DEFAULT_STATE_FILE);
   try {
-    secrets = await resolveSecrets(model, resolve(io.cwd, values.state ?? io.env.IDFORGE_STATE ?? DEFAULT_STATE_FILE));
+    ({ secrets, moved: movedSecrets } = await readClientSecrets(model, stateFile));
   } catch (err) {
     if (err instanceof StateFileError) {
       io.stderr(`idforge ${command}: ${err.message}\n`);
@@ -331,10 +401,24 @@ export async function preparePlan(
       allowDeleteConsole: values['allow-delete-console'] === true,
       unmanaged: new Map(model.tenants.map((t) => [t.name, t.unmanaged])),
       renames: tenantRenames(model),
+      appRenames: new Map(model.tenants.map((t) => [t.name, new Map(t.applications.flatMap((a) => (a.previousName === undefined ? [] : [[a.name, a.previousName] as const])))])),
       progress: progress.update,
+      manager: applyManager(managerName),
+      force: values['force-conflicts'] === true,
     });
     progress.done();
-    return { plan, client, values: { json, allowMassDelete: values['allow-mass-delete'] === true } };
+    // An initial password matters only to a user this run creates (as on the Pulumi path, TenantUsers'
+    // check): plan and apply refuse the same users, in the same words, before anything is written.
+    const needed = plan.changes.flatMap((c) => {
+      const p = c.op === 'create' && c.kind === 'user' ? unresolved.get(c.name) : undefined;
+      return p === undefined ? [] : [{ ...p, message: `${p.message} (${c.name} is new on the server and is created with it)` }];
+    });
+    if (needed.length > 0) {
+      // An overlay's paths are the merged model's, which no file holds: those stay unlocated.
+      reportProblems(io, overlay === undefined ? await locateProblems(paths, needed) : needed, json);
+      return { exit: EXIT.invalid };
+    }
+    return { plan, client, stateFile, movedSecrets, values: { json, allowMassDelete: values['allow-mass-delete'] === true } };
   } catch (err) {
     // Users another door manages (SCIM, the console) are the model's mistake: shown at their place in it.
     const owned = err instanceof BatchRefused ? ownershipProblems(model, err.tenant, err.results) : [];
@@ -383,19 +467,29 @@ export function planJson(plan: RemotePlan) {
   };
 }
 
-const USAGE = 'usage: idforge plan <model file or directory>... (--data-dir <server data dir> | env IDFORGE_ADMIN_CLIENT_ID/SECRET) [--state <file>] [--json] [--allow-mass-delete] [--allow-delete-console]';
+const USAGE = 'usage: idforge plan <model file or directory>... [--overlay <environment overlay>] (--data-dir <server data dir> | env IDFORGE_ADMIN_CLIENT_ID/SECRET) [--manager <name>] [--force-conflicts] [--state <file>] [--json] [--allow-mass-delete] [--allow-delete-console]';
+export const MANAGER_HELP = `--manager <name>   who this apply is (default 'default'): objects it makes are managed by
+                   apply:<name>, and only those are deleted when the model drops them. A change
+                   to an object another manager keeps (a Pulumi stack, another --manager, the
+                   console, SCIM) is refused, naming it; objects declared exactly as they are stay
+                   theirs.
+--force-conflicts  take such objects over instead (shown as "taken over from ...").`;
 const HELP = `${USAGE}
 
 Compares the model with the live server named in its 'server' section and prints what
-'idforge apply' would create (+), change (~) and delete (-). Changes nothing.
-Only objects marked managedBy: idforge are ever deleted; deleting most of a tenant's users or
+'idforge apply' would create (+), change (~) and delete (-). Changes nothing, and writes no file.
+Only objects this manager keeps are ever deleted; deleting most of a tenant's users or
 assignments is refused without --allow-mass-delete (plan exits 1 when apply would refuse).
-Objects made in the admin console (managedBy: console) are listed under "Made outside Git": kept
-when the model does not declare them, deleted only with --allow-delete-console; those the model
-declares are marked managed in Git by apply. Objects made by hand (through the admin API) in a
-tenant of the model are drift, listed there too: deleted under the tenant's 'unmanaged: remove'
-(the default), kept under 'report', not looked for under 'keep'. What SCIM made is never touched.
+Objects made in the admin console are listed under "Made outside Git": kept when the model does
+not declare them, deleted only with --allow-delete-console. Objects made by hand (through the
+admin API) in a tenant of the model are drift, listed there too: deleted under the tenant's
+'unmanaged: remove' (the default), kept under 'report', not looked for under 'keep'; declared by
+the model, apply adopts them. What SCIM made is never touched.
 On a terminal, progress is shown per tenant on stderr.
+
+${MANAGER_HELP}
+
+${MODEL_HELP}
 
 ${CREDENTIAL_HELP}
 `;
@@ -408,7 +502,7 @@ export const run: Command = async (argv, io) => {
   if (values.json) {
     io.stdout(`${JSON.stringify({ ok: !refused, ...planJson(plan) }, null, 2)}\n`);
   } else {
-    io.stdout(formatPlan(plan, io.color) + formatOutsideGit(plan.outsideGit));
+    io.stdout(formatPlan(plan, io.color) + formatOutsideGit(plan.outsideGit, plan.manager));
     if (refused) io.stderr(formatGuard(plan.guard));
   }
   return refused ? EXIT.invalid : EXIT.ok;

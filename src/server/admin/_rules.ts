@@ -6,8 +6,9 @@
  * the two doors cannot disagree. Lookups are synchronous: the caller fetched what they read.
  */
 import {
-  BUILTIN_SCOPES, RESERVED_TENANTS, tenantNameProblem, changedFields, checkRequestedScopes, formatPath, mayChange, ownedElsewhere,
-  type ApplicationBody, type AssignmentBody, type Outcome, type TenantBody, type UserBody,
+  BUILTIN_SCOPES, MANAGER_FIELDS, RESERVED_TENANTS, tenantNameProblem, bodyChanges, checkRequestedScopes, formatPath, managerConflict, managerOf, mayChange,
+  ownedElsewhere, withManager,
+  type ApplicationBody, type AssignmentBody, type ManagedKind, type Outcome, type TenantBody, type UserBody,
 } from '../../contract/index.ts';
 import { timingSafeEqual } from 'node:crypto';
 import type { MasterKey } from '../_crypto.ts';
@@ -18,6 +19,29 @@ import type { ApplicationRecord, AssignmentRecord, TenantRecord, UserRecord } fr
 const outcomeOf = (before: unknown, changes: readonly string[]): Outcome =>
   before === undefined ? 'created' : changes.length === 0 ? 'unchanged' : 'updated';
 
+/**
+ * The named-manager rule (src/contract/managers.ts) on one write: the body to store, with the
+ * manager it keeps, and the changed fields (`manager` among them for an adoption or a takeover), or
+ * a 409 naming the owner and the fields. Writing what the object already is takes nothing; an
+ * object without a manager is adopted by the one that writes it; another manager's object changes
+ * only when forced. Every kind of object, at every door, through this one function.
+ */
+export function judgeManaged<B extends object>(
+  kind: ManagedKind, name: string, body: B, before: B | undefined, force: boolean,
+): { stored: B; changes: string[]; foreign?: string } {
+  const writer = managerOf(body as never);
+  if (before === undefined) return { stored: withManager(body as never, writer) as B, changes: bodyChanges(undefined, body) };
+  const owner = managerOf(before as never);
+  const all = bodyChanges(before, body).filter((f) => !MANAGER_FIELDS.has(f));
+  // Recording the entry a model declares (lastApplied) is bookkeeping, not a change of the object.
+  const content = all.filter((f) => f !== 'lastApplied');
+  const conflict = managerConflict(kind, name, owner, writer, content, force);
+  if (conflict !== undefined) throw errors.conflict(conflict, 'manager');
+  const manager = owner === writer || owner === undefined || force ? writer : owner;
+  // Another manager's object that the write would leave as it is: nothing is written, it stays theirs.
+  if (manager !== writer) return { stored: before, changes: [], foreign: owner };
+  return { stored: withManager(body as never, manager) as B, changes: manager === owner ? all : [...all, 'manager'] };
+}
 /** A rule's problems as the one 400 the admin API answers: the first in `message`, all in `problems`. */
 export function refusal(problems: readonly { code: string; path: readonly (string | number)[]; message: string }[]): ServerError {
   const list = problems.map((p) => ({ path: formatPath(p.path), message: p.message, code: p.code }));
@@ -33,12 +57,12 @@ export function judgeNewTenantName(name: string, path: string): void {
   if (bad !== undefined) throw refusal([{ code: bad.code, path: [path], message: bad.message }]);
 }
 
-export function judgeTenant(name: string, body: TenantBody, before: TenantRecord | undefined): { outcome: Outcome; changes: string[] } {
+export function judgeTenant(name: string, body: TenantBody, before: TenantRecord | undefined, force = false): { outcome: Outcome; changes: string[]; stored: TenantBody; foreign?: string } {
   // Scope definitions and the login policy were checked with the body (the contract's TenantBody).
   if (RESERVED_TENANTS.includes(name)) throw reserved(name);
   if (before === undefined) judgeNewTenantName(name, 'name');
-  const changes = changedFields(before?.body, body);
-  return { outcome: outcomeOf(before, changes), changes };
+  const { stored, changes, foreign } = judgeManaged('tenant', name, body, before?.body, force);
+  return { outcome: outcomeOf(before, changes), changes, stored, ...(foreign === undefined ? {} : { foreign }) };
 }
 
 /** What the application rules read besides the application itself. */
@@ -117,14 +141,25 @@ export interface ApplicationDecision {
   readonly secretHash: string | null;
   /** Made by the server: answered once, never stored in the clear. */
   readonly clientSecret: string | undefined;
+  /** The manager that keeps the object, when another one's write left it as it was. */
+  readonly foreign?: string;
 }
 
 export function judgeApplication(
-  tenant: TenantRecord, name: string, body: ApplicationBody, before: ApplicationRecord | undefined, lookup: ApplicationLookup, master: MasterKey,
+  tenant: TenantRecord, name: string, body: ApplicationBody, before: ApplicationRecord | undefined, lookup: ApplicationLookup, master: MasterKey, force = false,
 ): ApplicationDecision {
   checkApplication(tenant, name, body, lookup);
   if (before?.body.kind === 'api' && (body.kind !== 'api' || body.identifier !== before.body.identifier)) {
     refuseIfAudience(before, lookup, 'change the identifier of');
+  }
+  // A client id is fixed when the application is made: a new name (a rename) never recomputes it.
+  const fixedId = before !== undefined && before.body.kind !== 'api' && before.body.kind !== 'service' ? before.body.clientId : undefined;
+  if (fixedId !== undefined && body.kind !== 'api' && body.clientId !== fixedId) {
+    throw errors.conflict(
+      `application '${name}' has the client id '${fixedId}', fixed when it was made (its clients and tokens use it); ` +
+        `declare clientId: ${fixedId} in the model (a renamed application keeps its client id), or delete the application and make it again`,
+      'clientId',
+    );
   }
   let stored: VisibleApplicationRecord['body'];
   let secretHash: string | null = null;
@@ -148,9 +183,15 @@ export function judgeApplication(
   } else {
     stored = body;
   }
-  const changes = changedFields(before?.body, stored);
-  if (secretChanged && before !== undefined) changes.push('clientSecret');
-  return { outcome: outcomeOf(before, changes), changes, stored, secretHash, clientSecret };
+  const managed = judgeManaged('application', name, stored, before?.body as typeof stored | undefined, force);
+  const changes = managed.changes;
+  if (secretChanged && before !== undefined) {
+    // A new secret is a change too: another manager's client keeps its secret unless forced.
+    const conflict = managerConflict('application', name, managerOf(before.body as typeof stored), managerOf(stored), ['clientSecret'], force);
+    if (conflict !== undefined) throw errors.conflict(conflict, 'manager');
+    changes.push('clientSecret');
+  }
+  return { outcome: outcomeOf(before, changes), changes, stored: managed.stored, secretHash, clientSecret, ...(managed.foreign === undefined ? {} : { foreign: managed.foreign }) };
 }
 
 /** An application the admin API shows: every kind but the internal `service` (the bootstrap client). */
@@ -178,23 +219,30 @@ export interface UserDecision {
   readonly setsPassword: boolean;
   /** A scope was lost or the account disabled: grants and tokens end with this write. */
   readonly revokeArtifacts: boolean;
+  /** The manager that keeps the user, when another one's write left it as it was. */
+  readonly foreign?: string;
 }
 
 /** `emailOwner`: the user the tenant finds by this email (the lowest id when several share it). */
-export function judgeUser(id: string, body: UserBody, before: UserRecord | undefined, emailOwner: UserRecord | undefined): UserDecision {
-  const { initialPassword, ...stored } = body;
-  // One owner per object: what SCIM or the console manages, nobody else changes (a model naming it, too).
-  if (before !== undefined && !mayChange(before.body.managedBy, stored.managedBy)) throw errors.conflict(ownedElsewhere('user', id, before.body.managedBy, stored.managedBy), 'managedBy');
-  if (emailOwner !== undefined && emailOwner.id !== id) throw errors.conflict(`email '${stored.email}' belongs to another user of this tenant`, 'email');
-  const changes = changedFields(before?.body, stored);
+export function judgeUser(id: string, body: UserBody, before: UserRecord | undefined, emailOwner: UserRecord | undefined, force = false): UserDecision {
+  const { initialPassword, ...given } = body;
+  // One owner per object: what SCIM manages, nobody else changes (a model naming it, too; not even forced).
+  if (before !== undefined && !mayChange(before.body.managedBy, given.managedBy) && (before.body.managedBy === 'scim' || given.managedBy === 'scim' || !force)) {
+    throw errors.conflict(ownedElsewhere('user', id, before.body.managedBy, given.managedBy), 'managedBy');
+  }
+  if (emailOwner !== undefined && emailOwner.id !== id) throw errors.conflict(`email '${given.email}' belongs to another user of this tenant`, 'email');
+  const { stored, changes, foreign } = judgeManaged('user', id, given, before?.body, force);
   // The initial password only counts when there is no password yet, so re-applying is a no-op.
   const setsPassword = initialPassword !== undefined && (before?.passwordHash ?? null) === null;
+  if (setsPassword && foreign !== undefined) {
+    throw errors.conflict(managerConflict('user', id, foreign, managerOf(given), ['password'], force)!, 'manager');
+  }
   if (setsPassword && before !== undefined) changes.push('password');
   // Losing a scope or being disabled must not survive in existing grants and refresh tokens; both
   // are written in one transaction, so a failure leaves the user as before and a retry revokes.
   const lostScope = before !== undefined && before.body.scopes.some((s) => !stored.scopes.includes(s));
   const revokeArtifacts = lostScope || (stored.disabled && before?.body.disabled !== true);
-  return { outcome: outcomeOf(before, changes), changes, stored, setsPassword, revokeArtifacts };
+  return { outcome: outcomeOf(before, changes), changes, stored, setsPassword, revokeArtifacts, ...(foreign === undefined ? {} : { foreign }) };
 }
 
 /** The client application users are assigned to. */
@@ -211,10 +259,10 @@ export function requireUser(tenant: string, id: string, user: UserRecord | undef
 
 export function judgeAssignment(
   tenant: string, application: string, userId: string, body: AssignmentBody,
-  app: ApplicationRecord | undefined, user: UserRecord | undefined, before: AssignmentRecord | undefined,
-): { outcome: Outcome; changes: string[] } {
+  app: ApplicationRecord | undefined, user: UserRecord | undefined, before: AssignmentRecord | undefined, force = false,
+): { outcome: Outcome; changes: string[]; stored: AssignmentBody; foreign?: string } {
   requireClientApplication(tenant, application, app);
   requireUser(tenant, userId, user);
-  const changes = changedFields(before?.body, body);
-  return { outcome: outcomeOf(before, changes), changes };
+  const { stored, changes, foreign } = judgeManaged('assignment', `${application}/${userId}`, body, before?.body, force);
+  return { outcome: outcomeOf(before, changes), changes, stored, ...(foreign === undefined ? {} : { foreign }) };
 }

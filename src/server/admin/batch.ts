@@ -10,7 +10,7 @@
  * which the batch is judged again; a refused entry stops the batch before any hashing. A dry run
  * judges a snapshot of the contents and writes nothing.
  */
-import { type BatchEntryResult, type ParsedTenantBatch, type TenantBatchResult, RESERVED_TENANTS, removableDrift } from '../../contract/index.ts';
+import { type BatchEntryResult, type ParsedTenantBatch, type TenantBatchResult, RESERVED_TENANTS, managerOf } from '../../contract/index.ts';
 import type { ServerContext } from '../_context.ts';
 import { ServerError, errors } from '../errors.ts';
 import { newTenantKeys } from '../keys.ts';
@@ -193,6 +193,8 @@ function index<K, V>(map: Map<K, Set<V>>, key: K): Set<V> {
 function judge(ctx: ServerContext, tenant: string, batch: ParsedTenantBatch, contents: TenantContents, prepared: Prepared): Judgement {
   const state = new TenantState(contents);
   const now = Math.floor(Date.now() / 1000);
+  // Another manager's objects change only when the batch says so (idforge apply --force-conflicts, Pulumi's idforge:adopt).
+  const force = batch.force;
   const results: BatchEntryResult[] = [];
   const needs = { keys: false, passwords: [] as string[] };
   const changes = {
@@ -213,10 +215,13 @@ function judge(ctx: ServerContext, tenant: string, batch: ParsedTenantBatch, con
     }
   };
   const updated = (outcome: string, fields: string[]) => (outcome === 'updated' ? { changes: fields } : {});
-  /** The owner the stored object had, answered with updated and deleted entries. */
+  /** An entry left as it was because another manager keeps it: said, so a plan can tell. */
+  const keptBy = (d: { readonly foreign?: string }) => (d.foreign === undefined ? {} : { manager: d.foreign });
+  /** The owner the stored object had (its door and its manager), answered with updated and deleted entries. */
   const ownedBy = (before: { readonly body: object } | undefined) => {
     const owner = before !== undefined && 'managedBy' in before.body ? before.body.managedBy : undefined;
-    return typeof owner === 'string' ? { managedBy: owner } : {};
+    const manager = before === undefined ? undefined : managerOf(before.body);
+    return { ...(typeof owner === 'string' ? { managedBy: owner } : {}), ...(manager === undefined ? {} : { manager }) };
   };
 
   // The tenant.
@@ -224,17 +229,17 @@ function judge(ctx: ServerContext, tenant: string, batch: ParsedTenantBatch, con
     const body = batch.tenant;
     entry({ kind: 'tenant' }, () => {
       const before = state.tenant;
-      const d = judgeTenant(tenant, body, before);
+      const d = judgeTenant(tenant, body, before, force);
       if (d.outcome !== 'unchanged') {
         let initialKeys: readonly KeyRecord[] | undefined;
         if (before === undefined && !prepared.dry) {
           initialKeys = prepared.keys;
           if (initialKeys === undefined) needs.keys = true;
         }
-        changes.tenant = { body, ...(initialKeys === undefined ? {} : { initialKeys }) };
-        state.tenant = { name: tenant, body, createdAt: before?.createdAt ?? now, updatedAt: now };
+        changes.tenant = { body: d.stored, ...(initialKeys === undefined ? {} : { initialKeys }) };
+        state.tenant = { name: tenant, body: d.stored, createdAt: before?.createdAt ?? now, updatedAt: now };
       }
-      return { outcome: d.outcome, ...updated(d.outcome, d.changes), ...(d.outcome === 'updated' ? ownedBy(before) : {}) };
+      return { outcome: d.outcome, ...updated(d.outcome, d.changes), ...(d.outcome === 'updated' ? ownedBy(before) : keptBy(d)) };
     });
   }
   const t = state.tenant;
@@ -249,13 +254,13 @@ function judge(ctx: ServerContext, tenant: string, batch: ParsedTenantBatch, con
   for (const { name, body } of apps) {
     entry({ kind: 'application', application: name }, () => {
       const before = state.apps.get(name);
-      const d = judgeApplication(state.tenant!, name, body, before, state, ctx.master);
+      const d = judgeApplication(state.tenant!, name, body, before, state, ctx.master, force);
       if (d.outcome !== 'unchanged') {
         state.apps.set(name, { tenant, name, body: d.stored, secretHash: d.secretHash, createdAt: before?.createdAt ?? now, updatedAt: now });
         changes.applications.push({ name, body: d.stored, secretHash: d.secretHash });
       }
       return {
-        outcome: d.outcome, ...updated(d.outcome, d.changes), ...(d.outcome === 'updated' ? ownedBy(before) : {}),
+        outcome: d.outcome, ...updated(d.outcome, d.changes), ...(d.outcome === 'updated' ? ownedBy(before) : keptBy(d)),
         ...(d.clientSecret === undefined || prepared.dry ? {} : { clientSecret: d.clientSecret }),
       };
     });
@@ -265,7 +270,7 @@ function judge(ctx: ServerContext, tenant: string, batch: ParsedTenantBatch, con
   for (const { id, body } of batch.users) {
     entry({ kind: 'user', user: id }, () => {
       const before = state.users.get(id);
-      const d = judgeUser(id, body, before, state.emailOwner(body.email));
+      const d = judgeUser(id, body, before, state.emailOwner(body.email), force);
       let hash: string | null = null;
       if (d.setsPassword && !prepared.dry) {
         hash = prepared.hashes.get(id) ?? null;
@@ -278,7 +283,7 @@ function judge(ctx: ServerContext, tenant: string, batch: ParsedTenantBatch, con
         });
         changes.users.push({ id, body: d.stored, initialPasswordHash: hash, revokeArtifacts: d.revokeArtifacts });
       }
-      return { outcome: d.outcome, ...updated(d.outcome, d.changes), ...(d.outcome === 'updated' ? ownedBy(before) : {}) };
+      return { outcome: d.outcome, ...updated(d.outcome, d.changes), ...(d.outcome === 'updated' ? ownedBy(before) : keptBy(d)) };
     });
   }
 
@@ -288,21 +293,25 @@ function judge(ctx: ServerContext, tenant: string, batch: ParsedTenantBatch, con
       entry({ kind: 'assignment', application: group.application, user: userId }, () => {
         const key = pairKey(group.application, userId);
         const before = state.assignments.get(key);
-        const d = judgeAssignment(tenant, group.application, userId, group.body, state.apps.get(group.application), state.users.get(userId), before);
+        const d = judgeAssignment(tenant, group.application, userId, group.body, state.apps.get(group.application), state.users.get(userId), before, force);
         if (d.outcome !== 'unchanged') {
-          state.setAssignment({ tenant, application: group.application, userId, body: group.body, createdAt: before?.createdAt ?? now });
-          changes.assignments.push({ application: group.application, userId, body: group.body });
+          state.setAssignment({ tenant, application: group.application, userId, body: d.stored, createdAt: before?.createdAt ?? now });
+          changes.assignments.push({ application: group.application, userId, body: d.stored });
         }
-        return { outcome: d.outcome, ...updated(d.outcome, d.changes), ...(d.outcome === 'updated' ? ownedBy(before) : {}) };
+        return { outcome: d.outcome, ...updated(d.outcome, d.changes), ...(d.outcome === 'updated' ? ownedBy(before) : keptBy(d)) };
       });
     }
   }
 
   // Deletions: what the batch names, then (prune) what its owner no longer lists; children first.
   const prune = batch.prune;
-  const owners = prune === undefined ? undefined : new Set(typeof prune.managedBy === 'string' ? [prune.managedBy] : prune.managedBy);
-  const pruned = (managedBy: string | undefined) =>
-    owners !== undefined && ((managedBy !== undefined && owners.has(managedBy)) || (prune!.drift && removableDrift(managedBy)));
+  const owners = prune === undefined ? undefined : new Set(prune.managers);
+  /** Whether the batch's prune takes this object: kept by a manager it names, or by none (drift). */
+  const pruned = (body: object) => {
+    if (owners === undefined) return false;
+    const m = managerOf(body);
+    return m === undefined ? prune!.drift : owners.has(m);
+  };
   const listedPairs = new Set(batch.assignments.flatMap((g) => g.users.map((u) => pairKey(g.application, u))));
   const listedUsers = new Set(batch.users.map((u) => u.id));
   const listedApps = new Set(batch.applications.map((a) => a.name));
@@ -313,7 +322,7 @@ function judge(ctx: ServerContext, tenant: string, batch: ParsedTenantBatch, con
   const unassign = [
     ...named,
     ...(owners === undefined ? [] : [...state.assignments.values()]
-      .filter((a) => pruned(a.body.managedBy) && !listedPairs.has(pairKey(a.application, a.userId)) && !namedPairs.has(pairKey(a.application, a.userId)))
+      .filter((a) => pruned(a.body) && !listedPairs.has(pairKey(a.application, a.userId)) && !namedPairs.has(pairKey(a.application, a.userId)))
       .map((a) => ({ application: a.application, userId: a.userId }))),
   ];
   for (const { application, userId } of unassign) {
@@ -333,7 +342,7 @@ function judge(ctx: ServerContext, tenant: string, batch: ParsedTenantBatch, con
   const removeUsers = [
     ...batch.delete.users,
     ...(owners === undefined ? [] : [...state.users.values()]
-      .filter((u) => pruned(u.body.managedBy) && !listedUsers.has(u.id) && !namedUsers.has(u.id))
+      .filter((u) => pruned(u.body) && !listedUsers.has(u.id) && !namedUsers.has(u.id))
       .map((u) => u.id)),
   ];
   for (const id of removeUsers) {
@@ -348,7 +357,7 @@ function judge(ctx: ServerContext, tenant: string, batch: ParsedTenantBatch, con
   const removeApps = [
     ...batch.delete.applications,
     ...(owners === undefined ? [] : [...state.apps.values()]
-      .filter((a) => a.body.kind !== 'service' && pruned(a.body.managedBy) && !listedApps.has(a.name) && !namedApps.has(a.name))
+      .filter((a) => a.body.kind !== 'service' && pruned(a.body) && !listedApps.has(a.name) && !namedApps.has(a.name))
       .map((a) => a.name)),
   ];
   // Clients before apis: an api stays while a client names it as audience.
@@ -366,6 +375,7 @@ function judge(ctx: ServerContext, tenant: string, batch: ParsedTenantBatch, con
 
   const before = { users: contents.users.length, assignments: contents.assignments.length };
   const unchanged = results.filter((r) => r.outcome === 'unchanged').length;
-  const listed = batch.report === 'changes' ? results.filter((r) => r.outcome !== 'unchanged') : results;
+  // With `changes`, the unchanged entries are only counted, but for those another manager keeps (a plan lists them).
+  const listed = batch.report === 'changes' ? results.filter((r) => r.outcome !== 'unchanged' || r.manager !== undefined) : results;
   return { refused, needs, changes, result: (applied) => ({ applied, before, results: listed, unchanged }) };
 }

@@ -24,6 +24,8 @@ interface HandlerInput<R extends RouteName> {
   readonly body: RouteParsedBody<R>;
   readonly page: { readonly cursor: string | undefined; readonly limit: number };
   readonly dryRun: boolean;
+  /** `force=true`: take over an object another manager keeps (src/contract/managers.ts). */
+  readonly force: boolean;
 }
 /** A response as the handlers may answer it: read-only all the way down (the services answer readonly lists). */
 type ReadonlyDeep<T> = T extends readonly (infer U)[] ? readonly ReadonlyDeep<U>[] : T extends object ? { readonly [K in keyof T]: ReadonlyDeep<T[K]> } : T;
@@ -36,7 +38,7 @@ function handlers(svc: AdminService, groups: GroupAdmin, ctx: ServerContext): Ha
   return {
     listTenants: ({ page }) => svc.listTenants(page),
     getTenant: ({ params }) => svc.getTenant(params.tenant),
-    putTenant: ({ params, body, dryRun }) => svc.putTenant(params.tenant, body, dryRun),
+    putTenant: ({ params, body, dryRun, force }) => svc.putTenant(params.tenant, body, dryRun, force),
     deleteTenant: async ({ params, dryRun }) => void (await svc.deleteTenant(params.tenant, dryRun)),
     renameTenant: ({ params, body }) => svc.renameTenant(params.tenant, body.to),
 
@@ -45,7 +47,7 @@ function handlers(svc: AdminService, groups: GroupAdmin, ctx: ServerContext): Ha
 
     listApplications: ({ params, page }) => svc.listApplications(params.tenant, page),
     getApplication: ({ params }) => svc.getApplication(params.tenant, params.application),
-    putApplication: ({ params, body, dryRun }) => svc.putApplication(params.tenant, params.application, body, dryRun),
+    putApplication: ({ params, body, dryRun, force }) => svc.putApplication(params.tenant, params.application, body, dryRun, force),
     deleteApplication: ({ params, dryRun }) => svc.deleteApplication(params.tenant, params.application, dryRun),
     renameApplication: ({ params, body }) => svc.renameApplication(params.tenant, params.application, body.to),
     verifyClientSecret: ({ params, body }) => svc.verifyClientSecret(params.tenant, params.application, body.clientSecret),
@@ -53,12 +55,12 @@ function handlers(svc: AdminService, groups: GroupAdmin, ctx: ServerContext): Ha
 
     listUsers: ({ params, page }) => svc.listUsers(params.tenant, page),
     getUser: ({ params }) => svc.getUser(params.tenant, params.userId),
-    putUser: ({ params, body, dryRun }) => svc.putUser(params.tenant, params.userId, body, dryRun),
+    putUser: ({ params, body, dryRun, force }) => svc.putUser(params.tenant, params.userId, body, dryRun, force),
     deleteUser: ({ params, dryRun }) => svc.deleteUser(params.tenant, params.userId, dryRun),
 
     listAssignments: ({ params, page }) => svc.listAssignments(params.tenant, params.application, page),
     getAssignment: ({ params }) => svc.getAssignment(params.tenant, params.application, params.userId),
-    putAssignment: ({ params, body, dryRun }) => svc.putAssignment(params.tenant, params.application, params.userId, body, dryRun),
+    putAssignment: ({ params, body, dryRun, force }) => svc.putAssignment(params.tenant, params.application, params.userId, body, dryRun, force),
     deleteAssignment: ({ params, dryRun }) => svc.deleteAssignment(params.tenant, params.application, params.userId, dryRun),
     changeAssignments: ({ params, body, dryRun }) => svc.changeAssignments(params.tenant, params.application, body, dryRun),
 
@@ -85,7 +87,27 @@ function handlers(svc: AdminService, groups: GroupAdmin, ctx: ServerContext): Ha
 }
 
 /** zod issues → one ServerError listing every problem with its body path (the contract's formatter). */
+/**
+ * Deepest nesting a body may have. The deepest real body (a tenant's last-applied entry: groups,
+ * assignments, routes and their scopes) is under 10; zod and JSON.stringify recurse per level, so a
+ * body thousands deep would overflow the stack (a 500) before any rule could refuse it.
+ */
+export const MAX_BODY_DEPTH = 64;
+
+/** Whether a parsed JSON value nests deeper than `max`, measured without recursion. */
+function deeperThan(value: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length > 0) {
+    const [v, d] = stack.pop()!;
+    if (v === null || typeof v !== 'object') continue;
+    if (d >= max) return true;
+    for (const x of Array.isArray(v) ? v : Object.values(v)) stack.push([x, d + 1]);
+  }
+  return false;
+}
+
 function parseBody(schema: z.ZodType, value: unknown): unknown {
+  if (deeperThan(value, MAX_BODY_DEPTH)) throw errors.invalidRequest(`invalid body: nested more than ${MAX_BODY_DEPTH} levels deep`, '');
   const r = schema.safeParse(value);
   if (r.success) return r.data;
   const problems = r.error.issues.map((i) => {
@@ -139,8 +161,9 @@ export function adminRouter(ctx: ServerContext): Router {
       const raw = req.body === undefined && spec.optionalBody ? {} : req.body;
       const body = spec.body === undefined ? undefined : parseBody(spec.body, raw);
       const dryRun = req.query.dryRun === 'true' || req.query.dryRun === '1';
+      const force = req.query.force === 'true' || req.query.force === '1';
       const result = await (handle[name] as (i: HandlerInput<RouteName>) => Promise<unknown>)({
-        params: params as never, body: body as never, page: spec.query === 'page' ? page(req) : { cursor: undefined, limit: PAGE_LIMIT.default }, dryRun,
+        params: params as never, body: body as never, page: spec.query === 'page' ? page(req) : { cursor: undefined, limit: PAGE_LIMIT.default }, dryRun, force,
       });
       if (spec.response === undefined) res.status(204).end();
       // PUT: 201 when created, 200 otherwise; the body says what happened.

@@ -61,16 +61,16 @@ export class AdminService {
   }
 
   // Tenants
-  async putTenant(name: string, body: TenantBody, dryRun: boolean): Promise<PutResult<ReturnType<typeof tenantView>>> {
+  async putTenant(name: string, body: TenantBody, dryRun: boolean, force = false): Promise<PutResult<ReturnType<typeof tenantView>>> {
     if (RESERVED_TENANTS.includes(name)) throw reserved(name);
     const before = await this.#s.tenants.get(name);
-    const { outcome, changes } = judgeTenant(name, body, before);
+    const { outcome, changes, stored } = judgeTenant(name, body, before, force);
     if (dryRun || outcome === 'unchanged') {
       const now = Math.floor(Date.now() / 1000);
-      return { outcome, changes, resource: tenantView(before ?? { name, body, createdAt: now, updatedAt: now }) };
+      return { outcome, changes, resource: tenantView(before ?? { name, body: stored, createdAt: now, updatedAt: now }) };
     }
     const keys = before === undefined ? await newTenantKeys(this.ctx.master, name, this.ctx.keyAlg) : undefined;
-    const rec = await this.#s.tenants.put(name, body, keys);
+    const rec = await this.#s.tenants.put(name, stored, keys);
     this.ctx.evictTenant(name);
     return { outcome, changes, resource: tenantView(rec) };
   }
@@ -137,13 +137,13 @@ export class AdminService {
     return applicationLookup(apps);
   }
 
-  async putApplication(tenantName: string, name: string, body: ApplicationBody, dryRun: boolean): Promise<PutResult<ReturnType<typeof applicationView>>> {
+  async putApplication(tenantName: string, name: string, body: ApplicationBody, dryRun: boolean, force = false): Promise<PutResult<ReturnType<typeof applicationView>>> {
     const tenant = await this.#tenant(tenantName);
     const existing = await this.#s.applications.get(tenantName, name);
     // An internal `service` application is not the admin API's to see or overwrite: 404, as for GET.
     const before = existing === undefined ? undefined : requireApplication(tenantName, name, existing);
     const { outcome, changes, stored, secretHash, clientSecret } = judgeApplication(
-      tenant, name, body, before, await this.#applicationLookup(tenantName), this.ctx.master,
+      tenant, name, body, before, await this.#applicationLookup(tenantName), this.ctx.master, force,
     );
     const now = Math.floor(Date.now() / 1000);
     if (dryRun || outcome === 'unchanged') {
@@ -210,10 +210,10 @@ export class AdminService {
   }
 
   // Users
-  async putUser(tenantName: string, id: string, body: UserBody, dryRun: boolean): Promise<PutResult<ReturnType<typeof userView>>> {
+  async putUser(tenantName: string, id: string, body: UserBody, dryRun: boolean, force = false): Promise<PutResult<ReturnType<typeof userView>>> {
     await this.#tenant(tenantName);
     const before = await this.#s.users.get(tenantName, id);
-    const { outcome, changes, stored, setsPassword, revokeArtifacts } = judgeUser(id, body, before, await this.#s.users.getByEmail(tenantName, body.email));
+    const { outcome, changes, stored, setsPassword, revokeArtifacts } = judgeUser(id, body, before, await this.#s.users.getByEmail(tenantName, body.email), force);
     const now = Math.floor(Date.now() / 1000);
     if (dryRun || outcome === 'unchanged') {
       return { outcome, changes, resource: userView(before ?? { tenant: tenantName, id, body: stored, passwordHash: setsPassword ? 'x' : null, createdAt: now, updatedAt: now }) };
@@ -245,16 +245,16 @@ export class AdminService {
     return requireClientApplication(tenant, application, await this.#s.applications.get(tenant, application));
   }
 
-  async putAssignment(tenant: string, application: string, userId: string, body: AssignmentBody, dryRun: boolean): Promise<PutResult<ReturnType<typeof assignmentView>>> {
+  async putAssignment(tenant: string, application: string, userId: string, body: AssignmentBody, dryRun: boolean, force = false): Promise<PutResult<ReturnType<typeof assignmentView>>> {
     await this.#tenant(tenant);
     const before = await this.#s.users.getAssignment(tenant, application, userId);
-    const { outcome, changes } = judgeAssignment(
-      tenant, application, userId, body, await this.#s.applications.get(tenant, application), await this.#s.users.get(tenant, userId), before,
+    const { outcome, changes, stored } = judgeAssignment(
+      tenant, application, userId, body, await this.#s.applications.get(tenant, application), await this.#s.users.get(tenant, userId), before, force,
     );
     if (dryRun || outcome === 'unchanged') {
-      return { outcome, changes, resource: assignmentView(before ?? { tenant, application, userId, body, createdAt: Math.floor(Date.now() / 1000) }) };
+      return { outcome, changes, resource: assignmentView(before ?? { tenant, application, userId, body: stored, createdAt: Math.floor(Date.now() / 1000) }) };
     }
-    return { outcome, changes, resource: assignmentView(await this.#s.users.putAssignment(tenant, application, userId, body)) };
+    return { outcome, changes, resource: assignmentView(await this.#s.users.putAssignment(tenant, application, userId, stored)) };
   }
 
   async getAssignment(tenant: string, application: string, userId: string) {
