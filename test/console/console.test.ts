@@ -141,6 +141,15 @@ describe('admin console', () => {
     expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Strict', path: '/console' });
   });
 
+  it("shows no notice a link writes: ?done= names a fixed message, never the text", async () => {
+    const injected = 'Your account is suspended. Call +1 555 0100 now';
+    await page.goto(`${consoleUrl}?done=${encodeURIComponent(injected)}`);
+    const text = await visibleText(page);
+    expect(text).toContain('Integrations');
+    expect(text).not.toContain('suspended');
+    expect(await page.locator('[role="status"], .notice').count()).toBe(0);
+  });
+
   it('Marketplace: the Web App form shows the model\'s rule next to the field, then shows the secret once with the compiled configuration', async () => {
     await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Marketplace' }).click();
     await page.waitForURL(`${consoleUrl}marketplace`);
@@ -355,8 +364,14 @@ describe('admin console', () => {
     const plan = await idforge(['plan', 'acme-exported.yaml', '--data-dir', server.dataDir, '--json']);
     expect(plan.code, plan.stderr).toBe(0);
     const p = JSON.parse(plan.stdout);
-    expect(p.summary).toMatchObject({ create: 0, update: 0, delete: 0 });
-    expect(p.outsideGit.map((o: { name: string; action: string }) => `${o.action} ${o.name}`)).toEqual(expect.arrayContaining(['adopt acme/crm', 'adopt acme/wiki', 'adopt acme/dashboard', 'adopt acme/invoices', 'adopt acme/crm/u-alice']));
+    // Nothing the server serves changes; the tenant's own entry takes in the assignments the
+    // console made (the model now declares them).
+    expect(p.changes.map((c: { name: string; fields: string[] }) => `${c.name} (${c.fields.join(', ')})`)).toEqual(['acme (assignments)']);
+    expect(p.summary).toMatchObject({ create: 0, update: 1, delete: 0 });
+    // The console's objects stay the console's (declared exactly as they are); --force-conflicts takes them into Git.
+    expect(p.outsideGit.map((o: { name: string; action: string }) => `${o.action} ${o.name}`)).toEqual(expect.arrayContaining(['held acme/crm', 'held acme/wiki', 'held acme/dashboard', 'held acme/invoices', 'held acme/crm/u-alice']));
+    const forced = JSON.parse((await idforge(['plan', 'acme-exported.yaml', '--data-dir', server.dataDir, '--json', '--force-conflicts'])).stdout);
+    expect(forced.outsideGit.map((o: { name: string; action: string }) => `${o.action} ${o.name}`)).toEqual(expect.arrayContaining(['adopt acme/crm', 'adopt acme/wiki', 'adopt acme/dashboard', 'adopt acme/invoices', 'adopt acme/crm/u-alice']));
     // What the console showed is what compile writes from the exported model and the state.
     const compiled = await idforge(['compile', join(work.path, 'acme-exported.yaml'), '--out', join(work.path, 'out')]);
     expect(compiled.code, compiled.stderr).toBe(0);

@@ -3,6 +3,7 @@
  * from the example model, started with `npm start`, signed in through a real Chromium.
  */
 import type { Browser } from 'playwright-core';
+import { reachableAt } from '../support/processes.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jsonOf, launchBrowser, newContext, screenshot, visibleText } from '../support/browser.ts';
 import { isLoginPage, signIn, startStack, type Stack } from './_stack.ts';
@@ -20,6 +21,13 @@ describe('web app (express + express-session + grant)', () => {
   afterAll(async () => {
     await browser?.close();
     await stack?.stop();
+  });
+
+  it('listens on loopback only, as every sample app of a local origin does', async () => {
+    for (const name of ['portal']) {
+      const port = Number(new URL(stack.app(name as never).origin).port);
+      expect(await reachableAt(port), name).toEqual({ loopback: true, otherAddress: false });
+    }
   });
 
   it('redirects /connect/<provider> to the login page with the registered redirect URI', async () => {
@@ -85,7 +93,7 @@ describe('web app (express + express-session + grant)', () => {
     expect((await call('/admin', bob.access_token)).status).toBe(403);
   });
 
-  it('denies a user who is not assigned to the app and tells them why', async () => {
+  it('denies a user who is not assigned to the app, tells them why, and sends them back to the app to sign in as someone else', async () => {
     const portal = stack.app('portal');
     const context = await newContext(browser);
     const page = await context.newPage();
@@ -95,12 +103,16 @@ describe('web app (express + express-session + grant)', () => {
     expect(await visibleText(page)).toMatch(/not assigned/i);
     await screenshot(page, 'web-3-denied-at-service');
 
-    const back = page.waitForURL(`${portal.origin}/hello`);
+    // Back to the app's origin, where its sign-in link starts over and another account gets in.
+    const back = page.waitForURL(`${portal.origin}/`);
     await page.getByRole('button', { name: /^Return to/ }).click();
     await back;
-    await screenshot(page, 'web-4-denied-at-app');
-    const result = await jsonOf(page);
-    expect(result).toEqual({ error: 'access_denied', message: expect.stringMatching(/not assigned/i) });
+    await screenshot(page, 'web-4-denied-back-at-app');
+    await page.getByRole('link', { name: `Sign in with ${PROVIDER}` }).click();
+    await expect.poll(() => isLoginPage(page, stack.issuer)).toBe(true);
+    await signIn(page, stack.users.alice);
+    await page.waitForURL(`${portal.origin}/hello`);
+    expect(await jsonOf(page)).toMatchObject({ profile: { sub: stack.users.alice.id } });
     await context.close();
   });
 });

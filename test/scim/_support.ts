@@ -20,7 +20,8 @@ export interface ScimAnswer {
 
 export interface ScimClient {
   readonly base: string;
-  call(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<ScimAnswer>;
+  /** `signal` bounds the exchange (e.g. AbortSignal.timeout): a request left unanswered fails instead of hanging the test. */
+  call(method: string, path: string, body?: unknown, headers?: Record<string, string>, signal?: AbortSignal): Promise<ScimAnswer>;
 }
 
 /** A client of a tenant's /scim/v2 sending `token` (none when undefined). */
@@ -28,9 +29,10 @@ export function scimClient(server: Pick<RunningServer, 'address'>, tenant: strin
   const base = scimBaseUrl(server.address, tenant);
   return {
     base,
-    async call(method, path, body, headers = {}) {
+    async call(method, path, body, headers = {}, signal) {
       const res = await localhostFetch(`${base}${path}`, {
         method,
+        ...(signal === undefined ? {} : { signal }),
         headers: {
           accept: 'application/scim+json',
           ...(token === undefined ? {} : { authorization: `Bearer ${token}` }),

@@ -227,6 +227,34 @@ describe('8. signals and start-up', () => {
   }, 60_000);
 });
 
+describe('every request has a time budget', () => {
+  it('a request whose body never finishes is answered 503 with Retry-After once its budget runs out, and the server goes on', async () => {
+    const slow = await testServer({ requestTimeoutSeconds: 1 });
+    try {
+      const { request } = await import('node:http');
+      const answer = await new Promise<{ status: number; retryAfter: unknown; body: string }>((resolveAnswer, reject) => {
+        const req = request({
+          host: '127.0.0.1', port: slow.port, method: 'POST', path: '/oauth2/token',
+          headers: { host: `system.localhost:${slow.port}`, 'content-type': 'application/x-www-form-urlencoded', 'content-length': '1000' },
+        }, (res) => {
+          let body = '';
+          res.on('data', (c: Buffer) => { body += c.toString(); });
+          res.on('end', () => resolveAnswer({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'], body }));
+        });
+        req.setTimeout(DEADLINE_MS, () => reject(new Error('hang: no answer within the deadline')));
+        req.on('error', reject);
+        req.write('grant_type=client_credentials&client_id=');
+      });
+      expect(answer.status).toBe(503);
+      expect(answer.retryAfter).toBe('1');
+      expect(JSON.parse(answer.body)).toMatchObject({ error: 'temporarily_unavailable' });
+      expect((await localhostFetch(`${slow.url}/healthz`, { signal: timed.signal() })).status).toBe(200);
+    } finally {
+      await slow.dispose();
+    }
+  });
+});
+
 describe('9. where generated configurations listen', () => {
   it("oauth2-proxy listens on loopback for a local origin, and the production config says where to bind", async () => {
     const model = (origin: string, upstream: string, base: string, scheme: string) => `server: { baseDomain: ${base}, scheme: ${scheme} }

@@ -131,6 +131,21 @@ export async function runToCompletion(
   return { code, output: p.output() };
 }
 
+/**
+ * Where a port is listened on: whether a connection to 127.0.0.1 gets through, and whether one to
+ * 127.0.0.2 does (every 127.x address is this machine's loopback, but a socket bound to 127.0.0.1
+ * answers only that one; one bound to every interface answers both).
+ */
+export async function reachableAt(port: number): Promise<{ loopback: boolean; otherAddress: boolean }> {
+  const tryAt = (host: string) => new Promise<boolean>((resolveTry) => {
+    const socket = createConnection({ host, port });
+    socket.setTimeout(5_000, () => { socket.destroy(); resolveTry(false); });
+    socket.once('connect', () => { socket.destroy(); resolveTry(true); });
+    socket.once('error', () => resolveTry(false));
+  });
+  return { loopback: await tryAt('127.0.0.1'), otherAddress: await tryAt('127.0.0.2') };
+}
+
 /** A port that was free a moment ago (the kernel's choice), for a process that binds it next. */
 export async function freePort(): Promise<number> {
   return new Promise((resolvePort, reject) => {
