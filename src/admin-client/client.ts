@@ -8,7 +8,8 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
-  ADMIN_AUDIENCE, ADMIN_BASE_PATH, ADMIN_CREDENTIALS_FILE, ADMIN_ROUTES, ADMIN_SCOPE, AdminCredentials, routePath, stepName,
+  ADMIN_AUDIENCE, ADMIN_BASE_PATH, ADMIN_CREDENTIALS_FILE, ADMIN_ROUTES, ADMIN_SCOPE, AdminCredentials, actorHeaders, routePath, stepName,
+  type EventActor,
   type ErrorBody, type PutStep, type ResourceRef, type RouteBody, type RouteName, type RouteParams, type RouteQuery, type RouteResponse,
   type TenantBatchBody, type TenantBatchResult,
 } from '../contract/index.ts';
@@ -141,12 +142,21 @@ export class AdminClient {
 
   constructor(
     private readonly connection: AdminConnection,
-    private readonly options: { readonly timeoutMs?: number } = {},
+    private readonly options: {
+      readonly timeoutMs?: number;
+      /** Who writes, sent with every call (src/contract/events.ts ACTOR_HEADERS) and kept in the events the writes make. */
+      readonly actor?: EventActor;
+    } = {},
   ) {}
 
   /** A client for the server whose data dir holds these credentials; it talks only to their adminUrl. */
   static async forDataDir(dataDir: string): Promise<AdminClient> {
     return new AdminClient(endpointFromCredentials(await readAdminCredentials(dataDir)));
+  }
+
+  /** The same server and credentials, writing as `actor` (its headers on every call). */
+  as(actor: EventActor): AdminClient {
+    return new AdminClient(this.connection, { ...this.options, actor });
   }
 
   get endpoint(): Promise<AdminEndpoint> {
@@ -179,7 +189,7 @@ export class AdminClient {
     const base = new URL(ep.adminUrl);
     const url = new URL(path.startsWith(ADMIN_BASE_PATH) || path.startsWith('/') ? path : `${ADMIN_BASE_PATH}/${path}`, base.origin).href;
     for (let attempt = 0; ; attempt++) {
-      const headers: Record<string, string> = { accept: 'application/json' };
+      const headers: Record<string, string> = { accept: 'application/json', ...(this.options.actor === undefined ? {} : actorHeaders(this.options.actor)) };
       const token = opts.token === undefined ? await this.token(attempt > 0) : opts.token;
       if (token !== null) headers.authorization = `Bearer ${token}`;
       if (body !== undefined) headers['content-type'] = 'application/json';
@@ -248,7 +258,7 @@ export class AdminClient {
   }
 
   /** Deleting what is already gone succeeds: delete is idempotent like PUT. */
-  async remove<R extends 'deleteTenant' | 'deleteApplication' | 'deleteUser' | 'deleteAssignment'>(name: R, params: RouteParams<R>): Promise<void> {
+  async remove<R extends 'deleteTenant' | 'deleteApplication' | 'deleteUser' | 'deleteAssignment' | 'deleteGroupAssignment'>(name: R, params: RouteParams<R>): Promise<void> {
     try {
       await this.call(name, params);
     } catch (err) {
@@ -305,6 +315,7 @@ const REF_ROUTES = {
   application: { get: 'getApplication', delete: 'deleteApplication' },
   user: { get: 'getUser', delete: 'deleteUser' },
   assignment: { get: 'getAssignment', delete: 'deleteAssignment' },
+  'group assignment': { get: 'getGroupAssignment', delete: 'deleteGroupAssignment' },
 } as const satisfies Record<ResourceRef['kind'], { get: RouteName; delete: RouteName }>;
 
 /** A reference's identity fields as route parameters. */
@@ -313,6 +324,7 @@ function paramsOf(ref: ResourceRef): Record<string, string> {
     tenant: ref.tenant,
     ...('application' in ref ? { application: ref.application } : {}),
     ...('user' in ref ? { userId: ref.user } : {}),
+    ...('group' in ref ? { group: ref.group } : {}),
   };
 }
 

@@ -105,6 +105,13 @@ export function formatOutsideGit(all: readonly OutsideGitObject[], manager: stri
         ? `  = ${o.kind} ${o.name}: in the model, made by hand: apply adopts it (${managerWords(manager)} manages it from then on)`
         : `  = ${o.kind} ${o.name}: in the model; apply takes it over from ${managerWords(o.owner)} (--force-conflicts)`;
     }
+    if (o.kind === 'group assignment') {
+      // Access through a group: one rule whoever made it (the tenant's unmanaged policy).
+      const whom = o.owner === MANAGED_BY_CONSOLE ? 'granted in the console' : o.owner === '' ? 'granted by hand' : `granted by ${managerWords(o.owner)}`;
+      return o.action === 'report'
+        ? `  ! ${o.kind} ${o.name}: access the model does not declare (${whom}): kept, reported (the tenant's unmanaged: report)`
+        : `  - ${o.kind} ${o.name}: access the model does not declare (${whom}): deleted (the tenant's unmanaged: remove)`;
+    }
     if (o.owner === MANAGED_BY_CONSOLE) {
       return o.action === 'keep'
         ? `  ! ${o.kind} ${o.name}: made in the console, not in the model: kept (--allow-delete-console deletes it)`

@@ -2,7 +2,7 @@
  * The tenant batch: a tenant's desired applications, users and assignments (and the tenant itself)
  * in one request, which the server diffs against what it holds and applies in one transaction,
  * answering an outcome per entry. `idforge plan|apply` send one per tenant instead of one request per
- * object; the Pulumi providers send one per changed TenantUsers or TenantAssignments.
+ * object; the Pulumi provider sends one per changed Tenant resource (and dry-runs one to read it).
  *
  * Every entry's body is the single-object PUT's body (the same zod schema, with its refinements),
  * and the server judges each entry with the single-object PUT's rules, in this order, each seeing

@@ -10,6 +10,7 @@
 import { z } from 'zod';
 import { APPLICATION_KINDS, type ApplicationKind } from './kinds.ts';
 import { checkLoginPolicy, LoginPolicyBody } from './login-policy.ts';
+import { MAX_PASSWORD_LENGTH, PasswordPolicyBody } from './password-policy.ts';
 import { DNS_LABEL, NAME, NAME_RULES, SCOPE, USER_ID } from './names.ts';
 import { checkPkcePolicy, PKCE_POLICIES } from './pkce.ts';
 import type { Problem } from './problems.ts';
@@ -17,6 +18,7 @@ import { checkRedirectUrl, MAX_URL_LENGTH } from './redirect-uri.ts';
 import { checkScopeDefinitions } from './scopes.ts';
 import { LastApplied } from './last-applied.ts';
 import { MANAGER, MANAGER_RULE } from './managers.ts';
+import { TenantEventsBody } from './events.ts';
 
 export { LoginPolicyBody } from './login-policy.ts';
 
@@ -54,6 +56,10 @@ export const TenantBody = z
     scopes: z.array(ScopeDefinition).default([]),
     /** Sign-in policy. Default (absent): password only, no second factor. */
     login: LoginPolicyBody.optional(),
+    /** What a new password must be (src/contract/password-policy.ts). Default (absent): at least 8 characters, not a common one. */
+    passwordPolicy: PasswordPolicyBody.optional(),
+    /** The event log's settings (src/contract/events.ts). Default (absent): events kept 90 days. */
+    events: TenantEventsBody.optional(),
     managedBy: ManagedBy,
     stack: Stack,
     manager: Manager,
@@ -152,8 +158,11 @@ export const UserBody = z.strictObject({
   displayName: z.string().min(1).max(128).optional(),
   /** Custom scopes this user may be granted (group scopes already folded in by idforge). */
   scopes: z.array(ScopeToken).default([]),
-  /** Set only when the user has no password yet: an initial password, hashed by the server. */
-  initialPassword: z.string().min(8).max(1024).optional(),
+  /**
+   * Set only when the user has no password yet: an initial password, hashed by the server. Judged by
+   * the tenant's password policy (checkPassword) where it is set, not here: the rule needs the tenant.
+   */
+  initialPassword: z.string().max(4 * MAX_PASSWORD_LENGTH).optional(),
   disabled: z.boolean().default(false),
   managedBy: ManagedBy,
   stack: Stack,
@@ -296,6 +305,8 @@ export const GroupAssignmentView = z.object({
   ...GroupAssignmentBody.shape,
   createdAt: z.iso.datetime(),
 });
+/** GET /admin/v1/tenants/{tenant}/group-assignments: every application's group assignments. */
+export const GroupAssignmentList = z.object({ items: z.array(GroupAssignmentView) });
 export type GroupAssignmentView = z.infer<typeof GroupAssignmentView>;
 
 /** A SCIM token as listed: never its value, which only the answer to its creation holds. */
@@ -312,6 +323,49 @@ export const ConsoleSessionView = z.object({ userId: z.string(), email: z.string
 export type ConsoleSessionView = z.infer<typeof ConsoleSessionView>;
 export const ConsoleSessionCreated = z.object({ id: z.string(), ...ConsoleSessionView.shape });
 export type ConsoleSessionCreated = z.infer<typeof ConsoleSessionCreated>;
+/** POST .../users/{userId}/invitation and .../recovery: a link that sets a password, mailed to the person. */
+export const PasswordLinkSent = z.object({
+  kind: z.enum(['invitation', 'recovery']),
+  email: z.string().describe('where it was mailed'),
+  sent: z.boolean().describe('false: a link of this kind was mailed moments ago (at most one per 30 s), and that one stands'),
+  expiresAt: z.iso.datetime().describe('when the link stops working (it also stops once used)'),
+});
+export type PasswordLinkSent = z.infer<typeof PasswordLinkSent>;
+/** GET .../users/{userId}/factors: how a person signs in (never a secret). */
+export const UserFactorsView = z.object({
+  hasPassword: z.boolean(),
+  totp: z.object({ createdAt: z.iso.datetime() }).nullable().describe('the authenticator app, when enrolled'),
+  passkeys: z.array(z.object({ id: z.string().describe('the credential id (base64url)'), createdAt: z.iso.datetime() })),
+  secondFactorRequired: z.boolean().describe("the tenant's login policy asks for a second step"),
+});
+export type UserFactorsView = z.infer<typeof UserFactorsView>;
+
+/** POST .../users/{userId}/password: a person changes their own password. */
+export const ChangePasswordBody = z.strictObject({
+  currentPassword: z.string().max(4096),
+  newPassword: z.string().max(4096),
+  /** The address of the person's browser, for the guessing defence (the account page passes it on). */
+  clientAddress: z.string().min(1).max(64).optional(),
+});
+export type ChangePasswordBody = z.infer<typeof ChangePasswordBody>;
+
+/** GET .../users/{userId}/sessions: where a person is signed in, and which applications hold their grants. */
+export const UserSessionsView = z.object({
+  sessions: z.array(z.object({
+    id: z.string().describe("the session's handle (not its cookie value): DELETE .../sessions/{id} ends it"),
+    signedInAt: z.iso.datetime().nullable(),
+    expiresAt: z.iso.datetime().nullable(),
+    applications: z.array(z.string()).describe('the applications signed in to in this session'),
+  })),
+  applications: z.array(z.object({
+    clientId: z.string(),
+    name: z.string(),
+    application: z.string().nullable().describe('the application (null for the admin console and the account page)'),
+    since: z.iso.datetime().nullable(),
+    expiresAt: z.iso.datetime().nullable(),
+  })),
+});
+export type UserSessionsView = z.infer<typeof UserSessionsView>;
 export const ScimTokenCreated = z.object({
   ...ScimTokenView.shape,
   token: z.string().describe('the bearer token for /scim/v2, shown this once: only its hash is stored'),

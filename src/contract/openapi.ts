@@ -8,6 +8,7 @@ import { TenantBatchBody } from './batch.ts';
 import { ErrorBody } from './errors.ts';
 import { ADMIN_AUDIENCE, ADMIN_SCOPE, SYSTEM_TENANT } from './names.ts';
 import { ADMIN_ROUTES, PAGE_LIMIT, PATH_PARAMS, type RouteSpec } from './routes.ts';
+import { ACTOR_HEADERS, EVENT_QUERY } from './events.ts';
 import { adminBaseUrl, issuerUrl, type ServerAddress } from './urls.ts';
 
 const schemaOf = (schema: z.ZodType, io: 'input' | 'output') =>
@@ -32,18 +33,29 @@ const COMMON_ERRORS = {
   404: { description: 'No such object', content: json(errorRef) },
 };
 
+/** Who writes, kept in the events a write makes (src/contract/events.ts). */
+const ACTOR_PARAMETERS = [
+  { name: ACTOR_HEADERS.manager, in: 'header', required: false, description: 'the manager writing (apply:<name>, pulumi:<project>/<stack>, console), for the event log', schema: { type: 'string' } },
+  { name: ACTOR_HEADERS.who, in: 'header', required: false, description: 'who acts (percent-encoded), for the event log; default: the admin client', schema: { type: 'string' } },
+  { name: ACTOR_HEADERS.commit, in: 'header', required: false, description: 'the Git commit of the model being applied', schema: { type: 'string', pattern: '^(?:[0-9a-f]{40}|[0-9a-f]{64})$' } },
+  { name: ACTOR_HEADERS.branch, in: 'header', required: false, description: 'its branch (percent-encoded)', schema: { type: 'string' } },
+  { name: ACTOR_HEADERS.path, in: 'header', required: false, description: "the model's path in the repository (percent-encoded)", schema: { type: 'string' } },
+];
+
 function parameters(spec: RouteSpec): object[] {
   const out: object[] = [];
   for (const name of spec.path.match(/\{(\w+)\}/g) ?? []) {
     const p = PATH_PARAMS[name.slice(1, -1) as keyof typeof PATH_PARAMS];
     out.push({ name: name.slice(1, -1), in: 'path', required: true, description: `${p.what}: ${p.rule}`, schema: { type: 'string', pattern: p.pattern.source } });
   }
-  if (spec.query === 'page') {
+  if (spec.query === 'page' || spec.query === 'events') {
     out.push(
       { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: PAGE_LIMIT.max, default: PAGE_LIMIT.default } },
       { name: 'cursor', in: 'query', required: false, description: 'nextCursor of the previous page', schema: { type: 'string' } },
     );
   }
+  if (spec.query === 'events') for (const q of EVENT_QUERY) out.push({ name: q.name, in: 'query', required: false, description: q.description, schema: q.schema });
+  if (spec.method !== 'GET') out.push(...ACTOR_PARAMETERS);
   if (spec.query === 'dryRun') {
     out.push({ name: 'dryRun', in: 'query', required: false, description: 'compute the outcome without changing anything', schema: { type: 'boolean' } });
     if (spec.method === 'PUT') {

@@ -5,14 +5,16 @@
  */
 import type { ApplicationBody, AssignmentBody, TenantBody, UserBody } from './bodies.ts';
 
-export type AdminResourceKind = 'tenant' | 'application' | 'user' | 'assignment';
+export type AdminResourceKind = 'tenant' | 'application' | 'user' | 'assignment' | 'group assignment';
 
 export interface TenantRef { readonly kind: 'tenant'; readonly tenant: string }
 export interface ApplicationRef { readonly kind: 'application'; readonly tenant: string; readonly application: string }
 export interface UserRef { readonly kind: 'user'; readonly tenant: string; readonly user: string }
 export interface AssignmentRef { readonly kind: 'assignment'; readonly tenant: string; readonly application: string; readonly user: string }
+/** A group's access to an application (the model never declares these: its groups become user assignments). */
+export interface GroupAssignmentRef { readonly kind: 'group assignment'; readonly tenant: string; readonly application: string; readonly group: string }
 /** One object of the admin API, by identity. */
-export type ResourceRef = TenantRef | ApplicationRef | UserRef | AssignmentRef;
+export type ResourceRef = TenantRef | ApplicationRef | UserRef | AssignmentRef | GroupAssignmentRef;
 
 /** One idempotent call of the provisioning plan. */
 export type PlanStep =
@@ -41,12 +43,14 @@ export function stepName(ref: ResourceRef): string {
       return `${ref.tenant}/${ref.user}`;
     case 'assignment':
       return `${ref.tenant}/${ref.application}/${ref.user}`;
+    case 'group assignment':
+      return `${ref.tenant}/${ref.application}/group ${ref.group}`;
   }
 }
 
 /** A stable key per object, for sets and maps (not for display and never parsed). */
 export function refKey(ref: ResourceRef): string {
-  return JSON.stringify([ref.kind, ref.tenant, 'application' in ref ? ref.application : '', 'user' in ref ? ref.user : '']);
+  return JSON.stringify([ref.kind, ref.tenant, 'application' in ref ? ref.application : '', 'user' in ref ? ref.user : '', 'group' in ref ? ref.group : '']);
 }
 
 /** Just the identity fields of a step. */
@@ -60,5 +64,7 @@ export function refOf(step: ResourceRef): ResourceRef {
       return { kind: 'user', tenant: step.tenant, user: step.user };
     case 'assignment':
       return { kind: 'assignment', tenant: step.tenant, application: step.application, user: step.user };
+    case 'group assignment':
+      return { kind: 'group assignment', tenant: step.tenant, application: step.application, group: step.group };
   }
 }

@@ -6,11 +6,13 @@
 import { z } from 'zod';
 import {
   ApplicationBody, ApplicationView, ConsoleSessionBody, ConsoleSessionCreated, ConsoleSessionView, AssignmentBatchBody, AssignmentBatchResult, AssignmentBody, AssignmentView, GroupAssignmentBody,
-  GroupAssignmentView, GroupBody, GroupSummaryView, GroupView, KeyList, Page, PutResult, RenameBody, RotateKeysBody, TenantRenameBody, ScimTokenBody,
+  GroupAssignmentList, GroupAssignmentView, GroupBody, GroupSummaryView, GroupView, KeyList, Page, PasswordLinkSent, ChangePasswordBody, UserFactorsView, UserSessionsView, PutResult, RenameBody, RotateKeysBody, TenantRenameBody, ScimTokenBody,
   ScimTokenCreated, ScimTokenList, SecretRotation, SecretVerification, SecretVerificationResult, TenantBody, TenantView, UserBody, UserView,
 } from './bodies.ts';
 import { BATCH_MAX_BYTES, TenantBatchBody, TenantBatchRefusal, TenantBatchResult } from './batch.ts';
 import { DNS_LABEL, NAME, NAME_RULES, USER_ID } from './names.ts';
+import { EventPage, type EventQuery } from './events.ts';
+import { WebhookBody, WebhookDeliveryView, WebhookList, WebhookPutResult, WebhookView } from './webhooks.ts';
 
 /** Where the admin API lives on the server's base host. */
 export const ADMIN_BASE_PATH = '/admin/v1';
@@ -22,19 +24,21 @@ export const PATH_PARAMS = {
   userId: { pattern: USER_ID, what: 'user id', rule: NAME_RULES.userId },
   group: { pattern: USER_ID, what: 'group id', rule: NAME_RULES.userId },
   tokenId: { pattern: NAME, what: 'token id', rule: NAME_RULES.name },
+  webhook: { pattern: NAME, what: 'webhook name', rule: NAME_RULES.name },
   sessionId: { pattern: /^[A-Za-z0-9_-]{43}$/, what: 'session id', rule: 'must be 43 characters of base64url (32 random bytes)' },
+  credentialId: { pattern: /^[A-Za-z0-9_-]{1,1400}$/, what: 'passkey credential id', rule: 'must be base64url (a WebAuthn credential id)' },
 } as const;
 export type PathParam = keyof typeof PATH_PARAMS;
 
 /** Query parameters an operation takes: a page of a collection, or a dry run of a change. */
-export type QueryKind = 'page' | 'dryRun';
+export type QueryKind = 'page' | 'dryRun' | 'events';
 export const PAGE_LIMIT = { default: 100, max: 500 } as const;
 
 export interface RouteSpec {
   readonly method: 'GET' | 'PUT' | 'POST' | 'DELETE';
   /** Below ADMIN_BASE_PATH, parameters in braces. */
   readonly path: string;
-  readonly tag: 'tenant' | 'key' | 'application' | 'user' | 'assignment' | 'batch' | 'group' | 'scim' | 'console';
+  readonly tag: 'tenant' | 'key' | 'application' | 'user' | 'assignment' | 'batch' | 'group' | 'scim' | 'console' | 'event' | 'webhook';
   readonly summary: string;
   readonly query?: QueryKind;
   readonly body?: z.ZodType;
@@ -113,6 +117,51 @@ export const ADMIN_ROUTES = {
     query: 'dryRun', body: UserBody, response: PutResult(UserView), conflicts: 'email taken by another user of the tenant',
   }),
   deleteUser: route({ method: 'DELETE', path: '/tenants/{tenant}/users/{userId}', tag: 'user', summary: 'Delete a user, its assignments and its grants', query: 'dryRun' }),
+  inviteUser: route({
+    method: 'POST', path: '/tenants/{tenant}/users/{userId}/invitation', tag: 'user',
+    summary: "Mail an invitation to a user without a password: a single-use link (7 days) where they choose one, judged by the tenant's password policy; " +
+      'answered once the mail server took the message (502 when it refused)',
+    response: PasswordLinkSent, conflicts: 'the user is disabled, or has a password already (send a recovery link instead)',
+  }),
+  sendRecovery: route({
+    method: 'POST', path: '/tenants/{tenant}/users/{userId}/recovery', tag: 'user',
+    summary: "Mail a user a password recovery link: single use, 30 minutes; the new password is judged by the tenant's password policy, " +
+      "the user's sessions and tokens end when it is set, and signing in still asks for a required second factor",
+    response: PasswordLinkSent, conflicts: 'the user is disabled',
+  }),
+  changeUserPassword: route({
+    method: 'POST', path: '/tenants/{tenant}/users/{userId}/password', tag: 'user',
+    summary: "Change a user's password, the current one required (403 when wrong; counted by the guessing defence, 429 when locked); the new one is judged by the tenant's password policy",
+    body: ChangePasswordBody, conflicts: 'the user has no password (send an invitation)',
+  }),
+  getUserFactors: route({ method: 'GET', path: '/tenants/{tenant}/users/{userId}/factors', tag: 'user', summary: "A user's sign-in factors: password, authenticator app, passkeys (never a secret)", response: UserFactorsView }),
+  deleteUserTotp: route({
+    method: 'DELETE', path: '/tenants/{tenant}/users/{userId}/factors/totp', tag: 'user', summary: "Remove a user's authenticator app",
+    conflicts: "it is the last factor the tenant's required second step or the user's sign-in needs",
+  }),
+  deleteUserPasskey: route({
+    method: 'DELETE', path: '/tenants/{tenant}/users/{userId}/factors/passkeys/{credentialId}', tag: 'user', summary: 'Remove one passkey of a user',
+    conflicts: "it is the last factor the tenant's required second step or the user's sign-in needs",
+  }),
+  resetUserFactors: route({
+    method: 'POST', path: '/tenants/{tenant}/users/{userId}/factors/reset', tag: 'user',
+    summary: "Remove a user's authenticator app and passkeys, and end their sessions and tokens: they enrol again at their next sign-in (a lost device)",
+  }),
+  unlockUser: route({
+    method: 'POST', path: '/tenants/{tenant}/users/{userId}/unlock', tag: 'user',
+    summary: "Lift the guessing defence's lock (and failure count) on a user's account; the lock on a client address stays",
+    response: z.object({ wasLocked: z.boolean() }),
+  }),
+  listUserSessions: route({ method: 'GET', path: '/tenants/{tenant}/users/{userId}/sessions', tag: 'user', summary: "A user's sessions and the applications holding their grants", response: UserSessionsView }),
+  deleteUserSession: route({
+    method: 'DELETE', path: '/tenants/{tenant}/users/{userId}/sessions/{sessionId}', tag: 'user',
+    summary: "End one of a user's sessions and the grants made in it: its applications' refresh tokens stop working",
+  }),
+  deleteUserSessions: route({ method: 'DELETE', path: '/tenants/{tenant}/users/{userId}/sessions', tag: 'user', summary: "End every session, grant and token of a user (sign out everywhere)" }),
+  revokeUserApplication: route({
+    method: 'DELETE', path: '/tenants/{tenant}/users/{userId}/applications/{application}', tag: 'user',
+    summary: "End a user's grants and tokens at one application (its refresh tokens stop working; the assignment stays)",
+  }),
 
   listAssignments: route({
     method: 'GET', path: '/tenants/{tenant}/applications/{application}/assignments', tag: 'assignment', summary: 'List the users assigned to an application',
@@ -158,6 +207,11 @@ export const ADMIN_ROUTES = {
     summary: "Delete a group and its assignments; members who lose access to an application lose their grants and refresh tokens there", query: 'dryRun',
   }),
 
+  listTenantGroupAssignments: route({
+    method: 'GET', path: '/tenants/{tenant}/group-assignments', tag: 'assignment',
+    summary: "Every group assignment of the tenant's applications: who, besides each application's own assignments, may sign in where",
+    response: GroupAssignmentList,
+  }),
   listGroupAssignments: route({
     method: 'GET', path: '/tenants/{tenant}/applications/{application}/group-assignments', tag: 'assignment',
     summary: 'List the groups assigned to an application', query: 'page', response: Page(GroupAssignmentView),
@@ -199,6 +253,29 @@ export const ADMIN_ROUTES = {
   deleteConsoleSession: route({
     method: 'DELETE', path: '/tenants/{tenant}/console-sessions/{sessionId}', tag: 'console', summary: 'End a console session (sign-out); ending one that already ended is no error',
   }),
+
+  listEvents: route({
+    method: 'GET', path: '/tenants/{tenant}/events', tag: 'event',
+    summary: "The tenant's event log: every change through every door (with its actor, manager and Git commit, and the fields changed, " +
+      'secrets redacted) and every sign-in outcome, factor change, lockout and token revocation; filtered, oldest first, paged by cursor ' +
+      '(a cursor of the last page keeps reading what comes after it)',
+    query: 'events', response: EventPage,
+  }),
+
+  listWebhooks: route({ method: 'GET', path: '/tenants/{tenant}/webhooks', tag: 'webhook', summary: "List the tenant's webhooks (never their secrets)", response: WebhookList }),
+  getWebhook: route({ method: 'GET', path: '/tenants/{tenant}/webhooks/{webhook}', tag: 'webhook', summary: 'Get one webhook', response: WebhookView }),
+  putWebhook: route({
+    method: 'PUT', path: '/tenants/{tenant}/webhooks/{webhook}', tag: 'webhook',
+    summary: "Create or replace a webhook: the tenant's events (all, or the `types` named) sent to `url`, signed per Standard Webhooks with its secret " +
+      '(made by the server and answered once when none is given); at least once, retried with backoff; sent what happens from its creation on',
+    query: 'dryRun', body: WebhookBody, response: WebhookPutResult,
+  }),
+  deleteWebhook: route({ method: 'DELETE', path: '/tenants/{tenant}/webhooks/{webhook}', tag: 'webhook', summary: 'Delete a webhook and its delivery log', query: 'dryRun' }),
+  listWebhookDeliveries: route({
+    method: 'GET', path: '/tenants/{tenant}/webhooks/{webhook}/deliveries', tag: 'webhook',
+    summary: "A webhook's delivery log, newest first: each event's status (pending, delivered, failed), attempts, the receiver's last answer and the next attempt",
+    query: 'page', response: Page(WebhookDeliveryView),
+  }),
 } as const satisfies Record<string, RouteSpec>;
 
 export type AdminRoutes = typeof ADMIN_ROUTES;
@@ -215,7 +292,8 @@ export type RouteParsedBody<R extends RouteName> = AdminRoutes[R] extends { body
 export type RouteResponse<R extends RouteName> = AdminRoutes[R] extends { response: infer S extends z.ZodType } ? z.output<S> : undefined;
 export type RouteQuery<R extends RouteName> = AdminRoutes[R] extends { query: 'page' }
   ? { readonly cursor?: string | undefined; readonly limit?: number | undefined }
-  : AdminRoutes[R] extends { query: 'dryRun' } ? { readonly dryRun?: boolean | undefined; readonly force?: boolean | undefined } : Record<string, never>;
+  : AdminRoutes[R] extends { query: 'dryRun' } ? { readonly dryRun?: boolean | undefined; readonly force?: boolean | undefined }
+  : AdminRoutes[R] extends { query: 'events' } ? EventQuery : Record<string, never>;
 
 /** `/admin/v1/tenants/acme/users/u%2Fx`: every parameter encoded as one path segment. */
 export function routePath<R extends RouteName>(name: R, params: RouteParams<R>): string {

@@ -168,8 +168,8 @@ function declaredSpecOfLive(live: LiveTenant, at: Path): { spec: TenantSpecInput
   const t = steps.find((s) => s.kind === 'tenant');
   if (!(t?.op === 'put' && sameServed(t.body, live.tenant))) {
     notes.push({ path: at, message: 'the tenant changed on the server since it was last applied: its settings are written from its live state' });
-    const { scopes, login, displayName } = fromLive.spec;
-    tenantPart = { ...tenantPart, displayName, scopes, login };
+    const { scopes, login, passwordPolicy, events, displayName } = fromLive.spec;
+    tenantPart = { ...tenantPart, displayName, scopes, login, passwordPolicy, events };
   }
   const madeAssignments = new Set(steps.flatMap((s) => (s.kind === 'assignment' ? [`${s.application}/${s.user}`] : [])));
   const liveAssignments = new Set(Object.entries(live.assignments).flatMap(([app, xs]) => xs.map((x) => `${app}/${x.userId}`)));
@@ -211,6 +211,8 @@ function liveSpecOf(live: LiveTenant, at: Path): { spec: TenantSpecInput; notes:
     displayName: t.displayName,
     ...(t.scopes.length > 0 ? { scopes: sorted(t.scopes, (s) => s.name).map((s) => ({ name: s.name, ...(s.description === undefined ? {} : { description: s.description }) })) } : {}),
     ...(t.login === undefined ? {} : { login: { methods: [...t.login.methods], requireSecondFactor: t.login.requireSecondFactor } }),
+    ...(t.passwordPolicy === undefined ? {} : { passwordPolicy: { minLength: t.passwordPolicy.minLength } }),
+    ...(t.events?.retentionDays === undefined ? {} : { events: { retentionDays: t.events.retentionDays } }),
     ...(userSpecs.length > 0 ? { users: userSpecs } : {}),
     ...(applications.length > 0 ? { applications } : {}),
     ...(assignments.length > 0 ? { assignments } : {}),

@@ -30,9 +30,11 @@ export function modelYaml(value: unknown, notes: readonly ExportNote[] = [], hea
 
 /**
  * A unified diff (as `diff -u` prints it, 3 lines of context) from `before` to `after`, or '' when
- * they are equal. Line-based longest common subsequence: models are small, so O(n·m) is fine.
+ * they are equal; `firstLine` numbers the lines of a window of a file that starts there.
+ * Line-based longest common subsequence: models are small, so O(n·m) is fine.
  */
-export function unifiedDiff(before: string, after: string, names: { readonly from: string; readonly to: string }): string {
+export function unifiedDiff(before: string, after: string, names: { readonly from: string; readonly to: string; readonly firstLine?: number }): string {
+  const offset = (names.firstLine ?? 1) - 1;
   if (before === after) return '';
   const a = before.split('\n');
   const b = after.split('\n');
@@ -73,7 +75,7 @@ export function unifiedDiff(before: string, after: string, names: { readonly fro
     const bCount = slice.filter((o) => o.t !== '-').length;
     const aStart = aCount === 0 ? slice[0]!.ai : slice[0]!.ai + 1;
     const bStart = bCount === 0 ? slice[0]!.bi : slice[0]!.bi + 1;
-    hunks.push(`@@ -${aStart},${aCount} +${bStart},${bCount} @@\n${slice.map((o) => `${o.t}${o.line}`).join('\n')}`);
+    hunks.push(`@@ -${aStart + offset},${aCount} +${bStart + offset},${bCount} @@\n${slice.map((o) => `${o.t}${o.line}`).join('\n')}`);
     k = stop;
   }
   return `--- ${names.from}\n+++ ${names.to}\n${hunks.join('\n')}\n`;

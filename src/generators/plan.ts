@@ -50,6 +50,8 @@ export function tenantSteps(tenant: TenantSpec, resolved: Resolved, index = 0): 
         // Only when the model sets one: absent means password only, and plans of models without a
         // policy stay byte-identical to before the field existed.
         ...(tenant.login === undefined ? {} : { login: { methods: [...tenant.login.methods], requireSecondFactor: tenant.login.requireSecondFactor } }),
+        ...(tenant.passwordPolicy === undefined ? {} : { passwordPolicy: { minLength: tenant.passwordPolicy.minLength } }),
+        ...(tenant.events?.retentionDays === undefined ? {} : { events: { retentionDays: tenant.events.retentionDays } }),
         managedBy: MANAGED_BY,
         lastApplied: { entry: tenantEntry(tenant), index },
       },

@@ -1,5 +1,6 @@
 /** The model: schemas, loading with positions, semantic checks, problems and their formatting. */
-export { loadModel, locateProblems, validateSources, type LoadResult, type ModelSource } from './load.ts';
+export { applicationSourceKey, assignmentsSourceKey, entrySourcesOf } from './entry-sources.ts';
+export { loadModel, locateProblems, modelFiles, validateSources, type LoadResult, type ModelSource } from './load.ts';
 export { checkModel } from './checks.ts';
 export { applyOverlay, loadModelWithOverlay, OVERLAY_LISTS } from './overlay.ts';
 export { formatProblem, formatProblems, formatPath, type Problem, type PathSegment } from './problems.ts';

@@ -265,6 +265,13 @@ async function walk(dir: string, seen: Set<string>, problems: Problem[]): Promis
   return out;
 }
 
+/** The model files `paths` name (directories walked, in sorted order), each once. */
+export async function modelFiles(paths: readonly string[]): Promise<string[]> {
+  const files: string[] = [];
+  for (const p of paths) files.push(...(await collectFiles(p, [])));
+  return [...new Set(files)];
+}
+
 async function collectFiles(path: string, problems: Problem[]): Promise<string[]> {
   let st;
   try {

@@ -5,7 +5,7 @@
  * checks.ts, so that one pass reports every problem. Defaults are documented where defined.
  */
 import { z } from 'zod';
-import { DEFAULT_PKCE, DEFAULT_PROXY_COOKIE_REFRESH, DNS_LABEL, KINDS, PKCE_POLICIES, LoginPolicyBody, NAME, NAME_RULES, SCOPE, UNMANAGED_POLICIES, USER_ID, isLocalHost, type ClientKind } from '../contract/index.ts';
+import { DEFAULT_PKCE, DEFAULT_PROXY_COOKIE_REFRESH, DNS_LABEL, KINDS, PKCE_POLICIES, LoginPolicyBody, NAME, PasswordPolicyBody, TenantEventsBody, NAME_RULES, SCOPE, UNMANAGED_POLICIES, USER_ID, isLocalHost, type ClientKind } from '../contract/index.ts';
 
 const dnsLabel = z.string().regex(DNS_LABEL, { error: NAME_RULES.dnsLabel });
 const name = z.string().regex(NAME, { error: NAME_RULES.name });
@@ -226,6 +226,18 @@ export const TenantSpec = z.strictObject({
    * (e.g. password then totp). Default (absent): password only.
    */
   login: LoginPolicyBody.optional(),
+  /**
+   * What a new password must be, wherever it is set (initial passwords, SCIM, recovery, the account
+   * page), per NIST SP 800-63B: `minLength` (8 to 64, default 8; NIST asks 15 when the password is
+   * the only factor), never a commonly used or leaked password, never the person's email. No
+   * composition rules. Default (absent): `{minLength: 8}`.
+   */
+  passwordPolicy: PasswordPolicyBody.optional(),
+  /**
+   * The event log (every change with its actor and Git commit, every sign-in outcome): `retentionDays`,
+   * how long the server keeps the tenant's events (1 to 3650; default 90).
+   */
+  events: TenantEventsBody.optional(),
   /**
    * Objects of this tenant on the server that the model does not declare (users, assignments,
    * applications made by hand): `remove` them (default), `report` them as drift, or `keep` them.

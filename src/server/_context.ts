@@ -1,5 +1,5 @@
 /** What every part of the server shares: storage, master key, public address. Built once by startServer. */
-import type { ServerAddress } from '../contract/index.ts';
+import type { EdgeApp, EdgeHost, ServerAddress } from '../contract/index.ts';
 import type { MasterKey } from './_crypto.ts';
 import type { TokenSettings } from './config.ts';
 import type { SigningAlg } from './keys.ts';
@@ -22,4 +22,7 @@ export interface ServerContext {
   readonly scim?: ScimSettings;
   /** Drops a tenant's cached oidc-provider so the next request sees new keys, scopes or settings. */
   readonly evictTenant: (tenant: string) => void;
+  /** Apps the entry point mounted at the edge (the admin console), and what the server offers them. */
+  readonly edge: readonly EdgeApp[];
+  readonly edgeHost: EdgeHost;
 }

@@ -6,9 +6,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { ServerContext } from './_context.ts';
-import type { AdminCredentials } from '../contract/index.ts';
 import { adminRouter, sendJsonError } from './admin/routes.ts';
-import { CONSOLE_PATH, consoleRouter } from './console/index.ts';
 import { errors } from './errors.ts';
 import { interactionRouter } from './login/routes.ts';
 import { serveOps, type Ops } from './ops/index.ts';
@@ -16,6 +14,7 @@ import { routeLabel } from './ops/metrics.ts';
 import { requestIdFrom, runInRequest } from './ops/request-context.ts';
 import { SCIM_PATH, scimRouter } from './scim/index.ts';
 import { PUBLISHED_PATHS, resolveHost, type ProviderCache, type PublishedPath } from './tenancy.ts';
+import type { TenantRecord } from './storage/types.ts';
 
 /**
  * The node request handler. Every request gets a request id (X-Request-Id, echoed), is counted
@@ -103,9 +102,7 @@ function withinBudget(req: IncomingMessage, res: ServerResponse, budgetMs: numbe
   res.once('finish', () => clearTimeout(timer));
 }
 
-export function createApp(
-  ctx: ServerContext, providers: ProviderCache, trustedProxies: number, adminCredentials: () => AdminCredentials | undefined = () => undefined,
-): express.Express {
+export function createApp(ctx: ServerContext, providers: ProviderCache, trustedProxies: number): express.Express {
   const app = express();
   app.disable('x-powered-by');
   // A hop count, never `true`: with `true` express takes the leftmost X-Forwarded-For entry,
@@ -114,7 +111,14 @@ export function createApp(
 
   const admin = adminRouter(ctx);
   const interactions = interactionRouter(ctx);
-  const adminConsole = consoleRouter(ctx, adminCredentials);
+  // Apps the entry point mounted at the edge (the admin console): each on its path of every tenant host.
+  const edge = ctx.edge.map((e) => ({
+    path: e.path,
+    handle: e.handler(ctx.edgeHost, (res) => {
+      const t = (res as Response).locals.tenant as TenantRecord;
+      return { name: t.name, displayName: t.body.displayName };
+    }),
+  }));
   const scim = scimRouter(ctx, ctx.scim);
 
   app.use(async (req: Request, res: Response, next: NextFunction) => {
@@ -135,7 +139,8 @@ export function createApp(
         req.url = req.url.slice('/oauth2'.length) || '/';
         return runtime.callback(req, res);
       }
-      if (req.path === CONSOLE_PATH || req.path.startsWith(`${CONSOLE_PATH}/`)) return adminConsole(req, res, next);
+      const app = edge.find((e) => req.path === e.path || req.path.startsWith(`${e.path}/`));
+      if (app !== undefined) return app.handle(req, res, next);
       if (req.path === SCIM_PATH || req.path.startsWith(`${SCIM_PATH}/`)) return scim(Object.assign(req, { url: req.url.slice(SCIM_PATH.length) || '/' }), res, next);
       return interactions(req, res, (err?: unknown) => {
         if (err !== undefined) return next(err);

@@ -44,6 +44,9 @@ afterAll(async () => {
   work.remove();
 });
 
+/** The plan's change lines, without the note of the change that last made each object (`[last changed by …]`). */
+const changeLines = (stdout: string) => stdout.split('\n').filter((l) => /^  [-+~]/.test(l)).map((l) => l.replace(/ \[last changed by [^\]]*\]$/, ''));
+
 describe('objects made by hand in a managed tenant', () => {
   it('unmanaged: keep leaves them alone, silently', async () => {
     await driftByHand();
@@ -51,7 +54,8 @@ describe('objects made by hand in a managed tenant', () => {
     const plan = await idforge(['plan', 'keep.yaml']);
     expect(plan.code, plan.stderr).toBe(0);
     // The tenant's declared policy is part of its entry (export gives it back): its only change.
-    expect(plan.stdout).toContain('  ~ tenant acme (unmanaged)\nPlan: 0 to create, 1 to change, 0 to delete');
+    expect(changeLines(plan.stdout)).toEqual(['  ~ tenant acme (unmanaged)']);
+    expect(plan.stdout).toContain('Plan: 0 to create, 1 to change, 0 to delete');
     expect(plan.stdout).not.toContain('mallory');
   });
 
@@ -59,7 +63,8 @@ describe('objects made by hand in a managed tenant', () => {
     writeFileSync(join(work.path, 'report.yaml'), model('report'));
     const plan = await idforge(['plan', 'report.yaml']);
     expect(plan.code, plan.stderr).toBe(0);
-    expect(plan.stdout).toContain('  ~ tenant acme (unmanaged)\nPlan: 0 to create, 1 to change, 0 to delete');
+    expect(changeLines(plan.stdout)).toEqual(['  ~ tenant acme (unmanaged)']);
+    expect(plan.stdout).toContain('Plan: 0 to create, 1 to change, 0 to delete');
     expect(plan.stdout).toContain("! user acme/u-mallory: made outside the model (no owner), not in the model: drift, kept (the tenant's unmanaged: report)");
     expect(plan.stdout).toContain('! assignment acme/portal/u-mallory: made outside the model (no owner)');
     expect(plan.stdout).toContain('! application acme/backdoor: made outside the model (no owner)');
@@ -70,9 +75,9 @@ describe('objects made by hand in a managed tenant', () => {
   it('unmanaged: remove (the default) plans their deletion, children first, and apply carries it out', async () => {
     const plan = await idforge(['plan', 'acme.yaml']);
     expect(plan.code, plan.stderr).toBe(0);
-    const lines = plan.stdout.split('\n');
+    const lines = changeLines(plan.stdout);
     const at = (s: string) => lines.findIndex((l) => l === s);
-    expect(at('  - assignment acme/portal/u-mallory')).toBeGreaterThan(0);
+    expect(at('  - assignment acme/portal/u-mallory')).toBeGreaterThanOrEqual(0);
     expect(at('  - user acme/u-mallory')).toBeGreaterThan(at('  - assignment acme/portal/u-mallory'));
     expect(at('  - application acme/backdoor')).toBeGreaterThan(at('  - user acme/u-mallory'));
     // The policy back at its default (report was applied last), and the drift to go.

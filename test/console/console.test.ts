@@ -8,6 +8,7 @@
  * every page is saved as a screenshot in test-output/screenshots/console-*.png.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
@@ -39,6 +40,19 @@ async function idforge(args: string[]) {
   };
   const code = await main(args, io);
   return { code, stdout, stderr };
+}
+
+/** The model file as `git apply` of `patch` leaves it (the file itself is put back). */
+function gitApplied(patch: string): string {
+  const file = join(work.path, 'acme.yaml');
+  const original = readFileSync(file, 'utf8');
+  writeFileSync(join(work.path, 'proposed-change.patch'), patch);
+  try {
+    execFileSync('git', ['apply', 'proposed-change.patch'], { cwd: work.path, stdio: ['ignore', 'ignore', 'pipe'] });
+    return readFileSync(file, 'utf8');
+  } finally {
+    writeFileSync(file, original);
+  }
 }
 
 /** Screenshot and axe scan of the page as it is now. */
@@ -74,7 +88,8 @@ tenants:
 beforeAll(async () => {
   server = await testServer();
   admin = await adminClient(server);
-  // Part of the tenant comes from Git: applied from a model, so it is managed by idforge.
+  // Part of the tenant comes from Git (a repository): applied from a model, so it is managed by idforge.
+  execFileSync('git', ['init', '-q'], { cwd: work.path });
   writeFileSync(join(work.path, 'acme.yaml'), MODEL(server.port));
   const applied = await idforge(['apply', 'acme.yaml', '--data-dir', server.dataDir]);
   expect(applied.code, applied.stderr).toBe(0);
@@ -187,9 +202,14 @@ describe('admin console', () => {
     await check('07-web-app-created');
     // The server agrees: made in the console, the secret works at the token endpoint (checked as a hash).
     expect(await admin.typed.find('getApplication', { tenant: 'acme', application: 'crm' })).toMatchObject({ managedBy: 'console', clientId: 'crm' });
-    // Reloading never shows the secret again.
-    await page.goto(`${consoleUrl}applications/crm`);
+    // The POST redirected to the page that shows the secret: a reload never posts the form again,
+    // and never shows the secret again.
+    expect(page.url()).toBe(`${consoleUrl}applications/crm/created`);
+    await page.reload();
+    await page.waitForURL(`${consoleUrl}applications/crm?done=secret-shown`);
+    expect(await visibleText(page)).toContain('The client secret was shown once');
     expect(await visibleText(page)).not.toContain(secret);
+    expect((await admin.typed.listAll('listApplications', { tenant: 'acme' }))!.filter((x) => x.name === 'crm')).toHaveLength(1);
   });
 
   it('Marketplace: a reverse proxy, a single-page app and a protected API, each with its own fields', async () => {
@@ -304,9 +324,13 @@ describe('admin console', () => {
     await page.getByLabel('Display name').fill('Acme Staff Portal');
     await page.getByRole('button', { name: 'Propose this change' }).click();
     await expect.poll(() => visibleText(page)).toContain('Proposed change');
+    // A page of its own after the POST: reloading it shows the same proposal, and changes nothing.
+    expect(page.url()).toMatch(new RegExp(`^${consoleUrl}applications/portal/proposal\\?`));
+    await page.reload();
     const patch = await page.getByLabel('Contents of proposed-change.patch').inputValue();
-    expect(patch).toMatch(/^-\s+displayName: Acme Portal$/m);
-    expect(patch).toMatch(/^\+\s+displayName: Acme Staff Portal$/m);
+    // A patch of the file the entry was applied from: git apply takes it, and only the field changes.
+    expect(await visibleText(page)).toContain('a patch to acme.yaml (tenants[0].applications[0], line 13), as it was last applied');
+    expect(gitApplied(patch)).toBe(MODEL(server.port).replace('displayName: Acme Portal,', 'displayName: Acme Staff Portal,'));
     await check('18-proposal-application');
     expect(await admin.typed.find('getApplication', { tenant: 'acme', application: 'portal' })).toMatchObject({ displayName: 'Acme Portal', managedBy: 'idforge' });
 
@@ -318,8 +342,9 @@ describe('admin console', () => {
     await page.getByRole('button', { name: 'Add assignment for carol@acme.test' }).click();
     await check('19-git-users-tab');
     await page.getByRole('button', { name: 'Propose this change' }).click();
+    await page.waitForURL(`${consoleUrl}applications/portal/users/proposal?add=u-carol`);
     const assignmentPatch = await page.getByLabel('Contents of proposed-change.patch').inputValue();
-    expect(assignmentPatch).toMatch(/^\+\s+- u-carol$/m);
+    expect(gitApplied(assignmentPatch)).toBe(MODEL(server.port).replace('{ application: portal, users: [u-alice] }', '{ application: portal, users: [ u-alice, u-carol ] }'));
     expect(await page.getByLabel('Contents of changed-entry.yaml').inputValue()).toBe('application: portal\nusers:\n  - u-alice\n  - u-carol\n');
     await check('20-proposal-assignments');
     expect(((await admin.typed.listAll('listAssignments', { tenant: 'acme', application: 'portal' })) ?? []).map((a) => a.userId)).toEqual(['u-alice']);
@@ -364,10 +389,9 @@ describe('admin console', () => {
     const plan = await idforge(['plan', 'acme-exported.yaml', '--data-dir', server.dataDir, '--json']);
     expect(plan.code, plan.stderr).toBe(0);
     const p = JSON.parse(plan.stdout);
-    // Nothing the server serves changes; the tenant's own entry takes in the assignments the
-    // console made (the model now declares them).
-    expect(p.changes.map((c: { name: string; fields: string[] }) => `${c.name} (${c.fields.join(', ')})`)).toEqual(['acme (assignments)']);
-    expect(p.summary).toMatchObject({ create: 0, update: 1, delete: 0 });
+    // Nothing changes: the tenant's entry only records the assignments the console made (the model now declares them).
+    expect(p.changes).toEqual([]);
+    expect(p.summary).toMatchObject({ create: 0, update: 0, delete: 0 });
     // The console's objects stay the console's (declared exactly as they are); --force-conflicts takes them into Git.
     expect(p.outsideGit.map((o: { name: string; action: string }) => `${o.action} ${o.name}`)).toEqual(expect.arrayContaining(['held acme/crm', 'held acme/wiki', 'held acme/dashboard', 'held acme/invoices', 'held acme/crm/u-alice']));
     const forced = JSON.parse((await idforge(['plan', 'acme-exported.yaml', '--data-dir', server.dataDir, '--json', '--force-conflicts'])).stdout);

@@ -116,7 +116,7 @@ describe('access through a group assignment', () => {
     expect(dry.body).toMatchObject({ outcome: 'updated', changes: ['members'] });
     expect((await admin.call('GET', '/admin/v1/tenants/access/groups/admins')).body.members).toEqual([f.users.alice.id, f.users.bob.id]);
     const unknown = await admin.call('PUT', '/admin/v1/tenants/access/groups/admins', { displayName: 'Admins', members: ['u-nobody'] });
-    expect(unknown.body).toMatchObject({ error: 'invalid_request', path: 'members[0]', message: "user 'u-nobody' does not exist in tenant 'access'" });
+    expect(unknown.body).toMatchObject({ error: 'invalid_request', path: 'members[0]', message: 'member "u-nobody" is not a user of this tenant' });
     const list = await admin.call('GET', '/admin/v1/tenants/access/groups?limit=500');
     expect(list.body.items.find((g: { id: string }) => g.id === 'admins')).toMatchObject({ displayName: 'Admins', memberCount: 2 });
     expect((await admin.call('PUT', '/admin/v1/tenants/access/applications/api/group-assignments/admins', {})).status).toBe(400);

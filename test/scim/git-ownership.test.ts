@@ -17,6 +17,7 @@ let server: Awaited<ReturnType<typeof testServer>>;
 let admin: AdminClient;
 let scim: ScimClient;
 let okta: { id: string };
+let group: string;
 const work = tempDir('idforge-scim-git-');
 
 const idforge = (...args: string[]) => runCli([...args, '--data-dir', server.dataDir], { cwd: work.path, env: { ...PASSWORDS, IDFORGE_STATE: join(work.path, 'state.json') } });
@@ -31,6 +32,7 @@ beforeAll(async () => {
   scim = scimClient(server, 'acme', token);
   okta = (await scim.call('POST', '/Users', scimUser('okta.user', 'okta.user@acme.example', { displayName: 'From Okta' }))).body;
   const g = (await scim.call('POST', '/Groups', { schemas: [GROUP], displayName: 'Okta Engineering', members: [{ value: okta.id }] })).body;
+  group = g.id;
   await admin.put(`/admin/v1/tenants/acme/applications/portal/group-assignments/${g.id}`, { managedBy: 'console' });
 });
 afterAll(async () => {
@@ -41,7 +43,10 @@ afterAll(async () => {
 it('plan sees no drift and apply keeps what SCIM made, in a tenant the model manages (unmanaged: remove)', async () => {
   const plan = await idforge('plan', 'acme.yaml');
   expect(plan.code, plan.stderr).toBe(0);
-  expect(plan.stdout).toContain('No changes: the server matches the model');
+  // The one thing plan lists is the access the model does not declare: the identity provider's
+  // group on the model's portal (test/cli/access-rule.test.ts); the user and group stay.
+  expect(plan.stdout).toContain(`- group assignment acme/portal/group ${group}: access the model does not declare (granted in the console): deleted (the tenant's unmanaged: remove)`);
+  expect(plan.stdout).toContain('Plan: 0 to create, 0 to change, 1 to delete');
   expect(plan.stdout).not.toContain(okta.id);
   // Even a model without any user: the model's own go (allowed), SCIM's stays.
   const noUsers = readFileSync(join(work.path, 'acme.yaml'), 'utf8')

@@ -13,6 +13,8 @@ import { routePath, ApplicationBody, TenantBody, UserBody } from '../../src/cont
 /** Request bodies as sent (defaults may be omitted). */
 type In<T extends z.ZodType> = z.input<T>;
 import { AdminClient as TypedAdminClient, endpointFromCredentials, localhostFetch } from '../../src/admin-client/index.ts';
+import { accountEdge } from '../../src/account/index.ts';
+import { consoleEdge } from '../../src/console/index.ts';
 import { startServer, type RunningServer, type ServerOptions } from '../../src/server/index.ts';
 
 export { localhostFetch };
@@ -27,7 +29,7 @@ export async function testServer(options: Partial<ServerOptions> = {}): Promise<
   const dataDir = options.dataDir ?? dir!.path;
   let server: RunningServer;
   try {
-    server = await startServer({ port: 0, baseDomain: 'localhost', log: process.env.IDFORGE_TEST_LOG ? (l: string) => console.error(l) : () => {}, ...options, dataDir });
+    server = await startServer({ port: 0, baseDomain: 'localhost', log: process.env.IDFORGE_TEST_LOG ? (l: string) => console.error(l) : () => {}, edge: [consoleEdge(), accountEdge()], ...options, dataDir });
   } catch (err) {
     dir?.remove(); // a refused start leaves no data dir behind
     throw err;

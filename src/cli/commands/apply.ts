@@ -37,7 +37,7 @@ export const run: Command = async (argv, io) => {
   const { plan, client, values, stateFile, movedSecrets } = prepared;
   // The guard is judged before the first write, so a refused apply changes nothing.
   if (plan.guard.length > 0 && !values.allowMassDelete) {
-    if (values.json) io.stdout(`${JSON.stringify({ ok: false, applied: false, ...planJson(plan) }, null, 2)}\n`);
+    if (values.json) io.stdout(`${JSON.stringify({ ok: false, applied: false, stateFile, ...planJson(plan) }, null, 2)}\n`);
     else {
       io.stdout(formatPlan(plan, io.color));
       io.stderr(formatGuard(plan.guard));
@@ -81,12 +81,15 @@ export const run: Command = async (argv, io) => {
 
       return { tenant: t.tenant, judged: r };
     });
+    // Access the model does not declare (group assignments on its applications), under `unmanaged: remove`.
+    const grants = plan.changes.filter((c) => c.op === 'delete' && c.kind === 'group assignment');
+    for (const c of grants) await client.removeRef(c.ref);
     // A delete of what is already gone succeeds: the desired state holds.
     const going = plan.changes.filter((c) => c.op === 'delete' && c.kind === 'tenant');
     for (const c of going) await client.removeRef(c.ref);
     progress.done();
     const { changes, unchanged } = changesFrom(applied, going.map((c) => ({ tenant: c.ref.tenant, before: { users: 0, assignments: 0 } })));
-    result = { ...plan, changes: [...renameChanges(plan.tenants), ...changes], unchanged };
+    result = { ...plan, changes: [...renameChanges(plan.tenants), ...changes, ...grants], unchanged };
   } catch (err) {
     if (!(err instanceof AdminApiError)) throw err;
     if (values.json) io.stdout(`${JSON.stringify({ ok: false, applied: false, error: err.message }, null, 2)}\n`);
@@ -94,7 +97,7 @@ export const run: Command = async (argv, io) => {
     return EXIT.invalid;
   }
   if (values.json) {
-    io.stdout(`${JSON.stringify({ ok: true, applied: true, ...planJson(result), ...(secrets.length > 0 ? { generatedSecrets: secrets } : {}) }, null, 2)}\n`);
+    io.stdout(`${JSON.stringify({ ok: true, applied: true, stateFile, ...planJson(result), ...(secrets.length > 0 ? { generatedSecrets: secrets } : {}) }, null, 2)}\n`);
     return EXIT.ok;
   }
   io.stdout(formatPlan(result, io.color).replace(/^Plan: /m, 'Applied: ').replace(/ to create, /, ' created, ').replace(/ to change, /, ' changed, ').replace(/ to delete, /, ' deleted, '));

@@ -5,7 +5,7 @@ import { EXIT, UsageError, type Command } from '../../command/io.ts';
 import { parseCommandArgs } from '../../command/args.ts';
 import { loadForCommand } from '../_model.ts';
 import { counted } from '../../contract/index.ts';
-import { DEFAULT_STATE_FILE, StateFileError, resolveSecrets } from '../_state.ts';
+import { DEFAULT_STATE_FILE, StateFileError, locateStateFile, resolveSecrets, stateLine } from '../_state.ts';
 
 const USAGE = 'usage: idforge compile <model file or directory>... --out <dir> [--overlay <environment overlay>] [--state <file>] [--json]';
 
@@ -21,7 +21,7 @@ export const run: Command = async (argv, io) => {
   if (values.help) {
     io.stdout(
       `${USAGE}\n\nWrites <out>/plan.json and <out>/<tenant>/<application>/ client configurations.\n` +
-        `Secrets are made once and kept in the state file (default ${DEFAULT_STATE_FILE}, mode 0600, git-ignored).\n`,
+        `Secrets are made once and kept in the state file (--state, else $IDFORGE_STATE, else ${DEFAULT_STATE_FILE} next to the model; mode 0600, git-ignored).\n`,
     );
     return EXIT.ok;
   }
@@ -31,7 +31,8 @@ export const run: Command = async (argv, io) => {
   const model = await loadForCommand(io, positionals, json, values.overlay);
   if (model === undefined) return EXIT.invalid;
 
-  const stateFile = resolve(io.cwd, values.state ?? io.env.IDFORGE_STATE ?? DEFAULT_STATE_FILE);
+  const state = await locateStateFile(positionals, values.state, io.env, io.cwd);
+  const stateFile = state.file;
   let secrets;
   try {
     secrets = await resolveSecrets(model, stateFile);
@@ -67,8 +68,9 @@ export const run: Command = async (argv, io) => {
   await writeFile(join(outDir, MANIFEST), `${JSON.stringify({ files: [...current] }, null, 2)}\n`);
 
   if (json) {
-    io.stdout(`${JSON.stringify({ ok: true, out: outDir, files: artifacts.map((a) => ({ path: a.path, secret: a.secret })) }, null, 2)}\n`);
+    io.stdout(`${JSON.stringify({ ok: true, out: outDir, stateFile, files: artifacts.map((a) => ({ path: a.path, secret: a.secret })) }, null, 2)}\n`);
   } else {
+    io.stdout(stateLine(state));
     io.stdout(`wrote ${counted(artifacts.length, 'file')} to ${values.out}\n`);
     for (const a of artifacts) io.stdout(`  ${a.path}${a.secret ? '  (secret, mode 0600)' : ''}\n`);
   }

@@ -10,11 +10,12 @@
 import { writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { AdminApiError, AdminClient, readLiveTenant } from '../../admin-client/index.ts';
-import { DNS_LABEL, NAME_RULES, type ServerAddress } from '../../contract/index.ts';
+import { type ServerAddress } from '../../contract/index.ts';
 import { modelFileOfLive, modelYaml } from '../../generators/index.ts';
 import { formatProblems, validateSources } from '../../schema/index.ts';
 import { EXIT, UsageError, type Command } from '../../command/io.ts';
 import { parseCommandArgs } from '../../command/args.ts';
+import { oneTenant } from '../_tenant-arg.ts';
 
 const USAGE = 'usage: idforge export <tenant> --data-dir <server data dir> [--out <file>]';
 const HELP = `${USAGE}
@@ -24,7 +25,8 @@ file, to <file> or standard output, and checks it as 'idforge validate' would. P
 secrets are never exported (the server keeps only hashes); values the server does not keep (a
 proxy's upstream, an api's routes) are filled in and marked with a comment. The client secrets the
 console showed when it made each confidential application belong in the state file
-(.idforge/state.json, or --state for plan and apply); without them, apply replaces those secrets.
+(.idforge/state.json next to the model, or --state for plan and apply); without them, apply replaces
+those secrets.
 
 --data-dir reads the bootstrap admin client the server wrote there (admin-credentials.json).
 `;
@@ -41,10 +43,7 @@ export const run: Command = async (argv, io) => {
     io.stdout(HELP);
     return EXIT.ok;
   }
-  const [tenant, ...more] = positionals;
-  if (tenant === undefined) throw new UsageError(`no tenant given\n${USAGE}`);
-  if (more.length > 0) throw new UsageError(`one tenant at a time (got ${positionals.join(', ')})\n${USAGE}`);
-  if (!DNS_LABEL.test(tenant)) throw new UsageError(`'${tenant}' is not a tenant name: it ${NAME_RULES.dnsLabel}\n${USAGE}`);
+  const tenant = oneTenant(positionals, USAGE);
   if (values['data-dir'] === undefined) throw new UsageError(`--data-dir is required\n${USAGE}`);
   let text: string;
   let noteCount: number;

@@ -16,16 +16,19 @@ import { resolve } from 'node:path';
 import { AdminApiError, AdminClient, mapLimit, readAdminCredentials, endpointFromCredentials } from '../../admin-client/index.ts';
 import {
   DEFAULT_APPLY_MANAGER, MANAGER, SYSTEM_TENANT, adminBaseUrl, applyManager, counted, endpointUrl, managerOf, managerWords, refOf, stepName, tenantBatches,
-  type AdminResourceKind, type BatchEntryResult, type PlanStep, type ResourceRef, type ServerAddress, type TenantBatchBody, type TenantBatchResult, type UnmanagedPolicy,
+  type AdminResourceKind, type EventView, type BatchEntryResult, type PlanStep, type ResourceRef, type ServerAddress, type TenantBatchBody, type TenantBatchResult, type UnmanagedPolicy,
 } from '../../contract/index.ts';
 import { tenantRenames, type Model } from '../../schema/model.ts';
 import { compilePlan } from '../../generators/index.ts';
+import { readEntrySources, withEntrySources } from '../_entry-sources.ts';
 import { EXIT, UsageError, type CliIo, type Command } from '../../command/io.ts';
 import { parseCommandArgs } from '../../command/args.ts';
 import { loadForCommand, reportProblems } from '../_model.ts';
 import { locateProblems } from '../../schema/index.ts';
 import { ownershipProblems } from './_ownership.ts';
-import { DEFAULT_STATE_FILE, StateFileError, readClientSecrets, resolvePasswords } from '../_state.ts';
+import { gitInfoOf } from '../_git.ts';
+import { lastChangeWords, lastChanges } from '../_last-change.ts';
+import { StateFileError, locateStateFile, readClientSecrets, resolvePasswords, stateLine } from '../_state.ts';
 import { appliedDeletion, applyPrune, formatOutsideGit, outsideGitOf, planPrune, type OutsideGitObject } from '../_outside-git.ts';
 
 export { AdminApiError } from '../../admin-client/index.ts';
@@ -65,7 +68,10 @@ export interface RemotePlan {
 export const MODEL_HELP = `--overlay <file> merges an environment's overlay over the model first (what a stack's
 idforge:overlay does; see src/schema/overlay.ts), e.g. --overlay stacks/staging.overlay.yaml.
 Initial user passwords come from the environment variables the model names; only a user that
-apply creates needs one, and plan and apply both refuse (exit 1) when such a password is missing.`;
+apply creates needs one, and plan and apply both refuse (exit 1) when such a password is missing.
+Client secrets are kept in the state file: --state <file>, else $IDFORGE_STATE, else
+.idforge/state.json next to the model (in the first model path's directory), whichever directory
+the command runs in; the first line printed names the one used.`;
 
 export const CREDENTIAL_HELP = `Admin credentials: --data-dir <server data dir> reads the bootstrap client the server wrote
 there (admin-credentials.json) and talks to the server that wrote it; otherwise set
@@ -260,10 +266,36 @@ export async function planAgainst(
   const goingCounts = await mapLimit(going, BATCH_CONCURRENCY, async (tenant) => (await client.batch(tenant, {}, { dryRun: true })).before);
 
   const { changes: found, unchanged, guard } = changesFrom(shown, going.map((tenant, i) => ({ tenant, before: goingCounts[i]! })));
-  const changes = [...renameChanges(tenants), ...found];
+  const granted = await undeclaredGrants(client, tenants, policy);
+  const changes = [...renameChanges(tenants), ...found, ...granted.filter((g) => g.action === 'delete').map((g) => change('delete', g.ref))];
   // Apply sends a tenant when its dry run, as sent, has anything to do.
   const sent = tenants.map((t) => ({ ...t, judged: { ...t.judged, results: t.judged.results.filter((r) => appliedDeletion(r, policy(t.tenant), allowDeleteConsole, manager)) } }));
-  return { server: await client.server(), manager, changes, unchanged, guard, outsideGit: shown.flatMap((t) => t.listed), tenants: sent };
+  return { server: await client.server(), manager, changes, unchanged, guard, outsideGit: [...shown.flatMap((t) => t.listed), ...granted], tenants: sent };
+}
+
+/**
+ * Access the model does not declare: group assignments on the model's applications (the model's
+ * groups become user assignments, so it declares none). A group another door keeps (SCIM's) must not
+ * let an identity provider grant access to an application Git manages without anyone seeing it:
+ * such grants follow the tenant's `unmanaged` policy, deleted under `remove` (the default), listed
+ * under `report`. One request per tenant.
+ */
+async function undeclaredGrants(client: AdminClient, tenants: readonly TenantPlan[], policy: (tenant: string) => UnmanagedPolicy): Promise<OutsideGitObject[]> {
+  const found = await mapLimit(tenants.filter((t) => policy(t.tenant) !== 'keep'), BATCH_CONCURRENCY, async (t): Promise<OutsideGitObject[]> => {
+    const declared = new Set((t.batch.applications ?? []).map((a) => a.name));
+    let items;
+    try {
+      items = (await client.call('listTenantGroupAssignments', { tenant: t.renameFrom ?? t.tenant })).items;
+    } catch (err) {
+      if (err instanceof AdminApiError && err.status === 404) return [];
+      throw err;
+    }
+    return items.filter((g) => declared.has(g.application)).map((g) => {
+      const ref = { kind: 'group assignment' as const, tenant: t.tenant, application: g.application, group: g.group };
+      return { kind: ref.kind, ref, name: stepName(ref), owner: g.manager ?? '', action: policy(t.tenant) === 'remove' ? 'delete' as const : 'report' as const };
+    });
+  });
+  return found.flat();
 }
 
 /**
@@ -326,12 +358,16 @@ export function summary(plan: RemotePlan): Record<ChangeOp | 'unchanged', number
 
 const SIGIL = { create: '+', update: '~', delete: '-', unchanged: '=' } as const;
 
-export function formatPlan(plan: RemotePlan, color: boolean): string {
+/** `last`: the change that last made each object what it is (`idforge plan`), by change name. */
+export function formatPlan(plan: RemotePlan, color: boolean, last: ReadonlyMap<string, EventView> = new Map()): string {
   const paint = (op: keyof typeof SIGIL, s: string) =>
     !color ? s : `\u001b[${op === 'create' ? 32 : op === 'update' ? 33 : op === 'delete' ? 31 : 2}m${s}\u001b[0m`;
   const lines = plan.changes
     .filter((c) => c.op !== 'unchanged')
-    .map((c) => paint(c.op, `  ${SIGIL[c.op]} ${c.kind} ${c.name}${c.fields.length > 0 ? ` (${c.fields.join(', ')})` : ''}`));
+    .map((c) => {
+      const was = last.get(c.name);
+      return paint(c.op, `  ${SIGIL[c.op]} ${c.kind} ${c.name}${c.fields.length > 0 ? ` (${c.fields.join(', ')})` : ''}${was === undefined ? '' : ` [${lastChangeWords(was)}]`}`);
+    });
   const s = summary(plan);
   const head = `Server ${plan.server}`;
   const total = s.create + s.update + s.delete;
@@ -382,7 +418,8 @@ export async function preparePlan(
   const { passwords, unresolved } = resolvePasswords(model, io.env);
   let secrets;
   let movedSecrets;
-  const stateFile = resolve(io.cwd, values.state ?? io.env.IDFORGE_STATE ?? DEFAULT_STATE_FILE);
+  const state = await locateStateFile(paths, values.state, io.env, io.cwd);
+  const stateFile = state.file;
   try {
     ({ secrets, moved: movedSecrets } = await readClientSecrets(model, stateFile));
   } catch (err) {
@@ -392,9 +429,12 @@ export async function preparePlan(
     }
     throw err;
   }
-  const steps = compilePlan(model, { secrets, passwords }).steps;
+  // Each entry the console may propose a change to keeps the lines it was declared on.
+  const steps = withEntrySources(compilePlan(model, { secrets, passwords }).steps, await readEntrySources(paths, io.cwd));
   try {
-    const client = await connect(model.server, values['data-dir'], io);
+    // Every write names its manager and, in a Git repository, the model's commit (the server's event log).
+    const git = await gitInfoOf(paths[0]!);
+    const client = (await connect(model.server, values['data-dir'], io)).as({ manager: applyManager(managerName), ...(git === undefined ? {} : { git }) });
     // apply plans first too: the guard and every refusal are judged before anything is written.
     const progress = progressLine(io, json, command === 'plan' ? 'planning' : 'planning before apply');
     const plan = await planAgainst(client, steps, {
@@ -407,7 +447,7 @@ export async function preparePlan(
       force: values['force-conflicts'] === true,
     });
     progress.done();
-    // An initial password matters only to a user this run creates (as on the Pulumi path, TenantUsers'
+    // An initial password matters only to a user this run creates (as on the Pulumi path, the Tenant resource's
     // check): plan and apply refuse the same users, in the same words, before anything is written.
     const needed = plan.changes.flatMap((c) => {
       const p = c.op === 'create' && c.kind === 'user' ? unresolved.get(c.name) : undefined;
@@ -418,6 +458,7 @@ export async function preparePlan(
       reportProblems(io, overlay === undefined ? await locateProblems(paths, needed) : needed, json);
       return { exit: EXIT.invalid };
     }
+    if (!json) io.stdout(stateLine(state));
     return { plan, client, stateFile, movedSecrets, values: { json, allowMassDelete: values['allow-mass-delete'] === true } };
   } catch (err) {
     // Users another door manages (SCIM, the console) are the model's mistake: shown at their place in it.
@@ -499,10 +540,12 @@ export const run: Command = async (argv, io) => {
   if ('exit' in prepared) return prepared.exit;
   const { plan, values } = prepared;
   const refused = plan.guard.length > 0 && !values.allowMassDelete;
+  const last = await lastChanges(prepared.client, plan.changes);
   if (values.json) {
-    io.stdout(`${JSON.stringify({ ok: !refused, ...planJson(plan) }, null, 2)}\n`);
+    const lastChanged = Object.fromEntries([...last].map(([name, e]) => [name, { event: e.id, time: e.time, actor: e.actor }]));
+    io.stdout(`${JSON.stringify({ ok: !refused, stateFile: prepared.stateFile, ...planJson(plan), ...(last.size > 0 ? { lastChanged } : {}) }, null, 2)}\n`);
   } else {
-    io.stdout(formatPlan(plan, io.color) + formatOutsideGit(plan.outsideGit, plan.manager));
+    io.stdout(formatPlan(plan, io.color, last) + formatOutsideGit(plan.outsideGit, plan.manager));
     if (refused) io.stderr(formatGuard(plan.guard));
   }
   return refused ? EXIT.invalid : EXIT.ok;

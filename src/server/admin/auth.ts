@@ -5,7 +5,8 @@
  */
 import type { NextFunction, Request, Response } from 'express';
 import { createLocalJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
-import { issuerUrl } from '../../contract/index.ts';
+import { actorFromHeaders, issuerUrl } from '../../contract/index.ts';
+import { setActor } from '../ops/request-context.ts';
 import type { ServerContext } from '../_context.ts';
 import { ADMIN_AUDIENCE, ADMIN_SCOPE, SYSTEM_TENANT } from '../config.ts';
 import { ServerError, errorBody, errors } from '../errors.ts';
@@ -35,19 +36,33 @@ export function requireAdmin(ctx: ServerContext) {
     const m = /^Bearer ([A-Za-z0-9._~+/-]+=*)$/i.exec(header);
     if (m === null) return fail(res, errors.unauthorized(), '');
     let scp: unknown;
+    let clientId: unknown;
+    // Outside the try: a database that cannot give the keys is the request's 503, not a bad token.
+    const jwks = await keys();
     try {
-      const { payload } = await jwtVerify(m[1]!, await keys(), {
+      const { payload } = await jwtVerify(m[1]!, jwks, {
         issuer: issuerUrl(ctx.address(), SYSTEM_TENANT),
         audience: ADMIN_AUDIENCE,
         algorithms: ['RS256', 'ES256'],
       });
       scp = payload.scp;
+      clientId = payload.client_id;
     } catch {
       return fail(res, errors.unauthorized('the access token is invalid, expired, or not issued for the admin API'), ', error="invalid_token"');
     }
     if (!Array.isArray(scp) || !scp.includes(ADMIN_SCOPE)) {
       return fail(res, errors.forbidden(`the access token lacks the '${ADMIN_SCOPE}' scope`), `, error="insufficient_scope", scope="${ADMIN_SCOPE}"`);
     }
+    // Who acts, for the events the request's writes make: the actor headers, else the token's client.
+    const { actor, problems } = actorFromHeaders((name) => {
+      const v = req.headers[name];
+      return Array.isArray(v) ? v[0] : v;
+    });
+    if (problems.length > 0) {
+      const { status, body } = errorBody(errors.invalidRequest(`invalid header ${problems[0]!.path.slice('headers.'.length)}: ${problems[0]!.message}`, problems[0]!.path, problems));
+      return void res.status(status).json(body);
+    }
+    setActor({ ...actor, ...(actor.who === undefined && typeof clientId === 'string' ? { who: clientId } : {}) });
     next();
   };
 }

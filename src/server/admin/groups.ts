@@ -4,16 +4,18 @@
  * difference (so members SCIM adds meanwhile are not lost to a stale list in flight: they are only
  * removed when this PUT names the group without them).
  *
- * Ownership is the contract's one rule (`mayChange`): a group SCIM or the console manages is
- * changed only by them.
+ * Writes go through the directory core (directory/groups.ts), the same judge and writer as SCIM's.
  */
 import {
-  RESERVED_TENANTS, changedFields, jsonEqual, mayChange, ownedElsewhere,
+  RESERVED_TENANTS,
   type GroupAssignmentBody, type GroupBody, type Outcome, type PutResult,
 } from '../../contract/index.ts';
 import type { ServerContext } from '../_context.ts';
 import { errors } from '../errors.ts';
-import { isUniqueViolation } from '../storage/_common.ts';
+import { removeGroup, writeGroup } from '../directory/groups.ts';
+import { managerOf } from '../../contract/index.ts';
+import { deleteEvent, pairName, putEvent, recordWith } from '../events/make.ts';
+import { judgeManaged } from '../directory/rules.ts';
 import type { ApplicationRecord, GroupAssignmentRecord, GroupRecord, Page, PageRequest } from '../storage/types.ts';
 
 const iso = (epoch: number) => new Date(epoch * 1000).toISOString();
@@ -27,8 +29,7 @@ export const groupSummaryView = (r: GroupRecord, memberCount: number) => ({
 });
 export const groupAssignmentView = (r: GroupAssignmentRecord) => ({ application: r.application, group: r.group, ...r.body, createdAt: iso(r.createdAt) });
 
-/** Bytewise sorted and without repeats: how members are kept and compared. */
-export const memberSet = (ids: Iterable<string>): string[] => [...new Set(ids)].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+export { memberSet } from '../directory/groups.ts';
 
 export class GroupAdmin {
   constructor(private readonly ctx: ServerContext) {}
@@ -56,40 +57,11 @@ export class GroupAdmin {
     return a;
   }
 
-  async putGroup(tenant: string, id: string, body: GroupBody, dryRun: boolean): Promise<PutResult<ReturnType<typeof groupView>>> {
+  async putGroup(tenant: string, id: string, body: GroupBody, dryRun: boolean, force = false): Promise<PutResult<ReturnType<typeof groupView>>> {
     await this.#tenant(tenant);
-    const { members: wanted, ...stored } = body;
-    const members = memberSet(wanted);
-    const before = await this.#s.groups.get(tenant, id);
-    if (before !== undefined && !mayChange(before.body.managedBy, stored.managedBy)) {
-      throw errors.conflict(ownedElsewhere('group', id, before.body.managedBy, stored.managedBy), 'managedBy');
-    }
-    const same = await this.#s.groups.getByDisplayName(tenant, stored.displayName);
-    if (same !== undefined && same.id !== id) throw errors.conflict(`displayName '${stored.displayName}' is taken by another group of this tenant`, 'displayName');
-    const problems: { path: string; message: string }[] = [];
-    for (const m of members) {
-      if (problems.length === 20) break;
-      if ((await this.#s.users.get(tenant, m)) === undefined) problems.push({ path: `members[${wanted.indexOf(m)}]`, message: `user '${m}' does not exist in tenant '${tenant}'` });
-    }
-    if (problems.length > 0) throw errors.invalidRequest(problems[0]!.message, problems[0]!.path, problems);
-    const current = before === undefined ? [] : await this.#s.groups.listMembers(tenant, id);
-    const changes = changedFields(before?.body, stored);
-    if (before === undefined ? members.length > 0 : !jsonEqual(current, members)) changes.push('members');
-    changes.sort();
-    const outcome: Outcome = before === undefined ? 'created' : changes.length === 0 ? 'unchanged' : 'updated';
-    if (dryRun || outcome === 'unchanged') {
-      return { outcome, changes, resource: groupView(before ?? { tenant, id, body: stored, createdAt: now(), updatedAt: now() }, before === undefined ? members : current) };
-    }
-    const has = new Set(current);
-    const keep = new Set(members);
-    let rec: GroupRecord;
-    try {
-      rec = await this.#s.groups.put(tenant, id, stored, { add: members.filter((m) => !has.has(m)), remove: current.filter((m) => !keep.has(m)) });
-    } catch (err) {
-      if (isUniqueViolation(err)) throw errors.conflict(`displayName '${stored.displayName}' is taken by another group of this tenant`, 'displayName');
-      throw err;
-    }
-    return { outcome, changes, resource: groupView(rec, await this.#s.groups.listMembers(tenant, id)) };
+    const { members, ...rest } = body;
+    const { outcome, changes, record, members: now } = await writeGroup(this.ctx, tenant, id, { body: rest, members, dryRun, force });
+    return { outcome, changes, resource: groupView(record, now) };
   }
 
   async getGroup(tenant: string, id: string) {
@@ -105,21 +77,22 @@ export class GroupAdmin {
   }
 
   async deleteGroup(tenant: string, id: string, dryRun: boolean): Promise<void> {
-    await this.#group(tenant, id);
-    if (!dryRun) await this.#s.groups.delete(tenant, id);
+    const before = await this.#group(tenant, id);
+    if (!dryRun) await removeGroup(this.ctx, tenant, before);
   }
 
-  async putGroupAssignment(tenant: string, application: string, group: string, body: GroupAssignmentBody, dryRun: boolean): Promise<PutResult<ReturnType<typeof groupAssignmentView>>> {
+  async putGroupAssignment(tenant: string, application: string, group: string, body: GroupAssignmentBody, dryRun: boolean, force = false): Promise<PutResult<ReturnType<typeof groupAssignmentView>>> {
     await this.#tenant(tenant);
     await this.#clientApp(tenant, application);
     await this.#group(tenant, group);
     const before = await this.#s.groups.getAssignment(tenant, application, group);
-    const changes = changedFields(before?.body, body);
+    const { stored, changes } = judgeManaged('group assignment', `${application}/${group}`, body, before?.body, force);
     const outcome: Outcome = before === undefined ? 'created' : changes.length === 0 ? 'unchanged' : 'updated';
     if (dryRun || outcome === 'unchanged') {
-      return { outcome, changes, resource: groupAssignmentView(before ?? { tenant, application, group, body, createdAt: now() }) };
+      return { outcome, changes, resource: groupAssignmentView(before ?? { tenant, application, group, body: stored, createdAt: now() }) };
     }
-    return { outcome, changes, resource: groupAssignmentView(await this.#s.groups.putAssignment(tenant, application, group, body)) };
+    const event = putEvent(tenant, 'group_assignment', pairName(application, group), before?.body, stored, managerOf(body));
+    return { outcome, changes, resource: groupAssignmentView(await recordWith(this.ctx, [event], () => this.#s.groups.putAssignment(tenant, application, group, stored))) };
   }
 
   async getGroupAssignment(tenant: string, application: string, group: string) {
@@ -130,6 +103,23 @@ export class GroupAdmin {
     return groupAssignmentView(a);
   }
 
+  /** Every client application's group assignments, in one answer (plan asks once per tenant). */
+  async listTenantGroupAssignments(tenant: string) {
+    await this.#tenant(tenant);
+    const out: ReturnType<typeof groupAssignmentView>[] = [];
+    const apps = await this.#s.applications.list(tenant, { cursor: undefined, limit: 10_000 });
+    for (const a of apps.items) {
+      if (a.body.kind === 'api' || a.body.kind === 'service') continue;
+      let cursor: string | undefined;
+      do {
+        const p = await this.#s.groups.listAssignments(tenant, a.name, { cursor, limit: 500 });
+        out.push(...p.items.map(groupAssignmentView));
+        cursor = p.nextCursor ?? undefined;
+      } while (cursor !== undefined);
+    }
+    return out;
+  }
+
   async listGroupAssignments(tenant: string, application: string, page: PageRequest) {
     await this.#tenant(tenant);
     await this.#clientApp(tenant, application);
@@ -138,8 +128,8 @@ export class GroupAdmin {
   }
 
   async deleteGroupAssignment(tenant: string, application: string, group: string, dryRun: boolean): Promise<void> {
-    await this.getGroupAssignment(tenant, application, group);
+    const { application: _a, group: _g, createdAt: _c, ...before } = await this.getGroupAssignment(tenant, application, group);
     // Members left without access lose their grants and refresh tokens there, in the same transaction.
-    if (!dryRun) await this.#s.groups.deleteAssignment(tenant, application, group);
+    if (!dryRun) await recordWith(this.ctx, [deleteEvent(tenant, 'group_assignment', pairName(application, group), before)], () => this.#s.groups.deleteAssignment(tenant, application, group));
   }
 }

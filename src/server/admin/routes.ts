@@ -14,9 +14,13 @@ import type { ServerContext } from '../_context.ts';
 import { ServerError, errorBody, errors } from '../errors.ts';
 import { createScimToken, deleteScimToken, listScimTokens } from '../scim/tokens.ts';
 import { requireAdmin } from './auth.ts';
-import { RefusedBatch } from './batch.ts';
-import { ConsoleSessions } from './console-sessions.ts';
+import { RefusedBatch } from '../directory/batch.ts';
+import { ConsoleSessions } from '../directory/console-sessions.ts';
+import { sendPasswordLinkFor } from '../directory/password-links.ts';
+import { changePassword, endAllSessions, endApplication, endSession, factorsOf, removePasskey, removeTotp, resetFactors, sessionsOf, unlockUser } from '../directory/account.ts';
 import { GroupAdmin } from './groups.ts';
+import { listEvents } from './events.ts';
+import { WebhookAdmin } from '../webhooks/admin.ts';
 import { AdminService } from './service.ts';
 
 interface HandlerInput<R extends RouteName> {
@@ -26,6 +30,8 @@ interface HandlerInput<R extends RouteName> {
   readonly dryRun: boolean;
   /** `force=true`: take over an object another manager keeps (src/contract/managers.ts). */
   readonly force: boolean;
+  /** The query string's single values (the event log's filters). */
+  readonly query: Readonly<Record<string, string | undefined>>;
 }
 /** A response as the handlers may answer it: read-only all the way down (the services answer readonly lists). */
 type ReadonlyDeep<T> = T extends readonly (infer U)[] ? readonly ReadonlyDeep<U>[] : T extends object ? { readonly [K in keyof T]: ReadonlyDeep<T[K]> } : T;
@@ -33,6 +39,7 @@ type Handlers = { readonly [R in RouteName]: (input: HandlerInput<R>) => Promise
 
 function handlers(svc: AdminService, groups: GroupAdmin, ctx: ServerContext): Handlers {
   const consoleSessions = new ConsoleSessions(ctx);
+  const webhooks = new WebhookAdmin(ctx);
   // Every operation of the route table has its handler, answering the contract's response type for
   // it: a missing handler or an answer of another shape does not compile.
   return {
@@ -57,6 +64,18 @@ function handlers(svc: AdminService, groups: GroupAdmin, ctx: ServerContext): Ha
     getUser: ({ params }) => svc.getUser(params.tenant, params.userId),
     putUser: ({ params, body, dryRun, force }) => svc.putUser(params.tenant, params.userId, body, dryRun, force),
     deleteUser: ({ params, dryRun }) => svc.deleteUser(params.tenant, params.userId, dryRun),
+    inviteUser: ({ params }) => sendPasswordLinkFor(ctx, params.tenant, params.userId, 'invitation'),
+    sendRecovery: ({ params }) => sendPasswordLinkFor(ctx, params.tenant, params.userId, 'recovery'),
+    changeUserPassword: async ({ params, body }) => changePassword(ctx, params.tenant, params.userId, body.currentPassword, body.newPassword, body.clientAddress),
+    getUserFactors: ({ params }) => factorsOf(ctx, params.tenant, params.userId),
+    deleteUserTotp: ({ params }) => removeTotp(ctx, params.tenant, params.userId),
+    deleteUserPasskey: ({ params }) => removePasskey(ctx, params.tenant, params.userId, params.credentialId),
+    resetUserFactors: ({ params }) => resetFactors(ctx, params.tenant, params.userId),
+    listUserSessions: ({ params }) => sessionsOf(ctx, params.tenant, params.userId),
+    unlockUser: ({ params }) => unlockUser(ctx, params.tenant, params.userId),
+    deleteUserSession: ({ params }) => endSession(ctx, params.tenant, params.userId, params.sessionId),
+    deleteUserSessions: ({ params }) => endAllSessions(ctx, params.tenant, params.userId),
+    revokeUserApplication: ({ params }) => endApplication(ctx, params.tenant, params.userId, params.application),
 
     listAssignments: ({ params, page }) => svc.listAssignments(params.tenant, params.application, page),
     getAssignment: ({ params }) => svc.getAssignment(params.tenant, params.application, params.userId),
@@ -68,12 +87,13 @@ function handlers(svc: AdminService, groups: GroupAdmin, ctx: ServerContext): Ha
 
     listGroups: ({ params, page }) => groups.listGroups(params.tenant, page),
     getGroup: ({ params }) => groups.getGroup(params.tenant, params.group),
-    putGroup: ({ params, body, dryRun }) => groups.putGroup(params.tenant, params.group, body, dryRun),
+    putGroup: ({ params, body, dryRun, force }) => groups.putGroup(params.tenant, params.group, body, dryRun, force),
     deleteGroup: ({ params, dryRun }) => groups.deleteGroup(params.tenant, params.group, dryRun),
 
+    listTenantGroupAssignments: async ({ params }) => ({ items: await groups.listTenantGroupAssignments(params.tenant) }),
     listGroupAssignments: ({ params, page }) => groups.listGroupAssignments(params.tenant, params.application, page),
     getGroupAssignment: ({ params }) => groups.getGroupAssignment(params.tenant, params.application, params.group),
-    putGroupAssignment: ({ params, body, dryRun }) => groups.putGroupAssignment(params.tenant, params.application, params.group, body, dryRun),
+    putGroupAssignment: ({ params, body, dryRun, force }) => groups.putGroupAssignment(params.tenant, params.application, params.group, body, dryRun, force),
     deleteGroupAssignment: ({ params, dryRun }) => groups.deleteGroupAssignment(params.tenant, params.application, params.group, dryRun),
 
     createScimToken: ({ params, body }) => createScimToken(ctx, params.tenant, body.description),
@@ -83,6 +103,14 @@ function handlers(svc: AdminService, groups: GroupAdmin, ctx: ServerContext): Ha
     createConsoleSession: ({ params, body }) => consoleSessions.create(params.tenant, body.userId),
     getConsoleSession: ({ params }) => consoleSessions.get(params.tenant, params.sessionId),
     deleteConsoleSession: ({ params }) => consoleSessions.delete(params.tenant, params.sessionId),
+
+    listEvents: ({ params, query, page }) => listEvents(ctx, params.tenant, query, page),
+
+    listWebhooks: ({ params }) => webhooks.list(params.tenant),
+    getWebhook: ({ params }) => webhooks.get(params.tenant, params.webhook),
+    putWebhook: ({ params, body, dryRun }) => webhooks.put(params.tenant, params.webhook, body, dryRun),
+    deleteWebhook: ({ params, dryRun }) => webhooks.delete(params.tenant, params.webhook, dryRun),
+    listWebhookDeliveries: ({ params, page }) => webhooks.deliveries(params.tenant, params.webhook, page),
   };
 }
 
@@ -163,7 +191,8 @@ export function adminRouter(ctx: ServerContext): Router {
       const dryRun = req.query.dryRun === 'true' || req.query.dryRun === '1';
       const force = req.query.force === 'true' || req.query.force === '1';
       const result = await (handle[name] as (i: HandlerInput<RouteName>) => Promise<unknown>)({
-        params: params as never, body: body as never, page: spec.query === 'page' ? page(req) : { cursor: undefined, limit: PAGE_LIMIT.default }, dryRun, force,
+        params: params as never, body: body as never, page: spec.query === 'page' || spec.query === 'events' ? page(req) : { cursor: undefined, limit: PAGE_LIMIT.default }, dryRun, force,
+        query: Object.fromEntries(Object.entries(req.query).map(([k, v]) => [k, typeof v === 'string' ? v : undefined])),
       });
       if (spec.response === undefined) res.status(204).end();
       // PUT: 201 when created, 200 otherwise; the body says what happened.
@@ -193,7 +222,7 @@ export function sendJsonError(res: Response, err: unknown, ctx: ServerContext): 
     else if (typeof status === 'number' && status >= 400 && status < 500) e = new ServerError(status, 'invalid_request', 'the request could not be read');
     else ctx.log(`admin API internal error: ${(err as Error)?.stack ?? String(err)}`);
   }
-  const { status: s, body } = errorBody(e);
+  const { status: s, body, headers } = errorBody(e);
   // A refused batch also says what would have happened to every entry.
-  res.status(s).json(e instanceof RefusedBatch ? { ...body, ...e.result } : body);
+  res.status(s).set(headers).json(e instanceof RefusedBatch ? { ...body, ...e.result } : body);
 }

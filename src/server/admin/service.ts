@@ -13,14 +13,16 @@ import { newClientSecret } from '../_crypto.ts';
 import { ServerError, errors } from '../errors.ts';
 import { MissingUsersError } from '../storage/index.ts';
 import { NameTakenError } from '../storage/types.ts';
-import { passwordHashPool } from '../password-pool.ts';
 import { keySealedFor, newTenantKeys, rotateTenantKeys } from '../keys.ts';
 import { totpSealedFor } from '../login/factor-totp.ts';
 import {
-  applicationLookup, isVisibleApplication, judgeApplication, judgeApplicationDelete, judgeAssignment, judgeNewTenantName, judgeTenant, judgeUser,
+  applicationLookup, isVisibleApplication, judgeApplication, judgeApplicationDelete, judgeAssignment, judgeNewTenantName, judgeTenant,
   requireApplication, requireClientApplication, requireUser, reserved, type ApplicationLookup, type VisibleApplicationRecord,
-} from './_rules.ts';
-import { applyTenantBatch } from './batch.ts';
+} from '../directory/rules.ts';
+import { applyTenantBatch } from '../directory/batch.ts';
+import { removeUser, writeUser } from '../directory/users.ts';
+import { changeOf, managerOf } from '../../contract/index.ts';
+import { deleteEvent, makeEvent, pairName, putEvent, recordWith, secretChanges } from '../events/make.ts';
 import type {
   ApplicationRecord,
   AssignmentRecord,
@@ -70,7 +72,7 @@ export class AdminService {
       return { outcome, changes, resource: tenantView(before ?? { name, body: stored, createdAt: now, updatedAt: now }) };
     }
     const keys = before === undefined ? await newTenantKeys(this.ctx.master, name, this.ctx.keyAlg) : undefined;
-    const rec = await this.#s.tenants.put(name, stored, keys);
+    const rec = await recordWith(this.ctx, [putEvent(name, 'tenant', name, before?.body, stored, managerOf(body))], () => this.#s.tenants.put(name, stored, keys));
     this.ctx.evictTenant(name);
     return { outcome, changes, resource: tenantView(rec) };
   }
@@ -87,7 +89,8 @@ export class AdminService {
   async deleteTenant(name: string, dryRun: boolean): Promise<boolean> {
     await this.#tenant(name);
     if (dryRun) return true;
-    const gone = await this.#s.tenants.delete(name);
+    const t = await this.#s.tenants.get(name);
+    const gone = await recordWith(this.ctx, [deleteEvent(name, 'tenant', name, t?.body)], () => this.#s.tenants.delete(name));
     this.ctx.evictTenant(name);
     return gone;
   }
@@ -101,7 +104,8 @@ export class AdminService {
     const reseal = (sealedFor: (tenant: string, id: string) => string) => (from: string, into: string, id: string, sealed: string) =>
       master.seal(master.unseal(sealed, sealedFor(from, id)), sealedFor(into, id));
     try {
-      const moved = await this.#s.tenants.rename(name, to, { key: reseal(keySealedFor), totp: reseal(totpSealedFor) });
+      const renamed = makeEvent({ tenant: to, type: 'tenant.renamed', object: { kind: 'tenant', name: to }, changes: [changeOf('name', name, to)] });
+      const moved = await recordWith(this.ctx, [renamed], () => this.#s.tenants.rename(name, to, { key: reseal(keySealedFor), totp: reseal(totpSealedFor) }));
       if (!moved) throw errors.notFound(`tenant '${name}' does not exist`);
     } catch (err) {
       if (err instanceof NameTakenError) throw errors.conflict(`tenant '${to}' already exists`, 'to');
@@ -119,7 +123,8 @@ export class AdminService {
 
   async rotateKeys(tenant: string, alg: SigningAlg | undefined) {
     await this.#tenant(tenant);
-    const keys = await rotateTenantKeys(this.#s, this.ctx.master, tenant, alg);
+    const rotated = makeEvent({ tenant, type: 'tenant.keys_rotated', object: { kind: 'tenant', name: tenant }, details: alg === undefined ? {} : { alg } });
+    const keys = await recordWith(this.ctx, [rotated], () => rotateTenantKeys(this.#s, this.ctx.master, tenant, alg));
     this.ctx.evictTenant(tenant);
     return keys.map(keyView);
   }
@@ -150,7 +155,8 @@ export class AdminService {
       return { outcome, changes, resource: applicationView(before ?? { tenant: tenantName, name, body: stored, secretHash, createdAt: now, updatedAt: now }) };
     }
     // A changed client id orphans the old id's grants and tokens: no client answers to it any more.
-    const rec = requireApplication(tenantName, name, await this.#s.applications.put(tenantName, name, stored, secretHash));
+    const event = putEvent(tenantName, 'application', name, before?.body, stored, managerOf(body), secretChanges(before, secretHash));
+    const rec = requireApplication(tenantName, name, await recordWith(this.ctx, [event], () => this.#s.applications.put(tenantName, name, stored, secretHash)));
     this.ctx.evictTenant(tenantName);
     return { outcome, changes, resource: applicationView(rec), ...(clientSecret === undefined ? {} : { clientSecret }) };
   }
@@ -169,16 +175,18 @@ export class AdminService {
 
   async deleteApplication(tenant: string, name: string, dryRun: boolean): Promise<void> {
     await this.#tenant(tenant);
-    judgeApplicationDelete(tenant, name, await this.#s.applications.get(tenant, name), await this.#applicationLookup(tenant));
+    const before = await this.#s.applications.get(tenant, name);
+    judgeApplicationDelete(tenant, name, before, await this.#applicationLookup(tenant));
     if (dryRun) return;
-    await this.#s.applications.delete(tenant, name);
+    await recordWith(this.ctx, [deleteEvent(tenant, 'application', name, before?.body)], () => this.#s.applications.delete(tenant, name));
     this.ctx.evictTenant(tenant);
   }
 
   async renameApplication(tenant: string, name: string, to: string) {
     await this.getApplication(tenant, name);
     try {
-      if (!(await this.#s.applications.rename(tenant, name, to))) throw errors.notFound(`application '${name}' does not exist in tenant '${tenant}'`);
+      const renamed = makeEvent({ tenant, type: 'application.renamed', object: { kind: 'application', name: to }, changes: [changeOf('name', name, to)] });
+      if (!(await recordWith(this.ctx, [renamed], () => this.#s.applications.rename(tenant, name, to)))) throw errors.notFound(`application '${name}' does not exist in tenant '${tenant}'`);
     } catch (err) {
       if (err instanceof NameTakenError) throw errors.conflict(`application '${to}' already exists in tenant '${tenant}'`, 'to');
       throw err;
@@ -204,7 +212,8 @@ export class AdminService {
       throw errors.invalidRequest(`application '${name}' is of kind '${a.body.kind}', which has no client secret`);
     }
     const clientSecret = newClientSecret();
-    await this.#s.applications.put(tenant, name, a.body, this.ctx.master.hashClientSecret(clientSecret));
+    const rotated = makeEvent({ tenant, type: 'application.secret_rotated', object: { kind: 'application', name }, changes: [changeOf('clientSecret', undefined, undefined)] });
+    await recordWith(this.ctx, [rotated], () => this.#s.applications.put(tenant, name, a.body, this.ctx.master.hashClientSecret(clientSecret)));
     this.ctx.evictTenant(tenant);
     return { clientId: a.body.clientId, clientSecret };
   }
@@ -212,16 +221,8 @@ export class AdminService {
   // Users
   async putUser(tenantName: string, id: string, body: UserBody, dryRun: boolean, force = false): Promise<PutResult<ReturnType<typeof userView>>> {
     await this.#tenant(tenantName);
-    const before = await this.#s.users.get(tenantName, id);
-    const { outcome, changes, stored, setsPassword, revokeArtifacts } = judgeUser(id, body, before, await this.#s.users.getByEmail(tenantName, body.email), force);
-    const now = Math.floor(Date.now() / 1000);
-    if (dryRun || outcome === 'unchanged') {
-      return { outcome, changes, resource: userView(before ?? { tenant: tenantName, id, body: stored, passwordHash: setsPassword ? 'x' : null, createdAt: now, updatedAt: now }) };
-    }
-    const hash = setsPassword ? await passwordHashPool.hash(body.initialPassword!) : (before?.passwordHash ?? null);
-    // Grants and tokens that a lost scope or a disabled account must end are revoked in the same transaction.
-    const rec = await this.#s.users.put(tenantName, id, stored, hash, { revokeArtifacts });
-    return { outcome, changes, resource: userView(rec) };
+    const { outcome, changes, record } = await writeUser(this.ctx, tenantName, id, { body, force, dryRun });
+    return { outcome, changes, resource: userView(record) };
   }
 
   async getUser(tenant: string, id: string) {
@@ -236,8 +237,9 @@ export class AdminService {
   }
 
   async deleteUser(tenant: string, id: string, dryRun: boolean): Promise<void> {
-    await this.getUser(tenant, id);
-    if (!dryRun) await this.#s.users.delete(tenant, id);
+    await this.#tenant(tenant);
+    const before = requireUser(tenant, id, await this.#s.users.get(tenant, id));
+    if (!dryRun) await removeUser(this.ctx, tenant, before);
   }
 
   // Assignments
@@ -254,7 +256,8 @@ export class AdminService {
     if (dryRun || outcome === 'unchanged') {
       return { outcome, changes, resource: assignmentView(before ?? { tenant, application, userId, body: stored, createdAt: Math.floor(Date.now() / 1000) }) };
     }
-    return { outcome, changes, resource: assignmentView(await this.#s.users.putAssignment(tenant, application, userId, stored)) };
+    const event = putEvent(tenant, 'assignment', pairName(application, userId), before?.body, stored, managerOf(body));
+    return { outcome, changes, resource: assignmentView(await recordWith(this.ctx, [event], () => this.#s.users.putAssignment(tenant, application, userId, stored))) };
   }
 
   async getAssignment(tenant: string, application: string, userId: string) {
@@ -274,11 +277,22 @@ export class AdminService {
 
   async deleteAssignment(tenant: string, application: string, userId: string, dryRun: boolean): Promise<void> {
     const app = await this.#clientApp(tenant, application);
-    await this.getAssignment(tenant, application, userId);
+    const before = await this.getAssignment(tenant, application, userId);
     if (dryRun) return;
-    await this.#s.users.deleteAssignment(tenant, application, userId);
+    const { application: _a, userId: _u, createdAt: _c, ...body } = before;
+    await recordWith(this.ctx, [deleteEvent(tenant, 'assignment', pairName(application, userId), body)], () => this.#s.users.deleteAssignment(tenant, application, userId));
     // The user's grants and refresh tokens at this application end with the assignment.
     await this.#s.grants.revokeUserClient(tenant, userId, app.body.clientId);
+  }
+
+  /** Which of `add` are not assigned yet, and which of `remove` are. */
+  async #assignedAmong(tenant: string, application: string, add: readonly string[], remove: readonly string[]) {
+    const assigned = async (id: string) => (await this.#s.users.getAssignment(tenant, application, id)) !== undefined;
+    const added: string[] = [];
+    const removed: string[] = [];
+    for (const id of new Set(add)) if (!(await assigned(id))) added.push(id);
+    for (const id of new Set(remove)) if (await assigned(id)) removed.push(id);
+    return { added, removed };
   }
 
   /**
@@ -303,16 +317,20 @@ export class AdminService {
     let added: readonly string[];
     let removed: readonly string[];
     if (dryRun) {
-      const assigned = async (id: string) => (await this.#s.users.getAssignment(tenant, application, id)) !== undefined;
-      added = [];
-      removed = [];
-      for (const id of body.add) if (!(await assigned(id))) added = [...added, id];
-      for (const id of body.remove) if (await assigned(id)) removed = [...removed, id];
+      ({ added, removed } = await this.#assignedAmong(tenant, application, body.add, body.remove));
     } else {
+      const stored = body.managedBy === undefined ? {} : { managedBy: body.managedBy };
+      // The events of what the change will do, as read just before it (an entry another request
+      // changes in between may be told twice or not at all; the tenant batch reads inside its transaction).
+      const will = await this.#assignedAmong(tenant, application, body.add, body.remove);
+      const events = [
+        ...will.added.map((id) => putEvent(tenant, 'assignment', pairName(application, id), undefined, stored, managerOf(stored))),
+        ...will.removed.map((id) => deleteEvent(tenant, 'assignment', pairName(application, id), undefined)),
+      ];
       try {
-        ({ added, removed } = await this.#s.users.changeAssignments(tenant, application, app.body.clientId, {
-          add: body.add, remove: body.remove, body: body.managedBy === undefined ? {} : { managedBy: body.managedBy },
-        }));
+        ({ added, removed } = await recordWith(this.ctx, events, () => this.#s.users.changeAssignments(tenant, application, app.body.clientId, {
+          add: body.add, remove: body.remove, body: stored,
+        })));
       } catch (err) {
         // A user deleted between the check above and the transaction.
         if (err instanceof MissingUsersError) refuse(err.userIds);

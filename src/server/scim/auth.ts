@@ -13,6 +13,8 @@ import { GuessingDefence } from '../login/throttle.ts';
 import { scimErrors } from './errors.ts';
 import type { ScimSettings } from './options.ts';
 import { tokenId, verifyScimToken } from './tokens.ts';
+import { setActor } from '../ops/request-context.ts';
+import { SCIM_MANAGED_BY } from '../../contract/index.ts';
 
 export function requireScimToken(ctx: ServerContext, settings: ScimSettings) {
   const defence = new GuessingDefence(ctx.storage.throttle, ctx.login);
@@ -39,6 +41,8 @@ export function requireScimToken(ctx: ServerContext, settings: ScimSettings) {
       throw scimErrors.tooManyRequests(`SCIM token '${token.id}' is over its rate of ${settings.requestsPerSecond} requests per second; retry after ${wait} s`, wait);
     }
     res.locals.scimToken = token.id;
+    // The token is who acts in the events SCIM's writes make; its door is SCIM's manager.
+    setActor({ manager: SCIM_MANAGED_BY, who: `scim:${token.id}` });
     next();
   };
 }

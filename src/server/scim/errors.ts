@@ -69,7 +69,12 @@ export function sendScimError(res: Response, err: unknown, log: (line: string) =
 
 function toScimError(err: unknown): ScimError | undefined {
   if (err instanceof ScimError) return err;
-  if (err instanceof ServerError && err.expose) return new ScimError(err.status, err.status === 400 ? 'invalidValue' : undefined, err.message);
+  if (err instanceof ServerError && err.expose) {
+    // The directory core's refusals, in SCIM's terms: a value taken by another resource is `uniqueness`.
+    const unique = err.status === 409 && ['email', 'displayName', 'userName'].includes(err.path ?? '');
+    // A database fault keeps its Retry-After (503, or 507 for a full disk).
+    return new ScimError(err.status, err.status === 400 ? 'invalidValue' : unique ? 'uniqueness' : undefined, err.message, err.headers);
+  }
   const type = (err as { type?: unknown })?.type;
   const status = (err as { status?: unknown })?.status;
   if (type === 'entity.parse.failed') return scimErrors.invalidSyntax('the request body is not valid JSON');

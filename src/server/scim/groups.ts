@@ -8,6 +8,7 @@
  *
  * Ownership as for users: SCIM writes only groups it made; the others are listed read-only.
  */
+import { removeGroup, writeGroup } from '../directory/groups.ts';
 import { randomUUID } from 'node:crypto';
 import { excerpt, MAX_GROUP_MEMBERS, SCIM_MANAGED_BY, USER_ID, mayChange, ownedElsewhere } from '../../contract/index.ts';
 import type { GroupRecord } from '../storage/types.ts';
@@ -82,27 +83,13 @@ export async function getGroup(scope: ScimScope, id: string): Promise<Resource> 
   return represent(scope, group, m);
 }
 
-async function write(scope: ScimScope, id: string, attrs: Attrs, before: readonly string[]): Promise<Resource> {
-  const { storage } = scope.ctx;
-  const t = scope.tenant;
+/** Writes a group SCIM manages through the directory core (writeGroup), the admin API's own judge and writer. */
+async function write(scope: ScimScope, id: string, attrs: Attrs, _before: readonly string[]): Promise<Resource> {
   const displayName = attrs.displayName as string;
-  const same = await storage.groups.getByDisplayName(t, displayName);
-  if (same !== undefined && same.id !== id) throw scimErrors.uniqueness(`displayName ${excerpt(displayName)} is taken by another group of this tenant`);
   const wanted = ((attrs.members ?? []) as { value: string }[]).map((m) => m.value);
-  const had = new Set(before);
-  const add = wanted.filter((u) => !had.has(u));
-  for (const u of add) {
-    if ((await storage.users.get(t, u)) === undefined) throw scimErrors.invalidValue(`member ${excerpt(u)} is not a user of this tenant`);
-  }
-  const keep = new Set(wanted);
-  const body = { displayName, ...(typeof attrs.externalId === 'string' ? { externalId: attrs.externalId } : {}), managedBy: SCIM_MANAGED_BY };
-  try {
-    const rec = await storage.groups.put(t, id, body, { add, remove: before.filter((u) => !keep.has(u)) });
-    return await represent(scope, rec, await storage.groups.listMembers(t, id));
-  } catch (err) {
-    if (isUniqueViolation(err)) throw scimErrors.uniqueness(`displayName ${excerpt(displayName)} is taken by another group of this tenant`);
-    throw err;
-  }
+  const body = { displayName, ...(typeof attrs.externalId === 'string' ? { externalId: attrs.externalId } : {}), managedBy: SCIM_MANAGED_BY, manager: SCIM_MANAGED_BY };
+  const { record, members: now } = await writeGroup(scope.ctx, scope.tenant, id, { body, members: wanted });
+  return represent(scope, record, now);
 }
 
 async function changeable(scope: ScimScope, id: string, ifMatch: string | undefined) {
@@ -135,9 +122,9 @@ export function patchGroup(scope: ScimScope, id: string, message: unknown, ifMat
 
 export function deleteGroup(scope: ScimScope, id: string, ifMatch: string | undefined): Promise<void> {
   return oneAtATime(scope, 'Group', id, async () => {
-    await changeable(scope, id, ifMatch);
+    const { group } = await changeable(scope, id, ifMatch);
     // Its members and assignments go with it; members left without access lose their grants there.
-    await scope.ctx.storage.groups.delete(scope.tenant, id);
+    await removeGroup(scope.ctx, scope.tenant, group);
   });
 }
 

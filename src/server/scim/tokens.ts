@@ -14,6 +14,7 @@ import type { MasterKey } from '../_crypto.ts';
 import type { ServerContext } from '../_context.ts';
 import { errors } from '../errors.ts';
 import type { ScimTokenRecord } from '../storage/types.ts';
+import { makeEvent, recordWith } from '../events/make.ts';
 
 const TOKEN = /^scim\.([a-z0-9]{16})\.([A-Za-z0-9_-]{43})$/;
 const ID_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
@@ -38,7 +39,8 @@ export async function createScimToken(ctx: ServerContext, tenant: string, descri
   const id = [...bytes].map((b) => ID_ALPHABET[b % ID_ALPHABET.length]).join('');
   const token = `scim.${id}.${randomBytes(32).toString('base64url')}`;
   const record: ScimTokenRecord = { tenant, id, hash: hashToken(ctx.master, tenant, token), description: description ?? null, createdAt: Math.floor(Date.now() / 1000) };
-  await ctx.storage.scim.putToken(record);
+  const made = makeEvent({ tenant, type: 'scim_token.created', object: { kind: 'scim_token', name: id }, details: description === undefined ? {} : { description } });
+  await recordWith(ctx, [made], () => ctx.storage.scim.putToken(record));
   return { ...view(record), token };
 }
 
@@ -49,7 +51,8 @@ export async function listScimTokens(ctx: ServerContext, tenant: string): Promis
 
 export async function deleteScimToken(ctx: ServerContext, tenant: string, id: string): Promise<void> {
   await requireTenant(ctx, tenant);
-  if (!(await ctx.storage.scim.deleteToken(tenant, id))) throw errors.notFound(`SCIM token ${excerpt(id)} does not exist in tenant '${tenant}'`);
+  const revoked = makeEvent({ tenant, type: 'scim_token.revoked', object: { kind: 'scim_token', name: id } });
+  if (!(await recordWith(ctx, [revoked], () => ctx.storage.scim.deleteToken(tenant, id)))) throw errors.notFound(`SCIM token ${excerpt(id)} does not exist in tenant '${tenant}'`);
 }
 
 /** The stored token a presented one is, at this tenant; undefined for anything else (malformed, revoked, another tenant's). */

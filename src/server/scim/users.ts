@@ -14,7 +14,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { excerpt, SCIM_MANAGED_BY, UserBody, mayChange, ownedElsewhere } from '../../contract/index.ts';
-import { hashPassword } from '../_crypto.ts';
+import { removeUser, writeUser } from '../directory/users.ts';
 import type { UserWithScim } from '../storage/types.ts';
 import { scimErrors } from './errors.ts';
 import { indexedTerm } from './filter.ts';
@@ -82,7 +82,11 @@ function signInEmail(attrs: Attrs): string {
   return checked.data;
 }
 
-/** Writes a user SCIM manages, after the rules every door runs (unique email) and SCIM's own (unique userName). */
+/**
+ * Writes a user SCIM manages through the directory core (writeUser): the rules every door runs
+ * (one email per tenant, the named-manager rule), the password hashed in the pool. SCIM's own rule
+ * is its own attribute's: a userName unique in the tenant.
+ */
 async function write(scope: ScimScope, id: string, attrs: Attrs, before: UserWithScim | undefined): Promise<Resource> {
   const { storage } = scope.ctx;
   const t = scope.tenant;
@@ -95,32 +99,25 @@ async function write(scope: ScimScope, id: string, attrs: Attrs, before: UserWit
   if (mailed !== undefined && mailed.id !== id && (await storage.scim.getUser(t, mailed.id))?.scim === undefined) {
     throw scimErrors.uniqueness(`userName ${excerpt(userName)} is the sign-in email, and so the userName, of another user of this tenant`);
   }
-  const other = await storage.users.getByEmail(t, email);
-  if (other !== undefined && other.id !== id) throw scimErrors.uniqueness(`email ${excerpt(email)} belongs to another user of this tenant`);
-  let passwordHash = before?.user.passwordHash ?? null;
-  if (password !== undefined) {
-    const checked = UserBody.shape.initialPassword.safeParse(password);
-    if (!checked.success) throw scimErrors.invalidValue(`'password' ${checked.error.issues[0]?.message ?? 'is not acceptable'}`);
-    passwordHash = await hashPassword(password as string);
-  }
-  const disabled = resource.active === false;
   const body = {
     email,
     ...(typeof resource.displayName === 'string' ? { displayName: resource.displayName } : {}),
     scopes: [...(before?.user.body.scopes ?? [])],
-    disabled,
+    disabled: resource.active === false,
     managedBy: SCIM_MANAGED_BY,
+    manager: SCIM_MANAGED_BY,
   };
   try {
-    const written = await storage.scim.putUser(t, id, body, passwordHash,
-      { userName, externalId: typeof resource.externalId === 'string' ? resource.externalId : null, resource },
-      // Deactivation ends the user's sessions and tokens in the same transaction.
-      { revokeArtifacts: disabled && before?.user.body.disabled !== true });
-    return (await representations(scope, [written]))[0]!;
+    await writeUser(scope.ctx, t, id, {
+      body,
+      ...(password === undefined ? {} : { password: password as string }),
+      scim: { userName, externalId: typeof resource.externalId === 'string' ? resource.externalId : null, resource },
+    });
   } catch (err) {
     if (isUniqueViolation(err)) throw scimErrors.uniqueness(`userName ${excerpt(userName)} is taken by another user of this tenant`);
     throw err;
   }
+  return (await representations(scope, [await load(scope, id)]))[0]!;
 }
 
 /** The user, if SCIM may change it and the client's If-Match holds. */
@@ -153,9 +150,9 @@ export function patchUser(scope: ScimScope, id: string, message: unknown, ifMatc
 
 export function deleteUser(scope: ScimScope, id: string, ifMatch: string | undefined): Promise<void> {
   return oneAtATime(scope, 'User', id, async () => {
-    await changeable(scope, id, ifMatch);
+    const { user } = await changeable(scope, id, ifMatch);
     // With the user go its assignments, memberships, sessions, tokens and factors, in one transaction.
-    await scope.ctx.storage.users.delete(scope.tenant, id);
+    await removeUser(scope.ctx, scope.tenant, user.user);
   });
 }
 

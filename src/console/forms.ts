@@ -4,8 +4,8 @@
  * model's application spec, so the model's own validation judges them and its problems come back
  * to the field they are about; so do the admin API's problems, by the body field they name.
  */
-import { NAME_RULES, type ApplicationKind, type Path } from '../../contract/index.ts';
-import type { TenantSpecInput } from '../../generators/index.ts';
+import { NAME_RULES, type ApplicationKind, type Path } from '../contract/index.ts';
+import type { TenantSpecInput } from '../generators/index.ts';
 
 type AppInput = NonNullable<TenantSpecInput['applications']>[number];
 

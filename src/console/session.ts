@@ -1,5 +1,5 @@
 /**
- * The console's cookies and its CSRF defence. Both cookies are sealed with the master key
+ * The console's cookies and its CSRF defence. The cookies are sealed with the master key
  * (AES-256-GCM, bound to the tenant and the cookie's purpose), so a cookie of one tenant never
  * opens at another and nobody can forge or read one.
  *
@@ -9,19 +9,34 @@
  *   (admin API `console-sessions`): sign-out, the user's disablement, removal or loss of the admin
  *   scope, and the tenant's deletion end it there, whatever the browser still holds. At most 8
  *   hours, SameSite=Strict.
- * Both HttpOnly, Path=/console, Secure whenever the server's public scheme is https.
+ * - `idforge_console_created`: an application just made and its secrets, for the one page that
+ *   shows them after the POST redirects there (so a reload never posts the form again); bound to
+ *   the session, 5 minutes, cleared once read. SameSite=Strict.
+ * All HttpOnly, Path=/console, Secure whenever the server's public scheme is https.
  *
  * CSRF: every form carries HMAC(tenant's console key, session id), checked on every POST with the
  * Origin header (when the browser sends one, it must be the tenant's own origin).
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Request, Response } from 'express';
-import type { MasterKey } from '../_crypto.ts';
+import type { EdgeHost } from '../contract/index.ts';
 import { CONSOLE_PATH } from './client.ts';
 
 export const SESSION_COOKIE = 'idforge_console';
 export const LOGIN_COOKIE = 'idforge_console_login';
+export const CREATED_COOKIE = 'idforge_console_created';
 const LOGIN_SECONDS = 10 * 60;
+/** A created application's secrets wait this long for the page that shows them once. */
+const CREATED_SECONDS = 5 * 60;
+
+/** An application just created, and its secrets, between the POST that made it and the page that shows them once. */
+export interface CreatedApplication {
+  readonly application: string;
+  readonly secrets: Readonly<Record<string, string>>;
+  /** The session it was made in: no other session opens it. */
+  readonly sid: string;
+  readonly exp: number;
+}
 
 /** A signed-in administrator, as the server's console session answers. */
 export interface ConsoleSession {
@@ -50,7 +65,8 @@ export interface LoginTransaction {
 
 const now = () => Math.floor(Date.now() / 1000);
 
-function readCookie(req: Request, name: string): string | undefined {
+/** One cookie's value from the request's Cookie header. */
+export function readCookie(req: Request, name: string): string | undefined {
   for (const part of (req.headers.cookie ?? '').split(';')) {
     const eq = part.indexOf('=');
     if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
@@ -60,7 +76,7 @@ function readCookie(req: Request, name: string): string | undefined {
 
 export class ConsoleCookies {
   constructor(
-    private readonly master: MasterKey,
+    private readonly master: Pick<EdgeHost, 'seal' | 'unseal' | 'derive'>,
     private readonly tenant: string,
     private readonly secure: boolean,
   ) {}
@@ -111,6 +127,20 @@ export class ConsoleCookies {
 
   endLogin(res: Response): void {
     this.#set(res, LOGIN_COOKIE, '', 0, 'Lax');
+  }
+
+  /** Keeps a created application's secrets for the page the POST redirects to. */
+  holdCreated(res: Response, session: ConsoleSession, application: string, secrets: Readonly<Record<string, string>>): void {
+    const c: CreatedApplication = { application, secrets, sid: session.sid, exp: now() + CREATED_SECONDS };
+    this.#set(res, CREATED_COOKIE, this.master.seal(JSON.stringify(c), `console:${this.tenant}:${CREATED_COOKIE}`), CREATED_SECONDS, 'Strict');
+  }
+
+  /** The created application's secrets, once: the cookie is cleared as it is read. */
+  takeCreated(req: Request, res: Response, session: ConsoleSession, application: string): CreatedApplication | undefined {
+    const c = this.#open<CreatedApplication>(req, CREATED_COOKIE);
+    if (c === undefined) return undefined;
+    this.#set(res, CREATED_COOKIE, '', 0, 'Strict');
+    return c.sid === session.sid && c.application === application ? c : undefined;
   }
 
   csrfToken(session: ConsoleSession): string {

@@ -18,9 +18,11 @@ import { passwordHashPool } from '../password-pool.ts';
 import type {
   ApplicationRecord, AssignmentRecord, KeyRecord, TenantChanges, TenantContents, TenantRecord, UserRecord,
 } from '../storage/types.ts';
+import type { EventView } from '../../contract/index.ts';
+import { PASSWORD_CHANGE, deleteEvent, pairName, putEvent, recordWith, secretChanges } from '../events/make.ts';
 import {
-  judgeApplication, judgeApplicationDelete, judgeAssignment, judgeTenant, judgeUser, reserved, type ApplicationLookup,
-} from './_rules.ts';
+  judgeApplication, judgeApplicationDelete, judgeAssignment, judgeTenant, judgePassword, judgeUser, reserved, type ApplicationLookup,
+} from './rules.ts';
 
 /** A refused batch: answered 422 with every entry's outcome (the router adds `result` to the error body). */
 export class RefusedBatch extends ServerError {
@@ -66,12 +68,15 @@ export async function applyTenantBatch(ctx: ServerContext, tenant: string, batch
   let prepared: Prepared = { dry: false, hashes: new Map(), ...(keys === undefined ? {} : { keys }) };
   for (let attempt = 1; ; attempt++) {
     try {
-      const j = await ctx.storage.tenants.batch(tenant, (contents) => {
+      // The events are the judgement's, made inside the transaction and written in it.
+      let decided: Judgement | undefined;
+      const j = await recordWith(ctx, () => decided?.events ?? [], () => ctx.storage.tenants.batch(tenant, (contents) => {
         const j = judge(ctx, tenant, batch, contents, prepared);
         if (j.refused) throw new RefusedBatch(j.result(false));
         if (j.needs.keys || j.needs.passwords.length > 0) throw new Missing(j.needs);
+        decided = j;
         return { changes: j.changes, result: j };
-      });
+      }));
       if (j.changes.tenant !== undefined || j.changes.applications.length > 0 || j.changes.deleteApplications.length > 0) ctx.evictTenant(tenant);
       return j.result(true);
     } catch (err) {
@@ -98,6 +103,8 @@ async function prepare(ctx: ServerContext, tenant: string, batch: ParsedTenantBa
 }
 
 interface Judgement {
+  /** One per object the batch writes (none for a dry run). */
+  readonly events: readonly EventView[];
   readonly refused: boolean;
   readonly needs: Needs;
   readonly changes: TenantChanges;
@@ -201,6 +208,11 @@ function judge(ctx: ServerContext, tenant: string, batch: ParsedTenantBatch, con
     applications: [], users: [], assignments: [], deleteAssignments: [], deleteUsers: [], deleteApplications: [],
   } as { -readonly [K in keyof TenantChanges]: TenantChanges[K] extends readonly (infer E)[] ? E[] : TenantChanges[K] };
   let refused = false;
+  const events: EventView[] = [];
+  /** Notes an entry's event, when the batch will be written. */
+  const tell = (e: EventView | undefined) => {
+    if (!prepared.dry && e !== undefined) events.push(e);
+  };
   /** Runs one entry's rules; a refusal (ServerError) becomes its outcome, anything else is a bug and propagates. */
   const entry = (id: Pick<BatchEntryResult, 'kind' | 'application' | 'user'>, run: () => Omit<BatchEntryResult, 'kind' | 'application' | 'user'>) => {
     try {
@@ -237,6 +249,7 @@ function judge(ctx: ServerContext, tenant: string, batch: ParsedTenantBatch, con
           if (initialKeys === undefined) needs.keys = true;
         }
         changes.tenant = { body: d.stored, ...(initialKeys === undefined ? {} : { initialKeys }) };
+        tell(putEvent(tenant, 'tenant', tenant, before?.body, d.stored, managerOf(body)));
         state.tenant = { name: tenant, body: d.stored, createdAt: before?.createdAt ?? now, updatedAt: now };
       }
       return { outcome: d.outcome, ...updated(d.outcome, d.changes), ...(d.outcome === 'updated' ? ownedBy(before) : keptBy(d)) };
@@ -246,7 +259,7 @@ function judge(ctx: ServerContext, tenant: string, batch: ParsedTenantBatch, con
   if (t === undefined) {
     // Nothing can be judged in a tenant that is not there (and is not being made): as every single-object operation, 404.
     if (!refused) throw errors.notFound(`tenant '${tenant}' does not exist`);
-    return { refused, needs, changes, result: (applied) => ({ applied, before: { users: 0, assignments: 0 }, results, unchanged: 0 }) };
+    return { events, refused, needs, changes, result: (applied) => ({ applied, before: { users: 0, assignments: 0 }, results, unchanged: 0 }) };
   }
 
   // Applications: apis first, since clients name them as their audience.
@@ -258,6 +271,7 @@ function judge(ctx: ServerContext, tenant: string, batch: ParsedTenantBatch, con
       if (d.outcome !== 'unchanged') {
         state.apps.set(name, { tenant, name, body: d.stored, secretHash: d.secretHash, createdAt: before?.createdAt ?? now, updatedAt: now });
         changes.applications.push({ name, body: d.stored, secretHash: d.secretHash });
+        tell(putEvent(tenant, 'application', name, before?.body, d.stored, managerOf(body), secretChanges(before, d.secretHash)));
       }
       return {
         outcome: d.outcome, ...updated(d.outcome, d.changes), ...(d.outcome === 'updated' ? ownedBy(before) : keptBy(d)),
@@ -271,6 +285,7 @@ function judge(ctx: ServerContext, tenant: string, batch: ParsedTenantBatch, con
     entry({ kind: 'user', user: id }, () => {
       const before = state.users.get(id);
       const d = judgeUser(id, body, before, state.emailOwner(body.email), force);
+      if (d.setsPassword) judgePassword(state.tenant, body.email, body.initialPassword!, 'initialPassword');
       let hash: string | null = null;
       if (d.setsPassword && !prepared.dry) {
         hash = prepared.hashes.get(id) ?? null;
@@ -282,6 +297,7 @@ function judge(ctx: ServerContext, tenant: string, batch: ParsedTenantBatch, con
           createdAt: before?.createdAt ?? now, updatedAt: now,
         });
         changes.users.push({ id, body: d.stored, initialPasswordHash: hash, revokeArtifacts: d.revokeArtifacts });
+        tell(putEvent(tenant, 'user', id, before?.body, d.stored, managerOf(body), d.setsPassword ? [PASSWORD_CHANGE] : []));
       }
       return { outcome: d.outcome, ...updated(d.outcome, d.changes), ...(d.outcome === 'updated' ? ownedBy(before) : keptBy(d)) };
     });
@@ -297,6 +313,7 @@ function judge(ctx: ServerContext, tenant: string, batch: ParsedTenantBatch, con
         if (d.outcome !== 'unchanged') {
           state.setAssignment({ tenant, application: group.application, userId, body: d.stored, createdAt: before?.createdAt ?? now });
           changes.assignments.push({ application: group.application, userId, body: d.stored });
+          tell(putEvent(tenant, 'assignment', pairName(group.application, userId), before?.body, d.stored, managerOf(group.body)));
         }
         return { outcome: d.outcome, ...updated(d.outcome, d.changes), ...(d.outcome === 'updated' ? ownedBy(before) : keptBy(d)) };
       });
@@ -336,6 +353,7 @@ function judge(ctx: ServerContext, tenant: string, batch: ParsedTenantBatch, con
       const clientId = [app, original].map((a) => (a !== undefined && a.body.kind !== 'api' ? a.body.clientId : undefined)).find((c) => c !== undefined);
       state.deleteAssignment(key);
       changes.deleteAssignments.push({ application, userId, clientId: clientId ?? '' });
+      tell(deleteEvent(tenant, 'assignment', pairName(application, userId), before.body));
       return { outcome: 'deleted', ...ownedBy(before) };
     });
   }
@@ -351,6 +369,7 @@ function judge(ctx: ServerContext, tenant: string, batch: ParsedTenantBatch, con
       if (before === undefined) return { outcome: 'unchanged' };
       state.deleteUser(id);
       changes.deleteUsers.push(id);
+      tell(deleteEvent(tenant, 'user', id, before.body));
       return { outcome: 'deleted', ...ownedBy(before) };
     });
   }
@@ -369,6 +388,7 @@ function judge(ctx: ServerContext, tenant: string, batch: ParsedTenantBatch, con
       judgeApplicationDelete(tenant, name, app, state);
       state.deleteApplication(name);
       changes.deleteApplications.push(name);
+      tell(deleteEvent(tenant, 'application', name, app.body));
       return { outcome: 'deleted', ...ownedBy(app) };
     });
   }
@@ -377,5 +397,5 @@ function judge(ctx: ServerContext, tenant: string, batch: ParsedTenantBatch, con
   const unchanged = results.filter((r) => r.outcome === 'unchanged').length;
   // With `changes`, the unchanged entries are only counted, but for those another manager keeps (a plan lists them).
   const listed = batch.report === 'changes' ? results.filter((r) => r.outcome !== 'unchanged' || r.manager !== undefined) : results;
-  return { refused, needs, changes, result: (applied) => ({ applied, before, results: listed, unchanged }) };
+  return { events, refused, needs, changes, result: (applied) => ({ applied, before, results: listed, unchanged }) };
 }

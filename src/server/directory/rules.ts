@@ -6,7 +6,7 @@
  * the two doors cannot disagree. Lookups are synchronous: the caller fetched what they read.
  */
 import {
-  BUILTIN_SCOPES, MANAGER_FIELDS, RESERVED_TENANTS, tenantNameProblem, bodyChanges, checkRequestedScopes, formatPath, managerConflict, managerOf, mayChange,
+  BUILTIN_SCOPES, MANAGER_FIELDS, RESERVED_TENANTS, checkPassword, excerpt, tenantNameProblem, bodyChanges, checkRequestedScopes, formatPath, managerConflict, managerOf, mayChange,
   ownedElsewhere, withManager,
   type ApplicationBody, type AssignmentBody, type ManagedKind, type Outcome, type TenantBody, type UserBody,
 } from '../../contract/index.ts';
@@ -230,7 +230,7 @@ export function judgeUser(id: string, body: UserBody, before: UserRecord | undef
   if (before !== undefined && !mayChange(before.body.managedBy, given.managedBy) && (before.body.managedBy === 'scim' || given.managedBy === 'scim' || !force)) {
     throw errors.conflict(ownedElsewhere('user', id, before.body.managedBy, given.managedBy), 'managedBy');
   }
-  if (emailOwner !== undefined && emailOwner.id !== id) throw errors.conflict(`email '${given.email}' belongs to another user of this tenant`, 'email');
+  if (emailOwner !== undefined && emailOwner.id !== id) throw errors.conflict(`email ${excerpt(given.email)} belongs to another user of this tenant`, 'email');
   const { stored, changes, foreign } = judgeManaged('user', id, given, before?.body, force);
   // The initial password only counts when there is no password yet, so re-applying is a no-op.
   const setsPassword = initialPassword !== undefined && (before?.passwordHash ?? null) === null;
@@ -243,6 +243,17 @@ export function judgeUser(id: string, body: UserBody, before: UserRecord | undef
   const lostScope = before !== undefined && before.body.scopes.some((s) => !stored.scopes.includes(s));
   const revokeArtifacts = lostScope || (stored.disabled && before?.body.disabled !== true);
   return { outcome: outcomeOf(before, changes), changes, stored, setsPassword, revokeArtifacts, ...(foreign === undefined ? {} : { foreign }) };
+}
+
+/**
+ * A new password under the tenant's policy (the contract's checkPassword, the one rule every door
+ * runs), refused as a 400 at `path` (`initialPassword`, `password`): the same words whether it came
+ * from the model, SCIM, a recovery link or the account page.
+ */
+export function judgePassword(tenant: TenantRecord | undefined, email: string, password: string, path: string): void {
+  const names = tenant === undefined ? [] : [tenant.name, tenant.body.displayName];
+  const problems = checkPassword(password, tenant?.body.passwordPolicy, { email, tenantNames: names }, [path]);
+  if (problems.length > 0) throw refusal(problems.map((p) => ({ ...p, message: `${path} ${p.message}` })));
 }
 
 /** The client application users are assigned to. */

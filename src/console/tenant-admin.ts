@@ -6,9 +6,9 @@
  * administrator signed in at, set once when the request is routed. Operations without a tenant
  * (listing all tenants) cannot be named here at all.
  */
-import { AdminClient, readLiveTenant, type CallOptions, type LiveTenantState } from '../../admin-client/index.ts';
-import type { AdminCredentials, RouteName, RouteParams, RouteResponse } from '../../contract/index.ts';
-import { endpointFromCredentials } from '../../admin-client/index.ts';
+import { AdminClient, readLiveTenant, type CallOptions, type LiveTenantState } from '../admin-client/index.ts';
+import { MANAGED_BY_CONSOLE, type AdminCredentials, type RouteName, type RouteParams, type RouteResponse } from '../contract/index.ts';
+import { endpointFromCredentials } from '../admin-client/index.ts';
 
 /** Operations whose path names a tenant. */
 type TenantRoute = { [R in RouteName]: 'tenant' extends keyof RouteParams<R> ? R : never }[RouteName];
@@ -39,6 +39,11 @@ export class TenantAdmin {
 
   live(): Promise<LiveTenantState | undefined> {
     return readLiveTenant(this.client, this.tenant);
+  }
+
+  /** The same tenant, with every write said to be the console's, made by this administrator (the event log's actor). */
+  actingAs(userId: string): TenantAdmin {
+    return new TenantAdmin(this.client.as({ manager: MANAGED_BY_CONSOLE, who: userId }), this.tenant);
   }
 }
 

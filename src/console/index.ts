@@ -12,29 +12,31 @@
  */
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import * as oidc from 'openid-client';
-import { AdminApiError, localhostFetch, mapLimit } from '../../admin-client/index.ts';
+import { AdminApiError, mapLimit } from '../admin-client/index.ts';
 import {
-  ADMIN_SCOPE, APPLICATION_KINDS, KINDS, MANAGED_BY_CONSOLE, NAME, RESERVED_TENANTS, USER_ID, isClientKind, issuerUrl,
-  type AdminCredentials, type ApplicationKind, type ApplicationView, type UserView,
-} from '../../contract/index.ts';
-import type { ServerContext } from '../_context.ts';
-import type { TenantRecord } from '../storage/types.ts';
-import { buildApplication, configFiles, liveConfigFiles, propose, withAssignments } from './applications.ts';
-import { CONSOLE_PATH, CONSOLE_SCOPES, CONSOLE_CLIENT_ID, consoleClientSecret, consoleRedirectUri, consoleSignedOutUri, tenantOrigin } from './client.ts';
+  ADMIN_SCOPE, APPLICATION_KINDS, KINDS, MANAGED_BY_CONSOLE, NAME, RESERVED_TENANTS, USER_ID, isClientKind,
+  type ApplicationKind, type ApplicationView, type EdgeApp, type EdgeHost, type EdgeTenant, type UserView,
+} from '../contract/index.ts';
+import { buildApplication, createdConfigFiles, liveConfigFiles, proposeApplication, proposeAssignments } from './applications.ts';
+import { CONSOLE_PATH, CONSOLE_SCOPES, CONSOLE_CLIENT_ID, consoleClientMetadata, consoleClientSecret, consoleRedirectUri, consoleSignedOutUri, tenantOrigin } from './client.ts';
 import { apiProblemsToFields, formOfSpec, type FieldErrors, type FormValues } from './forms.ts';
 import { CONSOLE_HEADERS, SCRIPT, STYLE, alert, html, page, send, type Html, type Section } from './pages.ts';
 import { ConsoleCookies, safeReturnTo, type ConsoleSession } from './session.ts';
+import { mountGroups } from './groups.ts';
+import { mountPeople } from './people.ts';
+import { mountActivity } from './activity.ts';
+import { relyingParties } from './relying-party.ts';
 import { TenantAdmin, adminClientFor } from './tenant-admin.ts';
 import {
-  applicationView, createdView, integrationsView, marketplaceView, messageView, newApplicationView, noticeOf, proposalView, refusedView, usersTabView,
+  NOTICES, applicationView, createdView, integrationsView, marketplaceView, messageView, newApplicationView, noticeOf, proposalView, refusedView, usersTabView,
   type UsersTabState,
 } from './views.ts';
-import { modelFileOfLive } from '../../generators/index.ts';
+import { modelFileOfLive } from '../generators/index.ts';
 
 export { CONSOLE_PATH } from './client.ts';
 
 interface Ctx {
-  readonly tenant: TenantRecord;
+  readonly tenant: EdgeTenant;
   readonly cookies: ConsoleCookies;
   readonly admin: TenantAdmin;
   readonly origin: string;
@@ -49,38 +51,38 @@ const SEARCH_LIMIT = 20;
 /** Up to this many users on the Users tab are read one by one; more, and the user list is read in pages. */
 const LOOKUP_LIMIT = 100;
 
-export function consoleRouter(ctx: ServerContext, credentials: () => AdminCredentials | undefined): Router {
+/**
+ * The console as an app at the server's edge: the entry point hands it to the server, which routes
+ * `/console` on every tenant host to it and answers its OpenID Connect client; it reaches the
+ * directory only through the admin API.
+ */
+export function consoleEdge(): EdgeApp {
+  return {
+    path: CONSOLE_PATH,
+    clientId: CONSOLE_CLIENT_ID,
+    client: (tenant, host) => consoleClientMetadata(host, host.address(), tenant),
+    handler: (host, tenantOf) => {
+      const router = consoleRouter(host, tenantOf);
+      return (req, res, next) => router(req as never, res as never, next);
+    },
+  };
+}
+
+export function consoleRouter(ctx: EdgeHost, tenantOf: (res: Response) => EdgeTenant): Router {
   // Strict: /console and /console/ are different paths (the first redirects to the second).
   const router = express.Router({ strict: true });
   const form = express.urlencoded({ extended: false, limit: '256kb' });
-  const adminClient = adminClientFor(credentials);
+  const adminClient = adminClientFor(() => ctx.adminCredentials());
   const secure = () => ctx.address().scheme === 'https';
 
   /** openid-client's view of each tenant (discovery once per tenant and process, over HTTP like any client). */
-  const configs = new Map<string, Promise<oidc.Configuration>>();
-  const rpConfig = (tenant: string): Promise<oidc.Configuration> => {
-    let hit = configs.get(tenant);
-    if (hit === undefined) {
-      const secret = consoleClientSecret(ctx.master, tenant);
-      hit = oidc.discovery(new URL(issuerUrl(ctx.address(), tenant)), CONSOLE_CLIENT_ID, { client_secret: secret }, oidc.ClientSecretBasic(secret), {
-        execute: secure() ? [] : [oidc.allowInsecureRequests],
-        [oidc.customFetch]: localhostFetch as never,
-      }).then((c) => {
-        c[oidc.customFetch] = localhostFetch as never;
-        return c;
-      });
-      hit.catch(() => configs.delete(tenant));
-      if (configs.size > 1000) configs.clear();
-      configs.set(tenant, hit);
-    }
-    return hit;
-  };
+  const rpConfig = relyingParties(ctx, CONSOLE_CLIENT_ID, (tenant) => consoleClientSecret(ctx, tenant));
 
   const base = (res: Response): Ctx => {
-    const tenant = res.locals.tenant as TenantRecord;
+    const tenant = tenantOf(res);
     return {
       tenant,
-      cookies: new ConsoleCookies(ctx.master, tenant.name, secure()),
+      cookies: new ConsoleCookies(ctx, tenant.name, secure()),
       admin: new TenantAdmin(adminClient(), tenant.name),
       origin: tenantOrigin(ctx.address(), tenant.name),
     };
@@ -88,7 +90,7 @@ export function consoleRouter(ctx: ServerContext, credentials: () => AdminCreden
 
   const show = (res: Response, status: number, c: Ctx & { session?: ConsoleSession; csrf?: string }, title: string, section: Section, body: Html) =>
     send(res, status, page({
-      title, tenantName: c.tenant.body.displayName, section, body,
+      title, tenantName: c.tenant.displayName, section, body,
       user: c.session === undefined || c.csrf === undefined ? undefined : { email: c.session.email, csrf: c.csrf },
     }));
 
@@ -100,7 +102,8 @@ export function consoleRouter(ctx: ServerContext, credentials: () => AdminCreden
       ctx.log(`console: ${req.method} ${req.path}: ${(err as Error)?.stack ?? String(err)}`);
       if (res.headersSent) return;
       const c = base(res);
-      show(res, err instanceof AdminApiError && err.status === 0 ? 502 : 500, c, 'Something went wrong', 'none',
+      // The admin API's database faults (503, 507) keep their status; an unreachable admin API is a 502.
+      show(res, err instanceof AdminApiError ? (err.status === 0 ? 502 : err.status === 503 || err.status === 507 ? err.status : 500) : 500, c, 'Something went wrong', 'none',
         alert('The console could not complete this request because of a problem on the server, not because of anything you entered. Nothing more was changed; try again in a moment.'));
     }
   };
@@ -114,9 +117,9 @@ export function consoleRouter(ctx: ServerContext, credentials: () => AdminCreden
   });
 
   router.use(CONSOLE_PATH, (_req: Request, res: Response, next: NextFunction) => {
-    const tenant = res.locals.tenant as TenantRecord;
+    const tenant = tenantOf(res);
     if (RESERVED_TENANTS.includes(tenant.name)) {
-      return send(res, 404, page({ title: 'No console here', tenantName: tenant.body.displayName, section: 'none', body: messageView("The server's own tenant has no admin console.") }));
+      return send(res, 404, page({ title: 'No console here', tenantName: tenant.displayName, section: 'none', body: messageView("The server's own tenant has no admin console.") }));
     }
     next();
   });
@@ -164,7 +167,7 @@ export function consoleRouter(ctx: ServerContext, credentials: () => AdminCreden
     const refused = user === undefined || user.disabled ? 'disabled' : !granted.includes(ADMIN_SCOPE) || !user.scopes.includes(ADMIN_SCOPE) ? 'scope' : undefined;
     if (refused !== undefined) {
       ctx.log(JSON.stringify({ audit: 'console.refused', tenant: c.tenant.name, user: sub, reason: refused }));
-      return show(res, 403, c, 'Not an administrator', 'none', refusedView(email, c.tenant.body.displayName, refused));
+      return show(res, 403, c, 'Not an administrator', 'none', refusedView(email, c.tenant.displayName, refused));
     }
     const started = await c.admin.call('createConsoleSession', {}, { body: { userId: sub } });
     c.cookies.startSession(res, started);
@@ -188,7 +191,7 @@ export function consoleRouter(ctx: ServerContext, credentials: () => AdminCreden
       // The session ended because of its user: say why (and offer another account).
       c.cookies.endSession(res);
       const user = await c.admin.find('getUser', { userId: presented.sub });
-      return show(res, 403, c, 'Not an administrator', 'none', refusedView(user?.email ?? presented.sub, c.tenant.body.displayName, user === undefined || user.disabled ? 'disabled' : 'scope'));
+      return show(res, 403, c, 'Not an administrator', 'none', refusedView(user?.email ?? presented.sub, c.tenant.displayName, user === undefined || user.disabled ? 'disabled' : 'scope'));
     }
     if (presented === undefined || held === undefined) {
       if (presented !== undefined) c.cookies.endSession(res);
@@ -196,7 +199,7 @@ export function consoleRouter(ctx: ServerContext, credentials: () => AdminCreden
       return show(res, 403, c, 'Session expired', 'none', messageView('Your console session has ended, so nothing was changed. Sign in again and repeat the change.', { href: `${CONSOLE_PATH}/login`, label: 'Sign in' }));
     }
     const session: ConsoleSession = { sub: held.userId, email: held.email, sid: presented.sid };
-    const a: Authed = { ...c, session, csrf: c.cookies.csrfToken(session) };
+    const a: Authed = { ...c, admin: c.admin.actingAs(held.userId), session, csrf: c.cookies.csrfToken(session) };
     if (req.method === 'POST' && !c.cookies.csrfOk(req, session, c.origin)) {
       return show(res, 403, a, 'Request refused', 'none', messageView('The form could not be verified (it may come from another site, or from an old page), so nothing was changed. Go back, reload the page and try again.'));
     }
@@ -239,6 +242,12 @@ export function consoleRouter(ctx: ServerContext, credentials: () => AdminCreden
     show(res, 200, a, 'Integrations', 'integrations', integrationsView(l.applications, counts, noticeOf(req.query.done)));
   }));
 
+  // People and Groups: the directory's people and groups, and an administrator's actions on them.
+  mountPeople(router, { authed, show: show as never });
+  mountGroups(router, { authed, show: show as never });
+  // Activity: the tenant's event log, and each object's history (activity.ts).
+  mountActivity(router, { authed, show: show as never });
+
   router.get(`${CONSOLE_PATH}/marketplace`, authed(async (_req, res, a) => {
     show(res, 200, a, 'Marketplace', 'marketplace', marketplaceView());
   }));
@@ -255,6 +264,12 @@ export function consoleRouter(ctx: ServerContext, credentials: () => AdminCreden
   }));
 
   const formValues = (req: Request): FormValues => req.body as FormValues;
+  /** A form's values in an address (the CSRF token and the button left out). */
+  const formQuery = (values: FormValues): string => new URLSearchParams(Object.entries(values).flatMap(([k, v]) =>
+    (k === 'csrf' || k === 'op' ? [] : (typeof v === 'string' ? [v] : Array.isArray(v) ? v : []).filter((x) => typeof x === 'string').map((x) => [k, x])))).toString();
+  /** An address's values as form values: strings and lists of strings, nothing else. */
+  const queryValues = (req: Request): FormValues => Object.fromEntries(Object.entries(req.query).flatMap(([k, v]): [string, string | string[]][] =>
+    (typeof v === 'string' ? [[k, v]] : Array.isArray(v) && v.every((x) => typeof x === 'string') ? [[k, v as string[]]] : [])));
 
   /** The admin API's refusal of a body, as field errors; anything else is rethrown. */
   const refusalErrors = (kind: ApplicationKind, err: unknown): FieldErrors => {
@@ -279,9 +294,24 @@ export function consoleRouter(ctx: ServerContext, credentials: () => AdminCreden
     } catch (err) {
       return again(refusalErrors(kind, err));
     }
-    const secret = KINDS[kind].confidential && 'clientSecret' in built.body ? built.body.clientSecret : undefined;
-    ctx.log(JSON.stringify({ audit: 'console.application.created', tenant: a.tenant.name, user: a.session.sub, application: built.name }));
-    show(res, 201, a, `${KINDS[kind].title} added`, 'integrations', createdView(result.resource, secret, configFiles(built), a.tenant.name, built.resolved.secrets[`${a.tenant.name}/${built.name}`] ?? {}));
+    ctx.log(JSON.stringify({ audit: 'console.application.created', tenant: a.tenant.name, user: a.session.sub, application: result.resource.name }));
+    // Post, redirect, get: the secrets wait (sealed, bound to this session) for the one page that
+    // shows them, so a reload never posts the form again.
+    a.cookies.holdCreated(res, a.session, built.name, built.resolved.secrets[`${a.tenant.name}/${built.name}`] ?? {});
+    res.set(CONSOLE_HEADERS).redirect(303, `${CONSOLE_PATH}/applications/${encodeURIComponent(built.name)}/created`);
+  }));
+
+  router.get(`${CONSOLE_PATH}/applications/:app/created`, authed(async (req, res, a) => {
+    const name = appParam(req);
+    const app = name === undefined ? undefined : await a.admin.find('getApplication', { application: name });
+    if (app === undefined) return notFound(res, a, 'This tenant has no such application.');
+    const created = a.cookies.takeCreated(req, res, a.session, app.name);
+    // Shown once: a second visit (a reload, the back button) goes to the application's page.
+    if (created === undefined) return res.set(CONSOLE_HEADERS).redirect(303, `${CONSOLE_PATH}/applications/${encodeURIComponent(app.name)}?done=secret-shown`);
+    const l = await live(a);
+    const secret = KINDS[app.kind].confidential ? created.secrets.clientSecret : undefined;
+    show(res, 200, a, `${KINDS[app.kind].title} added`, 'integrations',
+      createdView(app, secret, createdConfigFiles(ctx.address(), l, app.name, created.secrets) ?? [], a.tenant.name, created.secrets));
   }));
 
   const appParam = (req: Request) => (NAME.test(String(req.params.app)) ? String(req.params.app) : undefined);
@@ -301,32 +331,52 @@ export function consoleRouter(ctx: ServerContext, credentials: () => AdminCreden
     if (app === undefined) return notFound(res, a, 'This tenant has no such application.');
     const l = await live(a);
     const spec = modelFileOfLive(ctx.address(), l).file.tenants![0]!.applications!.find((x) => x.name === app.name)!;
-    const flash = req.query.saved === '1' ? 'Your changes were saved.' : undefined;
+    const flash = req.query.saved === '1' ? NOTICES['application-saved'] : noticeOf(req.query.done);
     await showApplication(res, a, app, 200, formOfSpec(spec), {}, flash);
   }));
+
+  /** The edit form's values judged as a save would be (a dry run for a Git-managed application): the built application, or the page with its errors shown. */
+  const judgeEdit = async (res: Response, a: Authed, app: ApplicationView, values: FormValues, dryRun: boolean) => {
+    const l = await live(a);
+    const built = buildApplication(ctx.address(), l, app.kind, values, app);
+    if (!built.ok) {
+      await showApplication(res, a, app, 400, values, built.errors);
+      return undefined;
+    }
+    try {
+      await a.admin.call('putApplication', { application: app.name }, { body: built.body, query: { dryRun } });
+    } catch (err) {
+      await showApplication(res, a, app, 400, values, refusalErrors(app.kind, err));
+      return undefined;
+    }
+    return built;
+  };
 
   router.post(`${CONSOLE_PATH}/applications/:app`, form, authed(async (req, res, a) => {
     const name = appParam(req);
     const app = name === undefined ? undefined : await a.admin.find('getApplication', { application: name });
     if (app === undefined) return notFound(res, a, 'This tenant has no such application.');
     const values = formValues(req);
-    const l = await live(a);
-    const built = buildApplication(ctx.address(), l, app.kind, values, app);
-    if (!built.ok) return showApplication(res, a, app, 400, values, built.errors);
     const git = app.managedBy === 'idforge';
-    try {
-      // A proposal changes nothing, but the admin API still judges the body (dry run): the same rules as a save.
-      await a.admin.call('putApplication', { application: app.name }, { body: built.body, query: { dryRun: git } });
-    } catch (err) {
-      return showApplication(res, a, app, 400, values, refusalErrors(app.kind, err));
-    }
+    // A proposal changes nothing, but the admin API still judges the body (dry run): the same rules as a save.
+    if ((await judgeEdit(res, a, app, values, git)) === undefined) return;
     if (!git) {
       ctx.log(JSON.stringify({ audit: 'console.application.updated', tenant: a.tenant.name, user: a.session.sub, application: app.name }));
       return res.set(CONSOLE_HEADERS).redirect(303, `${CONSOLE_PATH}/applications/${encodeURIComponent(app.name)}?saved=1`);
     }
-    const entry = built.after.tenants![0]!.applications!.find((x) => x.name === app.name);
+    // Post, redirect, get: the proposal is a page of its own, made from the values in its address.
+    res.set(CONSOLE_HEADERS).redirect(303, `${CONSOLE_PATH}/applications/${encodeURIComponent(app.name)}/proposal?${formQuery(values)}`);
+  }));
+
+  router.get(`${CONSOLE_PATH}/applications/:app/proposal`, authed(async (req, res, a) => {
+    const name = appParam(req);
+    const app = name === undefined ? undefined : await a.admin.find('getApplication', { application: name });
+    if (app === undefined) return notFound(res, a, 'This tenant has no such application.');
+    if (app.managedBy !== 'idforge') return res.set(CONSOLE_HEADERS).redirect(303, `${CONSOLE_PATH}/applications/${encodeURIComponent(app.name)}`);
+    const built = await judgeEdit(res, a, app, queryValues(req), true);
+    if (built === undefined) return;
     show(res, 200, a, 'Proposed change', 'integrations',
-      proposalView(`Application ${app.displayName ?? app.name}`, `${CONSOLE_PATH}/applications/${encodeURIComponent(app.name)}`, propose(a.tenant.name, built.before, built.after, built.notes, entry)));
+      proposalView(`Application ${app.displayName ?? app.name}`, `${CONSOLE_PATH}/applications/${encodeURIComponent(app.name)}`, proposeApplication(app, built, a.tenant.name)));
   }));
 
   // The Users tab. Pending adds and removes travel in the form itself (hidden fields), so nothing
@@ -361,6 +411,16 @@ export function consoleRouter(ctx: ServerContext, credentials: () => AdminCreden
       saved === undefined || !Number.isInteger(saved) ? undefined : `Saved: ${saved} change${saved === 1 ? '' : 's'} applied together.`);
   }));
 
+  router.get(`${CONSOLE_PATH}/applications/:app/users/proposal`, authed(async (req, res, a) => {
+    const app = await clientApp(req, a);
+    if (app === undefined) return notFound(res, a, 'This tenant has no such application with users.');
+    const add = ids(req.query.add);
+    const remove = ids(req.query.remove).filter((x) => !add.includes(x));
+    const l = await live(a);
+    show(res, 200, a, 'Proposed change', 'integrations',
+      proposalView(`The assignments of ${app.displayName ?? app.name}`, `${CONSOLE_PATH}/applications/${encodeURIComponent(app.name)}/users`, proposeAssignments(ctx.address(), l, app.name, add, remove)));
+  }));
+
   router.post(`${CONSOLE_PATH}/applications/:app/users`, form, authed(async (req, res, a) => {
     const app = await clientApp(req, a);
     if (app === undefined) return notFound(res, a, 'This tenant has no such application with users.');
@@ -384,12 +444,8 @@ export function consoleRouter(ctx: ServerContext, credentials: () => AdminCreden
 
     const git = app.managedBy === 'idforge';
     if (verb === 'propose' || git) {
-      const l = await live(a);
-      const current = (l.assignments[app.name] ?? []).map((x) => x.userId);
-      const next = [...current.filter((x) => !remove.includes(x)), ...add.filter((x) => !current.includes(x))];
-      const p = withAssignments(ctx.address(), l, app.name, next);
-      return show(res, 200, a, 'Proposed change', 'integrations',
-        proposalView(`The assignments of ${app.displayName ?? app.name}`, `${CONSOLE_PATH}/applications/${encodeURIComponent(app.name)}/users`, propose(a.tenant.name, p.before, p.after, p.notes, p.entry)));
+      const q = new URLSearchParams([...add.map((x) => ['add', x]), ...remove.map((x) => ['remove', x])]);
+      return res.set(CONSOLE_HEADERS).redirect(303, `${CONSOLE_PATH}/applications/${encodeURIComponent(app.name)}/users/proposal?${q}`);
     }
     // Git's assignments stay Git's: a remove of one is refused before anything is sent.
     const assignments = (await a.admin.listAll('listAssignments', { application: app.name })) ?? [];

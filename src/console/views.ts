@@ -5,12 +5,13 @@
  * plain HTML: every control has a label, help and errors are tied to it with aria-describedby, and
  * an error summary at the top is announced and links to each field.
  */
-import { KINDS, type ApplicationKind, type ApplicationView, type AssignmentView, type UserView } from '../../contract/index.ts';
-import type { Artifact } from '../../generators/index.ts';
+import { KINDS, type ApplicationKind, type ApplicationView, type AssignmentView, type UserView } from '../contract/index.ts';
+import type { Artifact } from '../generators/index.ts';
 import { CONSOLE_PATH } from './client.ts';
 import { KIND_FORMS, type FieldErrors, type FieldSpec, type FormValues } from './forms.ts';
 import { alert, fileBlock, html, notice, ownerBadge, raw, type Html } from './pages.ts';
 import type { Proposal } from './applications.ts';
+import { historyPath } from './activity.ts';
 
 const appPath = (name: string) => `${CONSOLE_PATH}/applications/${encodeURIComponent(name)}`;
 const isGit = (managedBy: string | undefined) => managedBy === 'idforge';
@@ -22,6 +23,7 @@ const csrfField = (csrf: string) => html`<input type="hidden" name="csrf" value=
  */
 export const NOTICES = {
   'application-saved': 'Your changes were saved.',
+  'secret-shown': 'The client secret was shown once, when the application was made: the server keeps only a hash of it.',
 } as const;
 export type NoticeCode = keyof typeof NOTICES;
 
@@ -144,7 +146,7 @@ ${files.map((f, i) => fileBlock(`file-${i}`, f.path, f.content))}
 function tabs(app: ApplicationView, current: 'overview' | 'users', count: number | undefined): Html {
   const tab = (which: 'overview' | 'users', href: string, label: string) =>
     html`<li><a href="${href}"${which === current ? raw(' aria-current="page"') : ''}>${label}</a></li>`;
-  return html`<nav aria-label="Application"><ul class="tabs">${tab('overview', appPath(app.name), 'Overview')}${app.kind === 'api' ? '' : tab('users', `${appPath(app.name)}/users`, `Users (${count ?? 0})`)}</ul></nav>`;
+  return html`<nav aria-label="Application"><ul class="tabs">${tab('overview', appPath(app.name), 'Overview')}${app.kind === 'api' ? '' : tab('users', `${appPath(app.name)}/users`, `Users (${count ?? 0})`)}<li><a href="${historyPath('application', app.name)}">History</a></li></ul></nav>`;
 }
 
 function gitNote(what: string): Html {
@@ -241,8 +243,10 @@ ${found}
 }
 
 export function proposalView(what: string, back: string, p: Proposal): Html {
-  return html`<p>${what} is managed in Git, so the server was not changed. Here is the change as a patch to the model, exported from the live tenant
-(<code>idforge export</code>): apply it to your model file (paths in your repository may differ), review, and let <code>idforge apply</code> or Pulumi make it.</p>
+  const intro = p.against === undefined
+    ? html`Here is the change as a patch to the model, exported from the live tenant (<code>idforge export</code>; the file it was applied from is not recorded): apply it to your model file (paths in your repository may differ)`
+    : html`Here is the change as a patch to <code>${p.against.file}</code> (<code>${p.against.path}</code>, line ${p.against.line}), as it was last applied: <code>git apply proposed-change.patch</code> in your repository (if the file has changed there since, git refuses the patch: put the changed entry below in its place)`;
+  return html`<p>${what} is managed in Git, so the server was not changed. ${intro}, review, and let <code>idforge apply</code> or Pulumi make it.</p>
 ${p.patch === '' ? html`<p role="status">The change leaves the model as it is.</p>` : fileBlock('patch', 'proposed-change.patch', p.patch, 'text/x-diff')}
 ${fileBlock('snippet', 'changed-entry.yaml', p.snippet, 'text/yaml')}
 <p><a class="button secondary" href="${back}">Back</a></p>`;

@@ -43,7 +43,7 @@ export const CONSOLE_HEADERS: Readonly<Record<string, string>> = {
   'cache-control': 'no-store',
 };
 
-export type Section = 'integrations' | 'marketplace' | 'none';
+export type Section = 'integrations' | 'marketplace' | 'people' | 'groups' | 'activity' | 'none';
 
 export interface Frame {
   readonly title: string;
@@ -58,7 +58,7 @@ export function page(f: Frame): string {
   const link = (section: Section, href: string, label: string) =>
     html`<li><a href="${href}"${f.section === section ? raw(' aria-current="page"') : ''}>${label}</a></li>`;
   const nav = f.user === undefined ? '' : html`<nav aria-label="Console">
-<ul>${link('integrations', `${CONSOLE_PATH}/`, 'Integrations')}${link('marketplace', `${CONSOLE_PATH}/marketplace`, 'Marketplace')}</ul>
+<ul>${link('integrations', `${CONSOLE_PATH}/`, 'Integrations')}${link('marketplace', `${CONSOLE_PATH}/marketplace`, 'Marketplace')}${link('people', `${CONSOLE_PATH}/people`, 'People')}${link('groups', `${CONSOLE_PATH}/groups`, 'Groups')}${link('activity', `${CONSOLE_PATH}/activity`, 'Activity')}</ul>
 </nav>
 <form method="post" action="${CONSOLE_PATH}/logout" class="signout">
 <input type="hidden" name="csrf" value="${f.user.csrf}">
@@ -146,7 +146,8 @@ td button{margin:0}
 pre{background:#f6f8fa;border:1px solid var(--line);padding:.75rem;overflow:auto;font-size:.9rem}
 .visually-hidden{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
 dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:.3rem 1rem}dl.facts dt{font-weight:600}dl.facts dd{margin:0}
-.search{display:flex;gap:.5rem;align-items:flex-end}.search div{flex:1}.search button{margin:0 0 .05rem}`;
+.search{display:flex;gap:.5rem;align-items:flex-end}.search div{flex:1}.search button{margin:0 0 .05rem}
+form.inline{display:inline}`;
 
 /** Copy buttons for file blocks; without it the text areas still select and copy by hand. */
 export const SCRIPT = `'use strict';

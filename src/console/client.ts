@@ -9,9 +9,7 @@
  * Everyone may complete a sign-in to it: the console itself admits only holders of the tenant's
  * `admin` scope and tells the others why (index.ts), so the assignment rule does not apply to it.
  */
-import type { ClientMetadata } from 'oidc-provider';
-import { ADMIN_SCOPE, RESERVED_TENANTS, issuerUrl, type ServerAddress } from '../../contract/index.ts';
-import type { MasterKey } from '../_crypto.ts';
+import { ADMIN_SCOPE, RESERVED_TENANTS, issuerUrl, type EdgeClient, type EdgeHost, type ServerAddress } from '../contract/index.ts';
 
 export const CONSOLE_CLIENT_ID = 'idforge:console';
 /** Where the console lives on every tenant host. */
@@ -34,27 +32,20 @@ export function consoleSignedOutUri(addr: ServerAddress, tenant: string): string
   return `${tenantOrigin(addr, tenant)}${CONSOLE_PATH}/signed-out`;
 }
 
-/** The console's client secret at one tenant: derived, so nothing is stored and tenants differ. */
-export function consoleClientSecret(master: MasterKey, tenant: string): string {
-  return master.derive(`console-client:${tenant}`).toString('base64url');
+/** The console's client secret at one tenant: derived from the master key, so nothing is stored and tenants differ. */
+export function consoleClientSecret(host: Pick<EdgeHost, 'derive'>, tenant: string): string {
+  return host.derive(`console-client:${tenant}`).toString('base64url');
 }
 
-/**
- * oidc-provider client metadata; `client_secret` holds the hash, as for stored clients (provider.ts).
- * None at the server's own tenant: the admin API refuses to touch it, so it has no console.
- */
-export function consoleClientMetadata(master: MasterKey, addr: ServerAddress, tenant: string): ClientMetadata | undefined {
+/** The console's registration at a tenant (none at the server's own tenant: the admin API refuses to touch it). */
+export function consoleClientMetadata(host: Pick<EdgeHost, 'derive'>, addr: ServerAddress, tenant: string): EdgeClient | undefined {
   if (RESERVED_TENANTS.includes(tenant)) return undefined;
   return {
     client_id: CONSOLE_CLIENT_ID,
-    client_secret: master.hashClientSecret(consoleClientSecret(master, tenant)),
+    client_secret: consoleClientSecret(host, tenant),
     client_name: 'Admin console',
     redirect_uris: [consoleRedirectUri(addr, tenant)],
     post_logout_redirect_uris: [consoleSignedOutUri(addr, tenant)],
-    grant_types: ['authorization_code'],
-    response_types: ['code'],
-    token_endpoint_auth_method: 'client_secret_basic',
-    application_type: 'web',
     scope: CONSOLE_SCOPES.join(' '),
   };
 }

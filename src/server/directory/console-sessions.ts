@@ -13,7 +13,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { ADMIN_SCOPE, RESERVED_TENANTS, type ConsoleSessionCreated, type ConsoleSessionView } from '../../contract/index.ts';
 import type { ServerContext } from '../_context.ts';
 import { errors } from '../errors.ts';
-import { reserved } from './_rules.ts';
+import { reserved } from './rules.ts';
 
 /** The artifact model console sessions are kept under. */
 export const CONSOLE_SESSION_MODEL = 'ConsoleSession';

@@ -1,0 +1,80 @@
+/**
+ * Where each entry a console proposal may change was declared: an application's entry, and a
+ * tenant's `assignments` list, with their exact lines, so the proposal is a patch of those lines
+ * (src/generators/entry-patch.ts) that `git apply` takes on the file. Pure: texts in, sources out.
+ *
+ * JSON model files and entries written in a way no line-based patch can reach (several entries on
+ * one line, a flow collection spanning lines less indented than its start) get no source; their
+ * proposals fall back to a diff of the exported model.
+ */
+import { isMap, isPair, isScalar, isSeq, type Node, type Pair, type YAMLMap } from 'yaml';
+import type { EntrySource } from '../contract/index.ts';
+import { MAX_SOURCE_BYTES } from '../contract/index.ts';
+import { parseModelText } from './_yaml-source.ts';
+
+/** The key an application's source is kept under. */
+export const applicationSourceKey = (tenant: string, application: string) => `application ${tenant}/${application}`;
+/** The key a tenant's `assignments` list's source is kept under. */
+export const assignmentsSourceKey = (tenant: string) => `assignments ${tenant}`;
+
+const scalarOf = (map: YAMLMap, key: string): unknown => {
+  const v = map.get(key, true);
+  return isScalar(v) ? v.value : undefined;
+};
+
+/** The whole lines from `start` to `end` (offsets), with the column `start` is at and the next line. */
+function linesOf(text: string, start: number, end: number, file: string, path: string): EntrySource | undefined {
+  const lineStart = text.lastIndexOf('\n', start - 1) + 1;
+  // The node's end may include its newline; the lines end before it.
+  let last = end;
+  while (last > start && (text[last - 1] === '\n' || text[last - 1] === ' ' || text[last - 1] === '\r')) last--;
+  const nl = text.indexOf('\n', last);
+  const lineEnd = nl < 0 ? text.length : nl;
+  const lines = text.slice(lineStart, lineEnd);
+  if (lines.includes('\r') || lines.length > MAX_SOURCE_BYTES) return undefined;
+  const column = start - lineStart;
+  const body = lines.split('\n');
+  // The first line holds only this entry from its column on (a `- ` or spaces before it), and
+  // every later line is at least as indented: the entry can be cut out and put back.
+  if (!/^[ -]*$/.test(body[0]!.slice(0, column))) return undefined;
+  if (body.slice(1).some((l) => l.trim() !== '' && !l.startsWith(' '.repeat(column)))) return undefined;
+  const rest = text.slice(lineEnd + 1);
+  const after = nl < 0 ? null : rest === '' ? null : rest.slice(0, rest.indexOf('\n') < 0 ? rest.length : rest.indexOf('\n'));
+  // A file without a final newline after the entry is left to the fallback (a patch would need to say so).
+  if (nl < 0) return undefined;
+  const line = text.slice(0, lineStart).split('\n').length;
+  return { file, path, line, column, text: lines, after };
+}
+
+/** The sources of one model file's entries, keyed by applicationSourceKey / assignmentsSourceKey. */
+export function entrySourcesOf(file: string, text: string): Map<string, EntrySource> {
+  const out = new Map<string, EntrySource>();
+  if (!/\.ya?ml$/i.test(file)) return out;
+  const parsed = parseModelText(file, text);
+  if (!parsed.ok) return out;
+  const tenants = isMap(parsed.source.doc.contents) ? parsed.source.doc.contents.get('tenants', true) : undefined;
+  if (!isSeq(tenants)) return out;
+  tenants.items.forEach((t, ti) => {
+    if (!isMap(t)) return;
+    const tenant = scalarOf(t, 'name');
+    if (typeof tenant !== 'string') return;
+    const apps = t.get('applications', true);
+    if (isSeq(apps)) {
+      apps.items.forEach((a, ai) => {
+        const name = isMap(a) ? scalarOf(a, 'name') : undefined;
+        const range = (a as Node | null)?.range;
+        if (typeof name !== 'string' || range == null) return;
+        const s = linesOf(text, range[0], range[1], file, `tenants[${ti}].applications[${ai}]`);
+        if (s !== undefined) out.set(applicationSourceKey(tenant, name), s);
+      });
+    }
+    const pair = t.items.find((p): p is Pair<Node, Node> => isPair(p) && isScalar(p.key) && p.key.value === 'assignments');
+    const keyRange = pair?.key?.range;
+    const valueRange = pair?.value?.range;
+    if (keyRange != null && valueRange != null && isSeq(pair!.value)) {
+      const s = linesOf(text, keyRange[0], valueRange[1], file, `tenants[${ti}].assignments`);
+      if (s !== undefined) out.set(assignmentsSourceKey(tenant), s);
+    }
+  });
+  return out;
+}

@@ -1,0 +1,192 @@
+/**
+ * The console's People pages in Chromium, against a real server: an administrator pages through
+ * and searches 1,200 people, disables and enables one (their refresh token ends), unlocks a locked
+ * account, makes a person (field-level messages first) and invites them; a Git-owned person's page
+ * offers only recovery and unlock, and the server refuses the rest. axe-core scans every page.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as oidc from 'openid-client';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { routePath } from '../../src/contract/index.ts';
+import { launchBrowser, newContext, screenshot } from '../support/browser.ts';
+import { Browser as HttpBrowser, PASSWORD, adminClient, authorize, fixtureTenant, relyingParty, testServer, type AdminClient, type Fixture } from '../server/_support.ts';
+import { axeScan } from './_support.ts';
+
+let server: Awaited<ReturnType<typeof testServer>>;
+let admin: AdminClient;
+let f: Fixture;
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+const T = 'ppl';
+const FILLER = 1200;
+
+beforeAll(async () => {
+  server = await testServer({ login: { lockoutThreshold: 2, backoffBaseMs: 0 } });
+  admin = await adminClient(server);
+  f = await fixtureTenant(admin, T);
+  const users = Array.from({ length: FILLER }, (_, i) => ({ id: `u-${String(i).padStart(5, '0')}`, body: { email: `person${i}@${T}.test`, displayName: `Person ${i}` } }));
+  users.push({ id: 'u-git', body: { email: `gwen@${T}.test`, displayName: 'Gwen from Git', managedBy: 'idforge', initialPassword: 'gwen keeps her own words' } as never });
+  const r = await admin.call('POST', routePath('applyTenantBatch', { tenant: T }), { users });
+  expect(r.status).toBe(200);
+  browser = await launchBrowser();
+  context = await newContext(browser);
+  page = await context.newPage();
+});
+afterAll(async () => {
+  await browser?.close();
+  await server?.dispose();
+});
+
+const people = () => `${new URL(server.issuer(T)).origin}/console/people`;
+
+async function check(name: string): Promise<void> {
+  await screenshot(page, `console-people-${name}`);
+  await axeScan(page, `people: ${name}`);
+}
+
+describe('People', () => {
+  it('pages through the directory and finds a person among 1,200', async () => {
+    await page.goto(people());
+    await page.locator('input[name="email"]').fill(f.users.alice.email);
+    await page.locator('input[name="password"]').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('People');
+    expect(await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'People' }).getAttribute('aria-current')).toBe('page');
+    expect(await page.locator('tbody tr').count()).toBe(50);
+    await check('list');
+    await page.getByRole('link', { name: 'Next page' }).click();
+    expect(await page.locator('tbody tr').count()).toBe(50);
+
+    await page.getByLabel('Search by name, email or id').fill('person1137@');
+    const started = Date.now();
+    await page.getByRole('button', { name: 'Search' }).click();
+    await expect.poll(() => page.locator('tbody tr').count()).toBe(1);
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(await page.locator('tbody').innerText()).toContain('Person 1137');
+    await check('search');
+  });
+
+  it('disables a person (their refresh token ends at once) and enables them again', async () => {
+    const rp = await relyingParty(server.issuer(T), f.spa.clientId);
+    const flow = await authorize(rp, new HttpBrowser(), f.spa.redirectUri, { email: f.users.carol.email, password: PASSWORD }, { scope: 'openid offline' });
+    const tokens = await oidc.authorizationCodeGrant(rp, flow.callback, { pkceCodeVerifier: flow.verifier, expectedState: flow.state });
+
+    await page.goto(`${people()}?q=carol`);
+    await page.getByRole('link', { name: 'carol' }).click();
+    await check('person');
+    await page.getByRole('button', { name: 'Disable' }).click();
+    await page.waitForURL((u) => u.search === '?done=disabled');
+    expect(await page.getByRole('status').textContent()).toContain('The person is disabled');
+    expect((await admin.typed.call('getUser', { tenant: T, userId: f.users.carol.id })).disabled).toBe(true);
+    await expect(oidc.refreshTokenGrant(rp, tokens.refresh_token!)).rejects.toHaveProperty('error', 'invalid_grant');
+    await page.getByRole('button', { name: 'Enable' }).click();
+    await page.waitForURL((u) => u.search === '?done=enabled');
+    expect((await admin.typed.call('getUser', { tenant: T, userId: f.users.carol.id })).disabled).toBe(false);
+  });
+
+  it('unlocks an account the guessing defence locked', async () => {
+    const rp = await relyingParty(server.issuer(T), f.spa.clientId);
+    for (let i = 0; i < 2; i++) {
+      await authorize(rp, new HttpBrowser(), f.spa.redirectUri, { email: f.users.bob.email, password: 'not the password' }).catch(() => undefined);
+    }
+    // bob is assigned to no application: a password accepted shows the "not assigned" page, a locked account the lock.
+    const locked = await authorize(rp, new HttpBrowser(), f.spa.redirectUri, { email: f.users.bob.email, password: PASSWORD });
+    expect(locked.pages.join('\n')).toContain('Too many failed attempts');
+
+    await page.goto(`${people()}/${f.users.bob.id}`);
+    await page.getByRole('button', { name: 'Unlock' }).click();
+    await page.waitForURL((u) => u.search === '?done=unlocked');
+    expect(await page.getByRole('status').textContent()).toBe('The lock is lifted: they can try to sign in again.');
+    const after = await authorize(rp, new HttpBrowser(), f.spa.redirectUri, { email: f.users.bob.email, password: PASSWORD });
+    expect(after.pages.join('\n')).not.toContain('Too many failed attempts');
+    expect(after.pages.join('\n')).toContain('you are not assigned');
+  });
+
+  it("a Git-owned person's page offers only recovery and unlock; the rest is refused", async () => {
+    await page.goto(`${people()}/u-git`);
+    expect(await page.locator('.warning').innerText()).toContain('Managed in Git: this person is read only here');
+    const buttons = await page.locator('main form button').allTextContents();
+    expect(buttons).toEqual(['Send a recovery link', 'Unlock']);
+    await check('git-owned');
+    await page.getByRole('button', { name: 'Send a recovery link' }).click();
+    await page.waitForURL((u) => u.search === '?done=recovery');
+    // A forged disable is refused by the console; the person stays as Git declares them.
+    const csrf = await page.locator('input[name=csrf]').first().getAttribute('value');
+    const forged = await page.request.post(`${people()}/u-git/disable`, { form: { csrf: csrf! } });
+    expect(forged.status()).toBe(409);
+    expect((await admin.typed.call('getUser', { tenant: T, userId: 'u-git' })).disabled).toBe(false);
+  });
+
+  it('makes a person, with field-level messages first, and invites them', async () => {
+    await page.goto(`${people()}/new`);
+    await page.getByLabel('Id').fill('not an id!');
+    await page.getByLabel('Email').fill('');
+    await page.getByRole('button', { name: 'Add person' }).click();
+    expect(await page.locator('#id-error').textContent()).toMatch(/^Enter an id/);
+    expect(await page.locator('#email-error').textContent()).toBe('Enter the email address the person signs in with.');
+    await check('new-errors');
+    await page.getByLabel('Id').fill('u-new');
+    await page.getByLabel('Email').fill('not-an-email');
+    await page.getByRole('button', { name: 'Add person' }).click();
+    expect(await page.locator('#email-error').textContent()).toBeTruthy();
+    await page.getByLabel('Email').fill(`newcomer@${T}.test`);
+    await page.getByRole('button', { name: 'Add person' }).click();
+    await page.waitForURL((u) => u.search === '?done=created');
+    expect((await admin.typed.call('getUser', { tenant: T, userId: 'u-new' })).managedBy).toBe('console');
+    await page.getByRole('button', { name: 'Send an invitation' }).click();
+    await page.waitForURL((u) => u.search === '?done=invitation');
+    expect(await page.getByRole('status').textContent()).toContain('An invitation is on its way');
+  });
+});
+
+describe('Groups', () => {
+  const groups = () => `${new URL(server.issuer(T)).origin}/console/groups`;
+
+  it('makes a group, adds a member, assigns it to an application, renames it and removes the member', async () => {
+    await page.goto(`${groups()}/new`);
+    await page.getByLabel('Id').fill('g-ops');
+    await page.getByRole('button', { name: 'Add group' }).click();
+    expect(await page.locator('#displayName-error').textContent()).toBe("Enter the group's name.");
+    await page.getByLabel('Name').fill('Operations');
+    await page.getByRole('button', { name: 'Add group' }).click();
+    await page.waitForURL((u) => u.search === '?done=created');
+    await check('group');
+
+    await page.getByLabel('Add a member by id').fill('u-nobody');
+    await page.getByRole('button', { name: 'Add member' }).click();
+    expect(await page.getByRole('alert').textContent()).toContain('there is no person with the id “u-nobody”');
+    await page.getByLabel('Add a member by id').fill(f.users.bob.id);
+    await page.getByRole('button', { name: 'Add member' }).click();
+    await page.waitForURL((u) => u.search === '?done=member-added');
+    await page.getByRole('button', { name: 'Assign to Portal' }).click();
+    await page.waitForURL((u) => u.search === '?done=assigned');
+    expect((await admin.typed.call('listTenantGroupAssignments', { tenant: T })).items.map((x) => `${x.group}@${x.application}`)).toContain('g-ops@web');
+    // bob, assigned to nothing himself, now reaches the portal through the group.
+    const rp = await relyingParty(server.issuer(T), f.web.clientId, f.web.clientSecret);
+    const through = await authorize(rp, new HttpBrowser(), f.web.redirectUri, { email: f.users.bob.email, password: PASSWORD });
+    expect(through.callback.searchParams.get('code')).not.toBeNull();
+
+    await page.getByLabel('Name').fill('Ops team');
+    await page.getByRole('button', { name: 'Rename' }).click();
+    await page.waitForURL((u) => u.search === '?done=renamed');
+    expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('Ops team');
+    await page.getByRole('button', { name: `Remove ${f.users.bob.id}` }).click();
+    await page.waitForURL((u) => u.search === '?done=member-removed');
+    expect((await admin.typed.call('getGroup', { tenant: T, group: 'g-ops' })).members).toEqual([]);
+    await page.goto(groups());
+    expect(await page.locator('tbody').innerText()).toContain('Ops team');
+    await check('groups');
+  });
+
+  it('a Git-owned group is read only', async () => {
+    await admin.typed.call('putGroup', { tenant: T, group: 'g-git' }, { body: { displayName: 'From Git', members: [f.users.alice.id], managedBy: 'idforge' } });
+    await page.goto(`${groups()}/g-git`);
+    expect(await page.locator('.warning').innerText()).toContain('Managed in Git');
+    expect(await page.locator('main form').count()).toBe(0);
+    const csrf = await page.locator('header input[name=csrf]').first().getAttribute('value');
+    const forged = await page.request.post(`${groups()}/g-git/rename`, { form: { csrf: csrf!, displayName: 'Taken over' } });
+    expect(forged.status()).toBe(409);
+    expect((await admin.typed.call('getGroup', { tenant: T, group: 'g-git' })).displayName).toBe('From Git');
+  });
+});
