@@ -1,16 +1,53 @@
 /**
  * Secrets the CLI makes, kept stable across runs in a local state file that git ignores
- * (`.idforge/state.json`, mode 0600). Regenerating a client or cookie secret on every compile
- * would log everyone out and break deployed apps, so a secret is made once and reused.
+ * (`.idforge/state.json` next to the model, mode 0600). Regenerating a client or cookie secret on
+ * every compile would log everyone out and break deployed apps, so a secret is made once and reused.
+ * The file belongs to the model, not to the directory a command happens to run in: the same model
+ * planned from anywhere finds the same secrets (locateStateFile).
  */
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { chmod, mkdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
 import { requiredSecrets, type ResolvedPasswords, type ResolvedSecrets, type SecretKind } from '../generators/index.ts';
 import type { Model } from '../schema/model.ts';
 import type { Problem } from '../schema/problems.ts';
+import { checkPassword } from '../contract/index.ts';
 
+/** Where the state file is by default, relative to the model's directory. */
 export const DEFAULT_STATE_FILE = join('.idforge', 'state.json');
+
+/** Which state file a command uses, and why that one (printed, so nobody wonders). */
+export interface StateLocation {
+  readonly file: string;
+  readonly why: string;
+}
+
+/**
+ * The state file for a model: `--state`, else IDFORGE_STATE (both relative to the working
+ * directory), else `.idforge/state.json` in the model's directory (the first model path given: a
+ * directory, or the directory of a file). Releases before this one looked in the working directory;
+ * when the model has none yet but the working directory has one, that one is used, and said so.
+ */
+export async function locateStateFile(
+  modelPaths: readonly string[], given: string | undefined, env: Readonly<Record<string, string | undefined>>, cwd: string,
+): Promise<StateLocation> {
+  if (given !== undefined) return { file: resolve(cwd, given), why: 'given with --state' };
+  const fromEnv = env.IDFORGE_STATE;
+  if (fromEnv !== undefined && fromEnv !== '') return { file: resolve(cwd, fromEnv), why: 'named by IDFORGE_STATE' };
+  const first = resolve(cwd, modelPaths[0] ?? '.');
+  const dir = (await stat(first).catch(() => undefined))?.isDirectory() === true ? first : dirname(first);
+  const file = join(dir, DEFAULT_STATE_FILE);
+  const legacy = resolve(cwd, DEFAULT_STATE_FILE);
+  if (legacy !== file && !(await exists(file)) && (await exists(legacy))) {
+    return { file: legacy, why: `in the working directory, where releases before this one kept it; move it next to the model, to ${file}` };
+  }
+  return { file, why: 'next to the model' };
+}
+
+const exists = async (path: string) => (await stat(path).catch(() => undefined)) !== undefined;
+
+/** The line plan, apply and compile print about it. */
+export const stateLine = (s: StateLocation): string => `State file: ${s.file} (${s.why})\n`;
 
 interface StateFile {
   version: 1;
@@ -129,10 +166,11 @@ export function resolvePasswords(
       const value = env[ref.env];
       if (value === undefined || value === '') {
         unresolved.set(key, { code: 'missing-secret', path, message: `password of ${u.id}: environment variable ${ref.env} is not set` });
-      } else if (value.length < 8) {
-        unresolved.set(key, { code: 'weak-secret', path, message: `password of ${u.id}: ${ref.env} must hold at least 8 characters` });
       } else {
-        passwords[key] = value;
+        // The tenant's password policy, the one rule the server runs again where the password is set.
+        const weak = checkPassword(value, t.passwordPolicy, { email: u.email, tenantNames: [t.name, t.displayName] }, path)[0];
+        if (weak !== undefined) unresolved.set(key, { ...weak, message: `password of ${u.id}: the value of ${ref.env} ${weak.message}` });
+        else passwords[key] = value;
       }
     }),
   );

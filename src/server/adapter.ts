@@ -4,9 +4,8 @@
  * the next request without restarting anything.
  */
 import type { Adapter, AdapterPayload, ClientMetadata } from 'oidc-provider';
-import { KINDS } from '../contract/index.ts';
+import { type EdgeClient, KINDS } from '../contract/index.ts';
 import type { ServerContext } from './_context.ts';
-import { consoleClientMetadata, isConsoleClient } from './console/client.ts';
 import type { ApplicationRecord } from './storage/types.ts';
 
 /**
@@ -34,6 +33,27 @@ export const PKCE_CLIENT_METADATA = 'idforge_pkce';
  * Application → oidc-provider client metadata: the kind's registration facts from the contract's
  * kinds table, plus the application's own fields. The secret field holds the hash (see provider.ts).
  */
+/**
+ * An edge app's client (the admin console's) as oidc-provider takes it: confidential
+ * (client_secret_basic, the secret kept as a hash like any client's), code flow, PKCE as every
+ * client. Not one of the tenant's applications: never stored, listed, exported or planned.
+ */
+export function edgeClientMetadata(ctx: ServerContext, c: EdgeClient | undefined): ClientMetadata | undefined {
+  if (c === undefined) return undefined;
+  return {
+    client_id: c.client_id,
+    client_secret: ctx.master.hashClientSecret(c.client_secret),
+    client_name: c.client_name,
+    redirect_uris: [...c.redirect_uris],
+    post_logout_redirect_uris: [...c.post_logout_redirect_uris],
+    grant_types: ['authorization_code'],
+    response_types: ['code'],
+    token_endpoint_auth_method: 'client_secret_basic',
+    application_type: 'web',
+    scope: c.scope,
+  };
+}
+
 export function clientMetadata(app: ApplicationRecord): ClientMetadata | undefined {
   const b = app.body;
   if (b.kind === 'service') {
@@ -118,7 +138,8 @@ export function adapterClass(ctx: ServerContext, tenant: string, apps: TenantApp
     }
     async find(id: string): Promise<AdapterPayload | undefined> {
       if (this.name === 'Client') {
-        if (isConsoleClient(id)) return consoleClientMetadata(ctx.master, ctx.address(), tenant) as AdapterPayload | undefined;
+        const edge = ctx.edge.find((e) => e.clientId === id);
+        if (edge !== undefined) return edgeClientMetadata(ctx, edge.client(tenant, ctx.edgeHost)) as AdapterPayload | undefined;
         const app = await apps.byClientId(id);
         return app === undefined ? undefined : (clientMetadata(app) as AdapterPayload | undefined);
       }

@@ -1,11 +1,12 @@
 /**
  * Server settings and their defaults, one block per key.
  */
-import { DEFAULT_ACCESS_TOKEN_LIFETIME, DEFAULT_REFRESH_REUSE_GRACE, REVOCATION_DEADLINE, type SigningAlg } from '../contract/index.ts';
+import { DEFAULT_ACCESS_TOKEN_LIFETIME, DEFAULT_REFRESH_REUSE_GRACE, REVOCATION_DEADLINE, type EdgeApp, type SigningAlg } from '../contract/index.ts';
 import { StartupError } from './errors.ts';
 import type { LoginOptions } from './login/options.ts';
 import type { NamedLocks } from './storage/_keyed-locks.ts';
 import type { ScimOptions } from './scim/options.ts';
+import type { WebhookOptions } from './webhooks/options.ts';
 
 /**
  * Token and artifact lifetimes, in seconds. Access tokens are JWTs that resource servers verify
@@ -105,6 +106,32 @@ export interface ServerOptions {
    * are exempt: one may hash thousands of initial passwords, and its size is bounded instead.
    */
   readonly requestTimeoutSeconds?: number;
+  /**
+   * Apps served at the edge of every tenant host (the admin console, src/console): the entry point
+   * (bin/idforge.js, or a test) hands them in; the server routes their path to them and answers
+   * their sign-in client. Default none.
+   */
+  readonly edge?: readonly EdgeApp[];
+  /**
+   * PostgreSQL's statement timeout, in seconds: a statement running (or waiting for a lock) longer
+   * is cancelled by the database, and its request answered 503 with Retry-After; the connection
+   * stays usable. Default 10: far above any statement's normal time (a batch of 10,000 users is a
+   * few statements of well under a second), and within the request budget.
+   */
+  readonly statementTimeoutSeconds?: number;
+  /**
+   * How long, in seconds, to wait for any answer of PostgreSQL (node-postgres `query_timeout`):
+   * past it the request gets 503 with Retry-After and the connection is closed. For a database that
+   * cannot even cancel (paused, or behind a partition that keeps connections open). Default 15: the
+   * statement timeout plus room for the database's own cancel to arrive first.
+   */
+  readonly queryTimeoutSeconds?: number;
+  /**
+   * SQLite's busy timeout, in ms: how long a statement waits for another process's write lock
+   * (`--workers` share the file) before failing, which the request answers 503 with Retry-After.
+   * Default 5000.
+   */
+  readonly busyTimeoutMs?: number;
   /** Environment (master key). Default `process.env`. */
   readonly env?: Readonly<Record<string, string | undefined>>;
   /** Where to log one-line notices (and login audit lines, JSON); default stderr. */
@@ -132,6 +159,8 @@ export interface ServerOptions {
   readonly cluster?: ClusterLink;
   /** The SCIM endpoint's rate limit per token: defaults in scim/options.ts. */
   readonly scim?: ScimOptions;
+  /** Webhook delivery (private addresses, timeouts, retries): defaults in webhooks/options.ts. */
+  readonly webhooks?: WebhookOptions;
 }
 
 /** Token settings the server runs with (ServerOptions, defaults applied and checked). */

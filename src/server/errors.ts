@@ -18,8 +18,44 @@ export class ServerError extends Error {
     readonly path: string = '',
     /** Every problem when there are several (validation), each with its own path. */
     readonly problems: readonly { readonly path: string; readonly message: string; readonly code?: string }[] = [],
+    /** Response headers that go with it (Retry-After). */
+    readonly headers: Readonly<Record<string, string>> = {},
   ) {
     super(message);
+  }
+}
+
+/**
+ * What went wrong with the database, as the metric `idforge_db_errors_total{kind}` counts it:
+ * - unavailable: no connection (refused, reset, closed by a restart, "the database system is shutting down")
+ * - timeout: the work overran its bound (PostgreSQL's statement timeout or the query timeout, SQLite's busy timeout)
+ * - read_only: the database takes no writes (a PostgreSQL standby in recovery, a read-only file or file system)
+ * - io_error: the disk failed a read or write
+ * - disk_full: no space left to store the change (507)
+ */
+export type DatabaseFaultKind = 'unavailable' | 'timeout' | 'read_only' | 'io_error' | 'disk_full';
+
+const FAULTS: Readonly<Record<DatabaseFaultKind, { readonly status: number; readonly error: string; readonly retryAfter: number; readonly message: string }>> = {
+  unavailable: { status: 503, error: 'temporarily_unavailable', retryAfter: 5, message: 'the database is unavailable at the moment; nothing was changed, try again in a few seconds' },
+  timeout: { status: 503, error: 'temporarily_unavailable', retryAfter: 5, message: 'the database did not answer in time; try again in a few seconds' },
+  read_only: { status: 503, error: 'temporarily_unavailable', retryAfter: 30, message: 'the database takes no changes at the moment (read-only); nothing was changed, try again later' },
+  io_error: { status: 503, error: 'temporarily_unavailable', retryAfter: 30, message: 'the database could not read or write its disk; try again later' },
+  disk_full: { status: 507, error: 'insufficient_storage', retryAfter: 60, message: "the server's storage is full: nothing was saved; try again once space has been freed" },
+};
+
+/**
+ * The database could not do the work (see DatabaseFaultKind): a 503 with Retry-After, or a 507 for
+ * a full disk, whose message says so without the database's own text (that is logged, not shown).
+ * Storage turns the backend's errors into these (storage/faults.ts), so every door answers alike.
+ */
+export class DatabaseFault extends ServerError {
+  constructor(readonly kind: DatabaseFaultKind, readonly detail: string) {
+    const f = FAULTS[kind];
+    super(f.status, f.error, f.message, true, '', [], { 'retry-after': String(f.retryAfter) });
+  }
+
+  get retryAfterSeconds(): number {
+    return FAULTS[this.kind].retryAfter;
   }
 }
 
@@ -45,8 +81,8 @@ export const errors = {
   internal: () => new ServerError(500, 'server_error', 'internal server error', false),
 } as const;
 
-/** The JSON body for an error: `{error, message, path}` (+ `problems` when there are several). */
-export function errorBody(err: unknown): { status: number; body: Record<string, unknown> } {
+/** The JSON body for an error: `{error, message, path}` (+ `problems` when there are several), and its headers. */
+export function errorBody(err: unknown): { status: number; body: Record<string, unknown>; headers: Readonly<Record<string, string>> } {
   const e = err instanceof ServerError ? err : errors.internal();
   const body: Record<string, unknown> = {
     error: e.error,
@@ -54,5 +90,5 @@ export function errorBody(err: unknown): { status: number; body: Record<string, 
     path: e.path,
   };
   if (e.problems.length > 0) body.problems = e.problems;
-  return { status: e.status, body };
+  return { status: e.status, body, headers: e.headers };
 }

@@ -13,18 +13,21 @@ import { adminBaseUrl, issuerUrl, type ServerAddress } from '../contract/index.t
 import type { ServerContext } from './_context.ts';
 import { createApp, createHandler } from './app.ts';
 import { ensureSystemTenant, openMasterKey, writeAdminCredentials } from './bootstrap.ts';
-import type { AdminCredentials } from '../contract/index.ts';
+import type { AdminCredentials, EdgeHost } from '../contract/index.ts';
 import { tokenSettings, type ServerOptions } from './config.ts';
 import { DEFAULTS } from './options.ts';
-import { StartupError } from './errors.ts';
+import { StartupError, type DatabaseFaultKind } from './errors.ts';
 import { loginSettings } from './login/options.ts';
-import { DATABASE_URL_ENV, openStorage, purgeExpired, type Storage } from './storage/index.ts';
+import { DATABASE_URL_ENV, openStorage, purgeExpired, type GuardedStorage } from './storage/index.ts';
 import { OpsState } from './ops/index.ts';
 import { jsonLogLine } from './ops/log.ts';
 import { ServerMetrics } from './ops/metrics.ts';
 import { ProviderCache } from './tenancy.ts';
 import { SYSTEM_TENANT } from './config.ts';
 import { scimSettings } from './scim/options.ts';
+import { auditToEvents, revocationEvent } from './events/audit.ts';
+import { WebhookDispatcher } from './webhooks/dispatcher.ts';
+import { webhookSettings } from './webhooks/options.ts';
 
 export type { ServerOptions, ClusterLink } from './config.ts';
 export { jsonLogLine } from './ops/log.ts';
@@ -60,6 +63,9 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
+/** After a write failed for lack of space, a read-only file system or database, readiness stays 503 this long. */
+const WRITE_FAULT_MEMORY_MS = 10_000;
+
 /** Expired sessions, codes and tokens are swept this often. */
 const PURGE_INTERVAL_MS = 10 * 60 * 1000;
 
@@ -71,9 +77,15 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const tokens = tokenSettings(options);
   mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
   const env = options.env ?? process.env;
-  const storage: Storage = await openStorage({
+  // Database faults are counted once the metrics exist (they are made below, asking storage for counts).
+  let countFault: (kind: DatabaseFaultKind) => void = () => {};
+  const storage: GuardedStorage = await openStorage({
     dataDir: options.dataDir, database: options.database ?? env[DATABASE_URL_ENV], log,
     ...(options.cluster === undefined ? {} : { locks: options.cluster.locks }),
+    statementTimeoutMs: (options.statementTimeoutSeconds ?? DEFAULTS.statementTimeoutSeconds) * 1000,
+    queryTimeoutMs: (options.queryTimeoutSeconds ?? DEFAULTS.queryTimeoutSeconds) * 1000,
+    busyTimeoutMs: options.busyTimeoutMs ?? DEFAULTS.busyTimeoutMs,
+    onFault: (f) => countFault(f.kind),
   });
   let master;
   try {
@@ -88,20 +100,37 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     return address;
   };
   const keyAlg = options.keyAlg ?? DEFAULTS.keyAlg;
+  // The admin API's bootstrap credentials, once written (the apps at the edge call the admin API with them).
+  let adminCredentials: AdminCredentials | undefined;
+  const edge = options.edge ?? [];
+  const edgeHost: EdgeHost = {
+    address: addressOf,
+    log,
+    adminCredentials: () => adminCredentials,
+    derive: (purpose) => master.derive(`edge:${purpose}`),
+    seal: (plaintext, associated) => master.seal(plaintext, `edge:${associated}`),
+    unseal: (sealed, associated) => master.unseal(sealed, `edge:${associated}`),
+  };
 
   let providers: ProviderCache | undefined;
   const metrics = new ServerMetrics({ tenantCount: () => storage.tenants.count(), runtimes: () => providers?.size ?? 0 });
+  countFault = (kind) => metrics.databaseFault(kind);
   const plainLogin = loginSettings(options.login ?? {}, options.dataDir, baseDomain, log);
-  const login = { ...plainLogin, audit: (event: Readonly<Record<string, unknown>>) => { metrics.audit(event); plainLogin.audit(event); } };
+  // Every audit line is counted, logged, and (sign-ins, factors, lockouts) kept in the event log.
+  const recordAudit = auditToEvents(storage, log);
+  const login = { ...plainLogin, audit: (event: Readonly<Record<string, unknown>>) => { metrics.audit(event); plainLogin.audit(event); recordAudit(event); } };
 
   providers = new ProviderCache(
-    { storage, master, log, login, tokens, keyAlg, address: addressOf },
+    { storage, master, log, login, tokens, keyAlg, address: addressOf, edge, edgeHost },
     options.providerCacheSize ?? DEFAULTS.providerCacheSize,
     {
       built: (runtime) => {
         metrics.built();
         runtime.provider.on('grant.success', (c: { oidc?: { params?: { grant_type?: unknown } } }) => metrics.grant(c.oidc?.params?.grant_type, true));
         runtime.provider.on('grant.error', (c: { oidc?: { params?: { grant_type?: unknown } } }) => metrics.grant(c.oidc?.params?.grant_type, false));
+        runtime.provider.on('grant.revoked', (c: { oidc?: Parameters<typeof revocationEvent>[1] }, grantId: string) => {
+          storage.events.append([revocationEvent(runtime.tenant.name, c.oidc, grantId)]).catch((err: unknown) => log(`cannot record a token revocation at tenant ${runtime.tenant.name}: ${(err as Error).message}`));
+        });
       },
     },
   );
@@ -113,7 +142,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     cache.evict(tenant);
   });
   const ctx: ServerContext = {
-    storage, master, log, login, tokens, keyAlg, address: addressOf, scim: scimSettings(options.scim),
+    storage, master, log, login, tokens, keyAlg, address: addressOf, scim: scimSettings(options.scim), edge, edgeHost,
     evictTenant: (t) => {
       // At once here, so the admin's next request sees the change; within a second elsewhere.
       cache.evict(t);
@@ -124,6 +153,16 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     metrics,
     [
       { name: 'storage', run: () => storage.ping() },
+      {
+        name: 'writes',
+        run: async () => {
+          // A full disk, a read-only file system or a standby in recovery: reads may still answer.
+          const last = storage.lastWriteFault();
+          const ago = last === undefined ? Infinity : Date.now() - last.atMs;
+          if (last !== undefined && ago < WRITE_FAULT_MEMORY_MS) throw new Error(`writes failed ${Math.round(ago / 1000)} s ago (${last.fault.kind.replace('_', ' ')}: ${last.fault.detail})`);
+          await storage.pingWrite();
+        },
+      },
       { name: 'changes', run: async () => { if (!storage.changes.listening) throw new Error('not listening for changes made by other replicas'); } },
       {
         name: 'keys',
@@ -140,11 +179,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
   let server: Server | undefined;
   let timer: NodeJS.Timeout | undefined;
+  const webhooks = new WebhookDispatcher(storage, master, webhookSettings(options.webhooks), log);
   try {
     await ensureSystemTenant(ctx);
-    let adminCredentials: AdminCredentials | undefined;
-    // The admin console calls the admin API with the bootstrap credentials (console/tenant-admin.ts).
-    const app = createApp(ctx, cache, options.trustedProxies ?? (scheme === 'https' ? 1 : 0), () => adminCredentials);
+    const app = createApp(ctx, cache, options.trustedProxies ?? (scheme === 'https' ? 1 : 0));
     const budgetMs = (options.requestTimeoutSeconds ?? DEFAULTS.requestTimeoutSeconds) * 1000;
     server = createServer(createHandler(ctx, cache, app, ops, budgetMs));
     // Keep-alive beyond typical proxy idle timeouts, so proxies never reuse a socket we just closed.
@@ -176,6 +214,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       purgeExpired(storage).catch((err: unknown) => log(`purge failed: ${(err as Error).message}`));
     }, PURGE_INTERVAL_MS);
     timer.unref();
+    // Webhooks: the event log's outbox delivered in the background, never in a request's way.
+    webhooks.start();
 
     const addr = address;
     let closing: Promise<void> | undefined;
@@ -193,6 +233,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       close: () => {
         closing ??= (async () => {
           clearInterval(timer);
+          await webhooks.stop();
           ops.startDraining();
           const closed = new Promise<void>((resolve) => srv.close(() => resolve()));
           // Idle keep-alive connections go now; busy ones after their response (Connection: close).
@@ -210,6 +251,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     };
   } catch (err) {
     clearInterval(timer);
+    await webhooks.stop();
     unsubscribe();
     server?.close();
     await storage.close();

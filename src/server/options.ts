@@ -10,6 +10,7 @@ import { MASTER_KEY_ENV, MASTER_KEY_FILE_ENV } from './_crypto.ts';
 import { UsageError } from '../command/io.ts';
 import { LOGIN_DEFAULTS, type LoginOptions } from './login/options.ts';
 import { SCIM_DEFAULTS, type ScimOptions } from './scim/options.ts';
+import { WEBHOOK_DEFAULTS, type WebhookOptions } from './webhooks/options.ts';
 import { DATABASE_URL_ENV } from './storage/index.ts';
 import type { ServerOptions } from './config.ts';
 import { DEFAULT_ACCESS_TOKEN_LIFETIME, DEFAULT_REFRESH_REUSE_GRACE, type SigningAlg } from '../contract/index.ts';
@@ -30,7 +31,7 @@ export interface ServeSettings extends ServerOptions {
   readonly workers: number;
 }
 
-type Key = Exclude<keyof ServeSettings, 'login' | 'scim' | 'env' | 'log'> | `login.${keyof LoginOptions}` | `scim.${keyof ScimOptions}`;
+type Key = Exclude<keyof ServeSettings, 'login' | 'scim' | 'webhooks' | 'env' | 'log'> | `login.${keyof LoginOptions}` | `scim.${keyof ScimOptions}` | `webhooks.${keyof WebhookOptions}`;
 
 export interface OptionRow {
   readonly flag: `--${string}`;
@@ -44,7 +45,7 @@ export interface OptionRow {
   /** How the default reads in help and README, when the value alone would not say it. */
   readonly defaultText?: string;
   readonly required?: boolean;
-  readonly group: 'server' | 'operations' | 'sign-in' | 'scim';
+  readonly group: 'server' | 'database' | 'operations' | 'sign-in' | 'scim' | 'webhooks';
   readonly help: string;
 }
 
@@ -57,6 +58,18 @@ export const SERVE_OPTIONS: readonly OptionRow[] = [
   {
     flag: '--database', key: 'database', kind: 'text', meta: '<postgres-url>', env: DATABASE_URL_ENV, group: 'server', defaultText: 'SQLite in the data dir',
     help: 'PostgreSQL instead of SQLite: postgres://user:password@host:port/database; replicas share it (the schema is migrated at start)',
+  },
+  {
+    flag: '--db-statement-timeout', key: 'statementTimeoutSeconds', kind: 'positive', meta: '<s>', default: 10, group: 'database',
+    help: 'PostgreSQL: a statement running (or waiting for a lock) longer is cancelled by the database, and its request answered 503 with Retry-After',
+  },
+  {
+    flag: '--db-query-timeout', key: 'queryTimeoutSeconds', kind: 'positive', meta: '<s>', default: 15, group: 'database',
+    help: 'PostgreSQL: how long to wait for any answer of the database (a paused server, a partition that keeps connections open); then the request gets 503 with Retry-After and the connection is closed',
+  },
+  {
+    flag: '--db-busy-timeout', key: 'busyTimeoutMs', kind: 'count', meta: '<ms>', default: 5000, group: 'database',
+    help: "SQLite: how long a statement waits for another process's write lock (--workers share the file); then the request gets 503 with Retry-After",
   },
   {
     flag: '--master-key-file', key: 'masterKeyFile', kind: 'path', meta: '<file>', env: MASTER_KEY_FILE_ENV, group: 'server',
@@ -147,6 +160,14 @@ export const SERVE_OPTIONS: readonly OptionRow[] = [
     flag: '--scim-burst', key: 'scim.burst', kind: 'positive', meta: '<n>', default: SCIM_DEFAULTS.burst, group: 'scim',
     help: 'requests a SCIM token may make at once before the rate applies',
   },
+  {
+    flag: '--webhook-private-addresses', key: 'webhooks.allowPrivateAddresses', kind: 'flag', default: false, group: 'webhooks',
+    help: "deliver webhooks to private, loopback and link-local addresses too (by default they are refused: a tenant's webhook must not reach the server's own network)",
+  },
+  {
+    flag: '--webhook-timeout', key: 'webhooks.timeoutSeconds', kind: 'positive', meta: '<s>', default: WEBHOOK_DEFAULTS.timeoutSeconds, group: 'webhooks',
+    help: 'seconds a webhook delivery may take before it counts as failed and is retried; a delivery whose server died mid-attempt is attempted again this plus 5 s later',
+  },
 ];
 
 /** Options that exclude each other. */
@@ -173,9 +194,10 @@ export function defaultText(r: OptionRow): string | undefined {
   return String(r.default);
 }
 
-const GROUP_TITLES = { server: 'Server', operations: 'Operations (processes, shutdown, logs, caches)', 'sign-in': 'Sign-in (see src/server/README.md, "Login methods")',
+const GROUP_TITLES = { server: 'Server', database: 'Database (bounds of its work; see src/server/README.md, "Storage")', operations: 'Operations (processes, shutdown, logs, caches)', 'sign-in': 'Sign-in (see src/server/README.md, "Login methods")',
   scim: 'SCIM (<tenant host>/scim/v2, see src/server/README.md, "SCIM"; the sign-in\'s guessing defence guards its tokens too)',
-} as const;
+  webhooks: 'Webhooks (see the README, "Events: who changed what, from which commit")',
+} as const satisfies Record<OptionRow['group'], string>;
 
 /** `idforge serve --help`. */
 export function serveHelp(): string {
@@ -252,7 +274,7 @@ export function parseServeValues(values: Readonly<Record<string, string | boolea
     if (values[a.slice(2)] !== undefined && values[b.slice(2)] !== undefined) throw new UsageError(`${a} and ${b} exclude each other\n${serveUsage()}`);
   }
   const top: Record<string, unknown> = {};
-  const nested: { login: Record<string, unknown>; scim: Record<string, unknown> } = { login: {}, scim: {} };
+  const nested: { login: Record<string, unknown>; scim: Record<string, unknown>; webhooks: Record<string, unknown> } = { login: {}, scim: {}, webhooks: {} };
   for (const r of SERVE_OPTIONS) {
     const given = values[r.flag.slice(2)];
     const value = given !== undefined ? parseValue(r, given, cwd) : typeof r.default === 'function' ? r.default() : r.default;
@@ -261,7 +283,7 @@ export function parseServeValues(values: Readonly<Record<string, string | boolea
     if (dot > 0) nested[r.key.slice(0, dot) as keyof typeof nested][r.key.slice(dot + 1)] = value;
     else top[r.key] = value;
   }
-  return { ...(top as unknown as ServeSettings), login: nested.login as LoginOptions, scim: nested.scim as ScimOptions };
+  return { ...(top as unknown as ServeSettings), login: nested.login as LoginOptions, scim: nested.scim as ScimOptions, webhooks: nested.webhooks as WebhookOptions };
 }
 
 /** The defaults of the table's server options (config.ts's DEFAULTS reads them from here). */
@@ -280,4 +302,7 @@ export const DEFAULTS = {
   providerCacheSize: tableDefault('providerCacheSize') as number,
   shutdownTimeoutSeconds: tableDefault('shutdownTimeoutSeconds') as number,
   requestTimeoutSeconds: tableDefault('requestTimeoutSeconds') as number,
+  statementTimeoutSeconds: tableDefault('statementTimeoutSeconds') as number,
+  queryTimeoutSeconds: tableDefault('queryTimeoutSeconds') as number,
+  busyTimeoutMs: tableDefault('busyTimeoutMs') as number,
 };

@@ -12,6 +12,8 @@ import { LIFETIMES } from './config.ts';
 import { activeKey, privateJwks, publicJwks } from './keys.ts';
 import { PAGE_HEADERS, SECURITY_HEADERS, renderPage } from './login/pages.ts';
 import type { TenantRecord } from './storage/types.ts';
+import { DatabaseFault } from './errors.ts';
+import { requestFault } from './ops/request-context.ts';
 import { jwtUserinfo } from './userinfo-jwt.ts';
 
 /** Every route oidc-provider serves, below the issuer path; fixed in src/contract/urls.ts. */
@@ -268,14 +270,51 @@ ${form}
     // Before the route: every page oidc-provider renders (errors, logout, the form_post page) is
     // refused in frames, and form_post adds its inline script's hash to this script-src.
     koa.set(SECURITY_HEADERS);
-    if (koa.path === ROUTES.authorization) await offlineAccessIsOffline(koa);
-    if (koa.path === ROUTES.token) await offlineAccessAtRefresh(koa);
-    if (koa.path === ROUTES.userinfo && (await userinfo(koa))) return;
-    await next();
+    try {
+      if (koa.path === ROUTES.authorization) await offlineAccessIsOffline(koa);
+      if (koa.path === ROUTES.token) await offlineAccessAtRefresh(koa);
+      if (koa.path === ROUTES.userinfo && (await userinfo(koa))) return;
+      await next();
+    } catch (err) {
+      if (!(err instanceof DatabaseFault)) throw err;
+      answerFault(koa, err, record.body.displayName);
+      return;
+    }
+    // oidc-provider answers what its routes throw itself, as a 500 server_error: a database fault
+    // the request met (noted by storage, ops/request-context.ts) is answered as what it is instead.
+    const fault = requestFault();
+    if (fault instanceof DatabaseFault && koa.status >= 500) answerFault(koa, fault, record.body.displayName);
   });
 
-  provider.on('server_error', (_oidc: unknown, err: Error) => ctx.log(`tenant ${tenant}: server_error: ${err.message}`));
+  provider.on('server_error', (_oidc: unknown, err: Error) => {
+    if (!(err instanceof DatabaseFault)) ctx.log(`tenant ${tenant}: server_error: ${err.message}`);
+  });
   return { provider, tenant: record, callback: provider.callback() };
+}
+
+/**
+ * A database fault at one of oidc-provider's endpoints: 503 (or 507 for a full disk) with
+ * Retry-After, as JSON `{error, error_description}` for clients (`temporarily_unavailable`, RFC 6749
+ * §4.1.2.1) or as a page in words for a person's browser; never the database's own text.
+ */
+function answerFault(koa: Parameters<Parameters<Provider['use']>[0]>[0], fault: DatabaseFault, tenantName: string): void {
+  const html = /html/.test(String(koa.response.type ?? '')) || koa.accepts('json', 'html') === 'html';
+  koa.status = fault.status;
+  koa.set({ ...fault.headers, 'cache-control': 'no-store' });
+  koa.remove('location');
+  if (html) {
+    koa.set(PAGE_HEADERS);
+    koa.type = 'html';
+    koa.body = renderPage({
+      title: 'Sign-in unavailable',
+      tenantName,
+      body: `<p class="error" role="alert">${fault.kind === 'disk_full'
+        ? 'Sign-in cannot be completed right now: the service has no room left to store it. Try again later.'
+        : 'Sign-in is unavailable for a moment: the service cannot reach its database. Try again in a few seconds.'}</p>`,
+    });
+  } else {
+    koa.body = { error: fault.error, error_description: fault.message };
+  }
 }
 
 /** What an authorization request needs of koa's context to be read and rewritten. */

@@ -6,6 +6,7 @@
 import { resolve } from 'node:path';
 import { BOOTSTRAP_CREDENTIALS_FILE, StartupError, startServer } from './index.ts';
 import { EXIT, UsageError, type Command, type CliIo } from '../command/io.ts';
+import type { EdgeApp } from '../contract/index.ts';
 import { parseCommandArgs } from '../command/args.ts';
 import { isWorker, runPrimary, workerLink } from './ops/cluster.ts';
 import { jsonLogLine } from './ops/log.ts';
@@ -24,7 +25,18 @@ function nextSignal(): Promise<NodeJS.Signals> {
   });
 }
 
-export const run: Command = async (argv, io) => {
+/**
+ * `idforge serve` with apps at the server's edge (the admin console): the entry point composes them,
+ * so the server never imports them.
+ */
+export function serveCommand(edge: readonly EdgeApp[]): Command {
+  return (argv, io) => serve(argv, io, edge);
+}
+
+/** `idforge serve` without edge apps. */
+export const run: Command = (argv, io) => serve(argv, io, []);
+
+async function serve(argv: readonly string[], io: CliIo, edge: readonly EdgeApp[]): Promise<number> {
   const { values, positionals } = parseCommandArgs(argv, parseArgsConfig(), serveUsage());
   if (values.help) {
     io.stdout(serveHelp());
@@ -37,28 +49,28 @@ export const run: Command = async (argv, io) => {
     const { code } = await runPrimary(settings.workers, (banner) => io.stdout(`${banner}  workers:     ${settings.workers} processes (pid ${process.pid} is their primary)\n`), log);
     return code;
   }
-  if (!isWorker()) return serveHere(settings, io, log);
+  if (!isWorker()) return serveHere(settings, io, log, edge);
   // A worker's IPC channel would keep it alive, and a worker that lets go of it exits with 0
   // (node:cluster): end it here, with its own code, which the primary reports.
   let code: number;
   try {
-    code = await serveHere(settings, io, log);
+    code = await serveHere(settings, io, log, edge);
   } catch (err) {
     io.stderr(`idforge serve: internal error in worker ${process.pid}: ${(err as Error)?.stack ?? String(err)}\n`);
     code = 70;
   }
   process.exit(code);
-};
+}
 
 /** One server in this process: the whole of `idforge serve --workers 1`, or one worker of many. */
-async function serveHere(settings: ReturnType<typeof parseServeValues>, io: CliIo, log: (line: string) => void): Promise<number> {
+async function serveHere(settings: ReturnType<typeof parseServeValues>, io: CliIo, log: (line: string) => void, edge: readonly EdgeApp[]): Promise<number> {
   const link = isWorker() ? workerLink() : undefined;
   const { workers: _workers, ...options } = settings;
   // Asked to stop while starting: stop as soon as it listens.
   const signal = nextSignal();
   let server;
   try {
-    server = await startServer({ ...options, env: io.env, log, ...(link === undefined ? {} : { cluster: link }) });
+    server = await startServer({ ...options, env: io.env, log, edge, ...(link === undefined ? {} : { cluster: link }) });
   } catch (err) {
     // The operator's mistake (wrong master key, port in use): say it plainly, exit 1.
     if (err instanceof StartupError) {

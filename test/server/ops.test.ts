@@ -27,7 +27,7 @@ describe('health, readiness, metrics', () => {
     expect(await (await localhostFetch(`${server.url}/healthz`)).json()).toEqual({ status: 'ok' });
     const ready = await localhostFetch(`${server.url}/readyz`);
     expect(ready.status).toBe(200);
-    expect(await ready.json()).toEqual({ status: 'ready', checks: { storage: 'ok', changes: 'ok', keys: 'ok' } });
+    expect(await ready.json()).toEqual({ status: 'ready', checks: { storage: 'ok', writes: 'ok', changes: 'ok', keys: 'ok' } });
     // A tenant host has no such route: health is the operator's, not a tenant's.
     expect((await localhostFetch(`${server.issuer('system').replace('/oauth2/', '')}/readyz`)).status).toBe(404);
     expect((await localhostFetch(`${server.url}/healthz`, { method: 'POST' })).status).toBe(405);

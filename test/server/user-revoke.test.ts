@@ -25,6 +25,8 @@ describe('storage', () => {
     const storage = await openStorage({ dataDir: dir.path });
     const body = { email: 'alice@acme.test', scopes: ['admin'], disabled: false };
     try {
+      // Rows name their tenant, which must exist (schema 3).
+      await storage.tenants.put('acme', { displayName: 'Acme', scopes: [] });
       await storage.users.put('acme', 'u-alice', body, null);
       await storage.grants.upsert('acme', 'RefreshToken', 'rt-1', { accountId: 'u-alice', clientId: 'spa' }, 3600);
 

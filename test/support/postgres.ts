@@ -31,7 +31,36 @@ export interface TestPostgres {
   dropDatabase(name: string): Promise<void>;
   /** Runs SQL in one database as the superuser. */
   sql(database: string, text: string, params?: unknown[]): Promise<pg.QueryResult>;
+  /**
+   * Restarts the cluster (pg_ctl restart, fast mode: connections are ended, "the database system
+   * is shutting down" meanwhile); resolves when it accepts connections again.
+   */
+  restart(): Promise<void>;
+  /**
+   * Freezes every process of the cluster (SIGSTOP): connections stay open and nothing answers, as
+   * behind a network partition that does not close them. `resume()` thaws them (SIGCONT).
+   */
+  pause(): void;
+  resume(): void;
   stop(): Promise<void>;
+}
+
+/** The postmaster's pid (postmaster.pid's first line) and every process below it. */
+function clusterPids(data: string): number[] {
+  const postmaster = Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
+  const out = [postmaster];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(join('/proc', entry, 'stat'), 'utf8');
+      // pid (comm) state ppid ...: the comm may hold spaces, so read after its closing parenthesis.
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === postmaster) out.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
 }
 
 export function postgresBin(): string {
@@ -108,6 +137,17 @@ export async function startPostgres(): Promise<TestPostgres> {
     },
     async dropDatabase(name) {
       await sql('postgres', `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    },
+    async restart() {
+      await as('pg_ctl', ['-D', data, '-l', logFile, '-m', 'fast', '-w', '-t', '60', 'restart', '-o',
+        `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c synchronous_commit=off -c max_connections=300`]);
+    },
+    pause() {
+      for (const pid of clusterPids(data)) process.kill(pid, 'SIGSTOP');
+    },
+    resume() {
+      // The postmaster last: its children are running again when it hands them work.
+      for (const pid of clusterPids(data).reverse()) process.kill(pid, 'SIGCONT');
     },
     async stop() {
       process.off('exit', stopNow);

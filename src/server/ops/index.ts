@@ -12,6 +12,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ServerMetrics } from './metrics.ts';
+import { DatabaseFault } from '../errors.ts';
 
 export interface ReadinessCheck {
   readonly name: string;
@@ -95,6 +96,8 @@ async function runCheck(c: ReadinessCheck): Promise<string | undefined> {
     await Promise.race([c.run(), new Promise((_, fail) => { timer = setTimeout(() => fail(new Error(`no answer within ${CHECK_TIMEOUT_MS} ms`)), CHECK_TIMEOUT_MS); })]);
     return undefined;
   } catch (err) {
+    // The database's own words: readiness is for the operator.
+    if (err instanceof DatabaseFault) return `${err.kind.replace('_', ' ')}: ${err.detail}`;
     return (err as Error).message.split('\n')[0];
   } finally {
     clearTimeout(timer);

@@ -121,6 +121,10 @@ export class ServerMetrics {
   readonly #grants = new Counter({ name: 'idforge_grants_total', help: 'Token endpoint grants, by grant type and outcome', labelNames: ['grant_type', 'outcome'] as const, registers: [this.registry] });
   readonly #logins = new Counter({ name: 'idforge_logins_total', help: 'Sign-in attempts by outcome (success, failure, lockout, refused, error)', labelNames: ['outcome'] as const, registers: [this.registry] });
   readonly #builds = new Counter({ name: 'idforge_tenant_runtime_builds_total', help: "Tenant runtimes (oidc-provider instances) built from storage", registers: [this.registry] });
+  readonly #dbErrors = new Counter({
+    name: 'idforge_db_errors_total', help: 'Database faults met (unavailable, timeout, read_only, io_error, disk_full), each answered 503 or 507',
+    labelNames: ['kind'] as const, registers: [this.registry],
+  });
   readonly #invalidations = new Counter({ name: 'idforge_tenant_invalidations_total', help: 'Tenant changes heard from the change feed (this replica and others)', registers: [this.registry] });
   constructor(sources: MetricsSources) {
     for (const m of this.#requestCounts.metrics()) this.registry.registerMetric(m as never);
@@ -158,6 +162,10 @@ export class ServerMetrics {
 
   built(): void {
     this.#builds.inc();
+  }
+
+  databaseFault(kind: string): void {
+    this.#dbErrors.labels(kind).inc();
   }
 
   invalidated(): void {

@@ -4,6 +4,7 @@
  * same in every backend's schema.
  */
 import type {
+  AccountArtifact,
   ApplicationRecord,
   ArtifactPayload,
   AssignmentRecord,
@@ -42,13 +43,26 @@ export const TENANT_TABLES = ['keys', 'applications', 'users', 'assignments', 'a
 /**
  * A tenant rename: what belongs to the old issuer or host (sessions, grants and tokens, emailed
  * codes, passkeys bound to the old host name) is dropped; keys and TOTP secrets are sealed anew;
- * every other table moves as it is.
+ * every other row follows the tenant's new name in the database (ON UPDATE CASCADE, schema 3).
  */
 export const RENAME_DROPPED_TABLES = ['artifacts', 'otp_codes', 'passkeys'] as const;
-export const RENAME_RESEALED_TABLES = ['keys', 'totp_secrets'] as const;
-export const RENAME_MOVED_TABLES = TENANT_TABLES.filter(
-  (t) => !(RENAME_DROPPED_TABLES as readonly string[]).includes(t) && !(RENAME_RESEALED_TABLES as readonly string[]).includes(t),
-);
+
+/** The database was migrated by a newer idforge than this one (either backend). */
+export class SchemaTooNewError extends Error {
+  override readonly name = 'SchemaTooNewError';
+  constructor(readonly found: number, readonly known: number) {
+    super(`its schema is version ${found}, newer than this idforge knows (${known}); run the newer idforge, or restore a backup`);
+  }
+}
+
+/**
+ * A row named a parent that does not exist (a foreign key refused it: PostgreSQL 23503, SQLite's
+ * FOREIGN KEY constraint). Since schema 3 every tenant-scoped row names its parents in the database.
+ */
+export function isForeignKeyViolation(err: unknown): boolean {
+  const code = (err as { code?: unknown })?.code;
+  return code === '23503' || code === 'SQLITE_CONSTRAINT_FOREIGNKEY';
+}
 
 /** A unique index refused a write (PostgreSQL 23505, SQLite's constraint codes): the name was taken between a check and the write. */
 export function isUniqueViolation(err: unknown): boolean {
@@ -97,6 +111,11 @@ export function artifactColumns(payload: ArtifactPayload) {
 }
 
 /** An artifact row (`payload`, `expires_at`) as found: expired ones are not found. */
+/** A row of GrantStore.listByAccount (model, id, payload, expires_at). */
+export function accountArtifactRow(r: Row): AccountArtifact {
+  return { model: String(r.model), id: String(r.id), payload: JSON.parse(String(r.payload)) as ArtifactPayload, expiresAt: r.expires_at === null ? null : Number(r.expires_at) };
+}
+
 export function artifactRow(r: Row | undefined): ArtifactPayload | undefined {
   if (r === undefined) return undefined;
   if (r.expires_at !== null && Number(r.expires_at) <= nowSeconds()) return undefined;

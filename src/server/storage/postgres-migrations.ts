@@ -11,11 +11,61 @@
  * - Throttle keys are `bytea`: they hold what a person typed, and PostgreSQL text cannot hold NUL.
  */
 import type pg from 'pg';
+import { SchemaTooNewError } from './_common.ts';
 
 export interface Migration {
   readonly version: number;
   readonly name: string;
-  readonly sql: string;
+  /** SQL, or steps on the migration's connection (inside its transaction) that return notes for the log. */
+  readonly sql: string | ((client: pg.ClientBase) => Promise<readonly string[]>);
+}
+
+const CASCADE = 'ON DELETE CASCADE ON UPDATE CASCADE';
+const HAS_TENANT = 'x.tenant IN (SELECT name FROM tenants)';
+const HAS_USER = 'EXISTS (SELECT 1 FROM users u WHERE u.tenant = x.tenant AND u.id = x.user_id)';
+const HAS_APP = 'EXISTS (SELECT 1 FROM applications a WHERE a.tenant = x.tenant AND a.name = x.application)';
+const HAS_GROUP = 'EXISTS (SELECT 1 FROM tenant_groups g WHERE g.tenant = x.tenant AND g.id = x.group_id)';
+const TO_TENANT = `FOREIGN KEY (tenant) REFERENCES tenants (name) ${CASCADE}`;
+const TO_USER = `FOREIGN KEY (tenant, user_id) REFERENCES users (tenant, id) ${CASCADE}`;
+
+/**
+ * Version 3's foreign keys, parents before children, with what a row must have to stay (alias x):
+ * each table names the parents it dies with (ON DELETE CASCADE) and follows through renames (ON
+ * UPDATE CASCADE: a tenant rename moves every row's tenant, an application rename its assignments).
+ * Rows a release left behind without their parent are deleted first, and counted in the log.
+ */
+const V3_KEYS: readonly { readonly table: string; readonly keep: string; readonly keys: readonly string[] }[] = [
+  { table: 'keys', keep: HAS_TENANT, keys: [TO_TENANT] },
+  { table: 'applications', keep: HAS_TENANT, keys: [TO_TENANT] },
+  { table: 'users', keep: HAS_TENANT, keys: [TO_TENANT] },
+  { table: 'assignments', keep: `${HAS_APP} AND ${HAS_USER}`, keys: [`FOREIGN KEY (tenant, application) REFERENCES applications (tenant, name) ${CASCADE}`, TO_USER] },
+  {
+    table: 'artifacts',
+    keep: `${HAS_TENANT} AND (x.account_id IS NULL OR EXISTS (SELECT 1 FROM users u WHERE u.tenant = x.tenant AND u.id = x.account_id))`,
+    keys: [TO_TENANT, `FOREIGN KEY (tenant, account_id) REFERENCES users (tenant, id) ${CASCADE}`],
+  },
+  { table: 'totp_secrets', keep: HAS_USER, keys: [TO_USER] },
+  { table: 'otp_codes', keep: HAS_USER, keys: [TO_USER] },
+  { table: 'passkeys', keep: HAS_USER, keys: [TO_USER] },
+  { table: 'login_throttle', keep: HAS_TENANT, keys: [TO_TENANT] },
+  { table: 'tenant_groups', keep: HAS_TENANT, keys: [TO_TENANT] },
+  { table: 'group_members', keep: `${HAS_GROUP} AND ${HAS_USER}`, keys: [`FOREIGN KEY (tenant, group_id) REFERENCES tenant_groups (tenant, id) ${CASCADE}`, TO_USER] },
+  {
+    table: 'group_assignments', keep: `${HAS_APP} AND ${HAS_GROUP}`,
+    keys: [`FOREIGN KEY (tenant, application) REFERENCES applications (tenant, name) ${CASCADE}`, `FOREIGN KEY (tenant, group_id) REFERENCES tenant_groups (tenant, id) ${CASCADE}`],
+  },
+  { table: 'scim_users', keep: HAS_USER, keys: [TO_USER] },
+  { table: 'scim_tokens', keep: HAS_TENANT, keys: [TO_TENANT] },
+];
+
+async function foreignKeys(client: pg.ClientBase): Promise<readonly string[]> {
+  const dropped: string[] = [];
+  for (const t of V3_KEYS) {
+    const r = await client.query(`DELETE FROM ${t.table} AS x WHERE NOT (${t.keep})`);
+    if ((r.rowCount ?? 0) > 0) dropped.push(`${t.table} ${r.rowCount}`);
+    for (const k of t.keys) await client.query(`ALTER TABLE ${t.table} ADD ${k}`);
+  }
+  return dropped.length === 0 ? [] : [`rows whose parent was gone, dropped: ${dropped.join(', ')}`];
 }
 
 export const MIGRATIONS: readonly Migration[] = [
@@ -92,16 +142,40 @@ CREATE TABLE scim_tokens (
   PRIMARY KEY (tenant, id));
 `,
   },
+  {
+    version: 3,
+    name: 'foreign keys: rows die with their parents and follow renames in the database',
+    sql: foreignKeys,
+  },
+  {
+    // The event log (storage/_events.ts), an outbox written in each change's transaction. No foreign
+    // key: a tenant's events outlive it (its deletion is one of them) until retention purges them.
+    version: 4,
+    name: 'the event log and webhooks',
+    sql: `
+CREATE TABLE events (
+  seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, id text COLLATE "C" NOT NULL UNIQUE, tenant text COLLATE "C" NOT NULL,
+  at_ms bigint NOT NULL, type text COLLATE "C" NOT NULL, who text COLLATE "C", manager text COLLATE "C", git_commit text COLLATE "C",
+  object_kind text COLLATE "C" NOT NULL, object_name text COLLATE "C" NOT NULL, body text NOT NULL);
+CREATE INDEX events_tenant ON events (tenant, seq);
+CREATE INDEX events_object ON events (tenant, object_kind, object_name, seq);
+CREATE INDEX events_time ON events (at_ms);
+CREATE TABLE webhooks (
+  tenant text COLLATE "C" NOT NULL, name text COLLATE "C" NOT NULL, body text NOT NULL, sealed_secret text NOT NULL, cursor_seq bigint NOT NULL,
+  created_at bigint NOT NULL, updated_at bigint NOT NULL, PRIMARY KEY (tenant, name), ${TO_TENANT});
+CREATE TABLE webhook_deliveries (
+  tenant text COLLATE "C" NOT NULL, webhook text COLLATE "C" NOT NULL, seq bigint NOT NULL, event_id text COLLATE "C" NOT NULL, type text COLLATE "C" NOT NULL,
+  status text NOT NULL, attempts integer NOT NULL, next_attempt_ms bigint NOT NULL, lease_until_ms bigint NOT NULL, last_status integer, last_error text,
+  delivered_at_ms bigint, created_at_ms bigint NOT NULL, PRIMARY KEY (tenant, webhook, seq),
+  FOREIGN KEY (tenant, webhook) REFERENCES webhooks (tenant, name) ${CASCADE});
+CREATE INDEX webhook_deliveries_due ON webhook_deliveries (status, next_attempt_ms);
+`,
+  },
 ];
 
 export const LATEST_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;
 
-/** Thrown when the database was migrated by a newer idforge than this one. */
-export class SchemaTooNewError extends Error {
-  constructor(readonly found: number) {
-    super(`its schema is version ${found}, newer than this idforge knows (${LATEST_VERSION}); run the newer idforge, or restore a backup`);
-  }
-}
+export { SchemaTooNewError } from './_common.ts';
 
 /**
  * Applies the migrations this database lacks, in order, in one transaction. The transaction first
@@ -117,15 +191,18 @@ export async function migrate(client: pg.ClientBase, lockId: string, log: (line:
       version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
     const { rows } = await client.query<{ v: number | null }>('SELECT max(version) AS v FROM schema_migrations');
     const current = rows[0]?.v ?? 0;
-    if (current > LATEST_VERSION) throw new SchemaTooNewError(current);
+    if (current > LATEST_VERSION) throw new SchemaTooNewError(current, LATEST_VERSION);
     const applied: number[] = [];
+    const notes: string[] = [];
     for (const m of MIGRATIONS.filter((m) => m.version > current)) {
-      await client.query(m.sql);
+      if (typeof m.sql === 'string') await client.query(m.sql);
+      else for (const n of await m.sql(client)) notes.push(`database: migration ${m.version}: ${n}`);
       await client.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
       applied.push(m.version);
     }
     await client.query('COMMIT');
     for (const v of applied) log(`database: applied migration ${v} (${MIGRATIONS.find((m) => m.version === v)!.name})`);
+    for (const n of notes) log(n);
     return applied;
   } catch (err) {
     await client.query('ROLLBACK').catch(() => {});

@@ -14,20 +14,25 @@ import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { AssignmentBody, GroupAssignmentBody, GroupBody, TenantBody, UserBody } from '../../contract/index.ts';
 import {
-  TENANT_TABLES, THROTTLE_IDLE_MS, USER_FACTOR_TABLES, appRow, artifactColumns, artifactRow, assignmentRow, decodeCursor, keyRow,
+  TENANT_TABLES, THROTTLE_IDLE_MS, USER_FACTOR_TABLES, accountArtifactRow, appRow, artifactColumns, artifactRow, assignmentRow, decodeCursor, keyRow,
   nextThrottle, nowSeconds as now, PURGE_RATES_SQL, rateArgs, rateWait, takeRateSql, otpRow, passkeyRow, tenantRow, throttleRow, toPage, totpRow, userRow, type Row,
-  RENAME_DROPPED_TABLES, RENAME_MOVED_TABLES, isUniqueViolation,
+  RENAME_DROPPED_TABLES, isForeignKeyViolation, isUniqueViolation,
 } from './_common.ts';
 import {
   SCIM_USER_SELECT, USER_LINK_TABLES, caseKey, groupAssignmentRow, groupIdsByUser, groupRow, scimTokenRow, userWithScimRow,
 } from './_common.ts';
 import { KeyedLocks } from './_keyed-locks.ts';
 import { migrate } from './postgres-migrations.ts';
+import { EVENT_COLUMNS, eventListSql, eventPage, eventRow, eventValues, isWriteSql, pendingOutbox, purgeEventsSql, withOutbox } from './_events.ts';
+import type { EventFilter, EventView } from '../../contract/index.ts';
+import { faultKind } from './faults.ts';
+import { outsideRequests } from '../ops/request-context.ts';
 import { MissingUsersError, NameTakenError } from './types.ts';
 import type {
   TenantReseal,
   ApplicationRecord,
   ApplicationStore,
+  AccountArtifact,
   ArtifactPayload,
   AssignmentRecord,
   ChangeFeed,
@@ -57,7 +62,14 @@ import type {
   TotpRecord,
   UserRecord,
   UserStore,
+  EventRecord,
+  EventStore,
+  DeliveryRecord,
+  DueDelivery,
+  WebhookRecord,
+  WebhookStore,
 } from './types.ts';
+import { DELIVERY_COLUMNS, deliveryRow, eventOf, takesType, webhookRow } from './_webhooks.ts';
 
 /**
  * Connections per replica for queries. A request makes a handful of short queries one after the
@@ -72,6 +84,16 @@ const POOL_SIZE = 10;
 const LOCK_POOL_SIZE = 10;
 /** An unreachable database fails the start (or a request) after this long instead of hanging. */
 const CONNECT_TIMEOUT_MS = 10_000;
+
+/**
+ * An error after which the connection cannot be trusted with another statement: it is lost, or the
+ * query timeout gave up on it (its statement may still be running). A statement timeout leaves the
+ * connection usable: the server cancelled the statement itself.
+ */
+function lostConnection(err: unknown): boolean {
+  const kind = faultKind(err);
+  return kind === 'unavailable' || (kind === 'timeout' && (err as Error)?.message === 'Query read timeout');
+}
 
 /** A 64-bit advisory lock id for a name (sha-256, first 8 bytes): collisions only cost extra waiting. */
 export function lockId(name: string): string {
@@ -101,10 +123,33 @@ async function query(db: Queryable, sql: string, params: readonly Param[] = []):
   return { rows: r.rows as Row[], rowCount: r.rowCount ?? 0 };
 }
 
+/**
+ * Taken before a transaction inserts events, held to its COMMIT: event-writing transactions commit
+ * one at a time, so `seq` (drawn after the lock) grows in commit order and no reader that has seen
+ * seq n later finds a smaller one (types.ts, EventStore).
+ */
+const EVENTS_LOCK = lockId('idforge:events');
+/** Rows per INSERT of events (a batch of 100,000 users writes 200,000 events). */
+const EVENT_CHUNK = 2000;
+
+async function insertEvents(q: (sql: string, params?: readonly Param[]) => ReturnType<typeof query>, events: readonly EventView[]): Promise<void> {
+  if (events.length === 0) return;
+  await q('SELECT pg_advisory_xact_lock($1::bigint)', [EVENTS_LOCK]);
+  for (let i = 0; i < events.length; i += EVENT_CHUNK) {
+    const chunk = events.slice(i, i + EVENT_CHUNK).map(eventValues);
+    // One array per column, unnested into rows: one statement per chunk, whatever its size.
+    const columns = EVENT_COLUMNS.map((_, c) => chunk.map((row) => (row[c] === null ? null : String(row[c]))));
+    const types = EVENT_COLUMNS.map((c) => (c === 'at_ms' ? 'bigint[]' : 'text[]'));
+    await q(`INSERT INTO events (${EVENT_COLUMNS.join(', ')}) SELECT * FROM unnest(${types.map((t, n) => `$${n + 1}::${t}`).join(', ')})`, columns);
+  }
+}
+
 class Db {
   constructor(readonly pool: pg.Pool) {}
 
   q(sql: string, params: readonly Param[] = []) {
+    // A change's events (storage/_events.ts) ride on its transaction: a lone write statement gets one.
+    if (isWriteSql(sql) && pendingOutbox() !== undefined) return this.tx((q) => q(sql, params));
     return query(this.pool, sql, params);
   }
   async one(sql: string, params: readonly Param[] = []): Promise<Row | undefined> {
@@ -113,17 +158,31 @@ class Db {
 
   /** Runs `fn` in one transaction on one connection; rolls back when it throws. */
   async tx<T>(fn: (q: (sql: string, params?: readonly Param[]) => ReturnType<typeof query>) => Promise<T>, begin = 'BEGIN'): Promise<T> {
-    const client = await this.pool.connect();
+    const outbox = /READ ONLY/i.test(begin) ? undefined : pendingOutbox();
+    if (outbox !== undefined) outbox.claimed = true;
+    const client = await this.pool.connect().catch((err: unknown) => {
+      if (outbox !== undefined) outbox.claimed = false;
+      throw err;
+    });
     let broken: Error | undefined;
     try {
       await client.query(begin);
-      const result = await fn((sql, params = []) => query(client, sql, params));
+      const q = (sql: string, params: readonly Param[] = []) => query(client, sql, params);
+      const result = await fn(q);
+      if (outbox !== undefined) await insertEvents(q, outbox.events());
       await client.query('COMMIT');
       return result;
     } catch (err) {
-      await client.query('ROLLBACK').catch((e: Error) => {
-        broken = e;
-      });
+      if (outbox !== undefined) outbox.claimed = false;
+      if (lostConnection(err)) {
+        // Gone, or not answering (the query timeout): a ROLLBACK would wait as long again. The
+        // connection is closed instead, which ends the transaction on the server.
+        broken = err as Error;
+      } else {
+        await client.query('ROLLBACK').catch((e: Error) => {
+          broken = e;
+        });
+      }
       throw err;
     } finally {
       // A connection whose ROLLBACK failed is in an unknown state: drop it rather than reuse it.
@@ -175,16 +234,15 @@ class Tenants implements TenantStore {
         await q('SELECT pg_advisory_xact_lock($1::bigint)', [lockId(`keys:${from}`)]);
         if ((await q('SELECT 1 FROM tenants WHERE name = $1 FOR UPDATE', [from])).rowCount === 0) return false;
         if ((await q('SELECT 1 FROM tenants WHERE name = $1', [to])).rowCount! > 0) throw new NameTakenError(`tenant '${to}' exists`);
-        await q('UPDATE tenants SET name = $1, updated_at = $2 WHERE name = $3', [to, now(), from]);
+        // What belongs to the old issuer or host goes first; the rename then carries every other row
+        // to the new name in the database (ON UPDATE CASCADE), and what is sealed under the name is sealed anew.
         for (const table of RENAME_DROPPED_TABLES) await q(`DELETE FROM ${table} WHERE tenant = $1`, [from]);
-        for (const table of RENAME_MOVED_TABLES) await q(`UPDATE ${table} SET tenant = $1 WHERE tenant = $2`, [to, from]);
-        for (const k of (await q('SELECT kid, sealed_jwk FROM keys WHERE tenant = $1', [from])).rows) {
-          await q('UPDATE keys SET tenant = $1, sealed_jwk = $2 WHERE tenant = $3 AND kid = $4',
-            [to, reseal.key(from, to, String(k.kid), String(k.sealed_jwk)), from, String(k.kid)]);
+        await q('UPDATE tenants SET name = $1, updated_at = $2 WHERE name = $3', [to, now(), from]);
+        for (const k of (await q('SELECT kid, sealed_jwk FROM keys WHERE tenant = $1', [to])).rows) {
+          await q('UPDATE keys SET sealed_jwk = $1 WHERE tenant = $2 AND kid = $3', [reseal.key(from, to, String(k.kid), String(k.sealed_jwk)), to, String(k.kid)]);
         }
-        for (const t of (await q('SELECT user_id, sealed_secret FROM totp_secrets WHERE tenant = $1', [from])).rows) {
-          await q('UPDATE totp_secrets SET tenant = $1, sealed_secret = $2 WHERE tenant = $3 AND user_id = $4',
-            [to, reseal.totp(from, to, String(t.user_id), String(t.sealed_secret)), from, String(t.user_id)]);
+        for (const t of (await q('SELECT user_id, sealed_secret FROM totp_secrets WHERE tenant = $1', [to])).rows) {
+          await q('UPDATE totp_secrets SET sealed_secret = $1 WHERE tenant = $2 AND user_id = $3', [reseal.totp(from, to, String(t.user_id), String(t.sealed_secret)), to, String(t.user_id)]);
         }
         return true;
       });
@@ -361,9 +419,8 @@ class Applications implements ApplicationStore {
       const rows = (await q('SELECT name FROM applications WHERE tenant = $1 AND name IN ($2, $3) ORDER BY name COLLATE "C" FOR UPDATE', [tenant, from, to])).rows;
       if (!rows.some((r) => r.name === from)) return false;
       if (rows.some((r) => r.name === to)) throw new NameTakenError(`application '${to}' exists`);
+      // Its assignments and group assignments follow in the database (ON UPDATE CASCADE).
       await q('UPDATE applications SET name = $1, updated_at = $2 WHERE tenant = $3 AND name = $4', [to, now(), tenant, from]);
-      await q('UPDATE assignments SET application = $1 WHERE tenant = $2 AND application = $3', [to, tenant, from]);
-      await q('UPDATE group_assignments SET application = $1 WHERE tenant = $2 AND application = $3', [to, tenant, from]);
       return true;
     });
   }
@@ -474,6 +531,9 @@ class Users implements UserStore {
     // A concurrent claim waits on the row and re-checks `last_step < $3` against the winner's write.
     return (await this.d.q('UPDATE totp_secrets SET last_step = $3 WHERE tenant = $1 AND user_id = $2 AND last_step < $3', [tenant, userId, step])).rowCount > 0;
   }
+  async deleteTotp(tenant: string, userId: string): Promise<boolean> {
+    return (await this.d.q('DELETE FROM totp_secrets WHERE tenant = $1 AND user_id = $2', [tenant, userId])).rowCount > 0;
+  }
 
   async putOtp(tenant: string, userId: string, codeHash: string, expiresAtMs: number): Promise<void> {
     await this.d.q(`INSERT INTO otp_codes (tenant, user_id, code_hash, expires_at_ms, attempts) VALUES ($1, $2, $3, $4, 0)
@@ -512,6 +572,9 @@ class Users implements UserStore {
   async updatePasskeyCounter(tenant: string, credentialId: string, counter: number): Promise<void> {
     await this.d.q('UPDATE passkeys SET counter = $3 WHERE tenant = $1 AND credential_id = $2', [tenant, credentialId, counter]);
   }
+  async deletePasskey(tenant: string, userId: string, credentialId: string): Promise<boolean> {
+    return (await this.d.q('DELETE FROM passkeys WHERE tenant = $1 AND user_id = $2 AND credential_id = $3', [tenant, userId, credentialId])).rowCount > 0;
+  }
 }
 
 /**
@@ -527,11 +590,16 @@ class Grants implements GrantStore {
 
   async upsert(tenant: string, model: string, id: string, payload: ArtifactPayload, expiresIn: number | undefined): Promise<void> {
     const c = artifactColumns(payload);
-    await this.d.q(`INSERT INTO artifacts (tenant, model, id, payload, grant_id, uid, user_code, account_id, client_id, expires_at)
-      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-      ON CONFLICT (tenant, model, id) DO UPDATE SET payload = excluded.payload, grant_id = excluded.grant_id, uid = excluded.uid,
-        user_code = excluded.user_code, account_id = excluded.account_id, client_id = excluded.client_id, expires_at = excluded.expires_at`,
-    [tenant, model, id, JSON.stringify(payload), c.grantId, c.uid, c.userCode, c.accountId, c.clientId, expiresIn === undefined ? null : now() + expiresIn]);
+    try {
+      await this.d.q(`INSERT INTO artifacts (tenant, model, id, payload, grant_id, uid, user_code, account_id, client_id, expires_at)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+        ON CONFLICT (tenant, model, id) DO UPDATE SET payload = excluded.payload, grant_id = excluded.grant_id, uid = excluded.uid,
+          user_code = excluded.user_code, account_id = excluded.account_id, client_id = excluded.client_id, expires_at = excluded.expires_at`,
+      [tenant, model, id, JSON.stringify(payload), c.grantId, c.uid, c.userCode, c.accountId, c.clientId, expiresIn === undefined ? null : now() + expiresIn]);
+    } catch (err) {
+      // Its tenant or account was deleted meanwhile: such an artifact could only outlive them (GrantStore.upsert).
+      if (!isForeignKeyViolation(err)) throw err;
+    }
   }
   async find(tenant: string, model: string, id: string): Promise<ArtifactPayload | undefined> {
     return artifactRow(await this.d.one('SELECT payload, expires_at FROM artifacts WHERE tenant = $1 AND model = $2 AND id = $3', [tenant, model, id]));
@@ -564,6 +632,12 @@ class Grants implements GrantStore {
   }
   async revokeUser(tenant: string, accountId: string): Promise<void> {
     await this.d.q('DELETE FROM artifacts WHERE tenant = $1 AND account_id = $2', [tenant, accountId]);
+  }
+  async listByAccount(tenant: string, accountId: string, models: readonly string[]): Promise<readonly AccountArtifact[]> {
+    if (models.length === 0) return [];
+    const rows = (await this.d.q(`SELECT model, id, payload, expires_at FROM artifacts WHERE tenant = $1 AND account_id = $2 AND model = ANY($3::text[])
+      AND (expires_at IS NULL OR expires_at > $4) ORDER BY model COLLATE "C", id COLLATE "C"`, [tenant, accountId, models as never, now()])).rows;
+    return rows.map(accountArtifactRow);
   }
   async purgeExpired(): Promise<number> {
     return (await this.d.q('DELETE FROM artifacts WHERE expires_at IS NOT NULL AND expires_at <= $1', [now()])).rowCount;
@@ -735,6 +809,113 @@ class Scim implements ScimStore {
   }
 }
 
+class Webhooks implements WebhookStore {
+  constructor(private readonly d: Db) {}
+
+  async get(tenant: string, name: string): Promise<WebhookRecord | undefined> {
+    const r = await this.d.one('SELECT * FROM webhooks WHERE tenant = $1 AND name = $2', [tenant, name]);
+    return r && webhookRow(r);
+  }
+  async list(tenant: string): Promise<readonly WebhookRecord[]> {
+    return (await this.d.q('SELECT * FROM webhooks WHERE tenant = $1 ORDER BY name', [tenant])).rows.map(webhookRow);
+  }
+  async put(tenant: string, name: string, body: WebhookRecord['body'], sealedSecret: string): Promise<WebhookRecord> {
+    return this.d.tx(async (q) => webhookRow((await q(`INSERT INTO webhooks (tenant, name, body, sealed_secret, cursor_seq, created_at, updated_at)
+      VALUES ($1, $2, $3, $4, (SELECT coalesce(max(seq), 0) FROM events), $5, $5)
+      ON CONFLICT (tenant, name) DO UPDATE SET body = excluded.body, sealed_secret = excluded.sealed_secret, updated_at = excluded.updated_at
+      RETURNING *`, [tenant, name, JSON.stringify(body), sealedSecret, now()])).rows[0]!));
+  }
+  async delete(tenant: string, name: string): Promise<boolean> {
+    return this.d.tx(async (q) => {
+      await q('DELETE FROM webhook_deliveries WHERE tenant = $1 AND webhook = $2', [tenant, name]);
+      return (await q('DELETE FROM webhooks WHERE tenant = $1 AND name = $2', [tenant, name])).rowCount > 0;
+    });
+  }
+  async enqueue(nowMs: number, limit: number): Promise<number> {
+    return this.d.tx(async (q) => {
+      let queued = 0;
+      // Row locks: replicas enqueueing together take turns per webhook (SKIP LOCKED: the other one's turn is its own).
+      for (const w of (await q('SELECT * FROM webhooks ORDER BY tenant, name FOR UPDATE SKIP LOCKED')).rows) {
+        const hook = webhookRow(w);
+        if (!hook.body.enabled) continue;
+        const events = (await q('SELECT seq, id, type FROM events WHERE tenant = $1 AND seq > $2 ORDER BY seq LIMIT $3', [hook.tenant, Number(w.cursor_seq), limit])).rows;
+        if (events.length === 0) continue;
+        const taken = events.filter((e) => takesType(hook.body.types, String(e.type)));
+        if (taken.length > 0) {
+          const r = await q(`INSERT INTO webhook_deliveries (${DELIVERY_COLUMNS.join(', ')})
+            SELECT $1, $2, s, i, t, 'pending', 0, $6, 0, $6 FROM unnest($3::bigint[], $4::text[], $5::text[]) AS x(s, i, t)
+            ON CONFLICT (tenant, webhook, seq) DO NOTHING`,
+          [hook.tenant, hook.name, taken.map((e) => String(e.seq)), taken.map((e) => String(e.id)), taken.map((e) => String(e.type)), nowMs]);
+          queued += r.rowCount;
+        }
+        await q('UPDATE webhooks SET cursor_seq = $1 WHERE tenant = $2 AND name = $3', [Number(events[events.length - 1]!.seq), hook.tenant, hook.name]);
+      }
+      return queued;
+    });
+  }
+  async claim(nowMs: number, leaseMs: number, limit: number): Promise<readonly DueDelivery[]> {
+    return this.d.tx(async (q) => {
+      // SKIP LOCKED: replicas claiming together each take other deliveries.
+      const rows = (await q(`UPDATE webhook_deliveries d SET lease_until_ms = $2, attempts = attempts + 1
+        FROM (SELECT tenant, webhook, seq FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_ms <= $1 AND lease_until_ms <= $1
+              ORDER BY next_attempt_ms, seq LIMIT $3 FOR UPDATE SKIP LOCKED) due
+        WHERE d.tenant = due.tenant AND d.webhook = due.webhook AND d.seq = due.seq
+        RETURNING d.*`, [nowMs, nowMs + leaseMs, limit])).rows;
+      const out: DueDelivery[] = [];
+      for (const r of rows) {
+        const w = (await q('SELECT * FROM webhooks WHERE tenant = $1 AND name = $2', [String(r.tenant), String(r.webhook)])).rows[0]!;
+        const event = eventOf((await q('SELECT body FROM events WHERE seq = $1', [Number(r.seq)])).rows[0]?.body);
+        if (event === null) {
+          await q(`UPDATE webhook_deliveries SET status = 'failed', last_error = 'the event was purged (retention) before it could be delivered'
+            WHERE tenant = $1 AND webhook = $2 AND seq = $3`, [String(r.tenant), String(r.webhook), Number(r.seq)]);
+          continue;
+        }
+        out.push({ delivery: deliveryRow(r), webhook: webhookRow(w), event });
+      }
+      return out;
+    });
+  }
+  async settle(d: Pick<DeliveryRecord, 'tenant' | 'webhook' | 'seq'>, o: { readonly delivered: boolean; readonly status: number | null; readonly error: string | null; readonly nextAttemptMs: number | null; readonly nowMs: number }): Promise<void> {
+    const status = o.delivered ? 'delivered' : o.nextAttemptMs === null ? 'failed' : 'pending';
+    await this.d.q(`UPDATE webhook_deliveries SET status = $1, last_status = $2, last_error = $3, next_attempt_ms = $4, lease_until_ms = 0, delivered_at_ms = $5
+      WHERE tenant = $6 AND webhook = $7 AND seq = $8`, [status, o.status, o.error, o.nextAttemptMs ?? o.nowMs, o.delivered ? o.nowMs : null, d.tenant, d.webhook, d.seq]);
+  }
+  async deliveries(tenant: string, name: string, page: PageRequest): Promise<Page<DeliveryRecord>> {
+    const [before] = decodeCursor(page.cursor, 1) ?? [];
+    const { rows } = await this.d.q('SELECT * FROM webhook_deliveries WHERE tenant = $1 AND webhook = $2 AND seq < $3 ORDER BY seq DESC LIMIT $4',
+      [tenant, name, before === undefined ? Number.MAX_SAFE_INTEGER : Number(before), page.limit + 1]);
+    return toPage(rows, page.limit, deliveryRow, (r) => [String(r.seq)]);
+  }
+  async purgeDeliveries(beforeMs: number): Promise<number> {
+    return (await this.d.q(`DELETE FROM webhook_deliveries WHERE status <> 'pending' AND created_at_ms < $1`, [beforeMs])).rowCount;
+  }
+}
+
+class Events implements EventStore {
+  constructor(private readonly d: Db) {}
+
+  within<T>(events: () => readonly EventView[], write: () => Promise<T>): Promise<T> {
+    return withOutbox(events, write);
+  }
+  async append(events: readonly EventView[]): Promise<void> {
+    if (events.length > 0) await this.d.tx((q) => insertEvents(q, events));
+  }
+  async list(tenant: string, filter: EventFilter, page: PageRequest) {
+    const { sql, params } = eventListSql(tenant, filter, page, (n) => `$${n}`);
+    return eventPage((await this.d.q(sql, params)).rows, page);
+  }
+  async after(seq: number, limit: number): Promise<readonly EventRecord[]> {
+    return (await this.d.q('SELECT seq, body FROM events WHERE seq > $1 ORDER BY seq LIMIT $2', [seq, limit])).rows.map(eventRow);
+  }
+  async lastSeq(): Promise<number> {
+    return Number((await this.d.one('SELECT coalesce(max(seq), 0) AS s FROM events'))!.s);
+  }
+  async purge(nowMs: number, defaultDays: number): Promise<number> {
+    const sql = purgeEventsSql((n) => `$${n}::bigint`, `(t.body::json #>> '{events,retentionDays}')::bigint`);
+    return (await this.d.q(sql, [nowMs, defaultDays])).rowCount;
+  }
+}
+
 const TAKE_RATE = takeRateSql('GREATEST', (n) => `$${n}`);
 
 class Throttle implements ThrottleStore {
@@ -771,13 +952,20 @@ class Throttle implements ThrottleStore {
       const client = await this.lockPool.connect();
       let broken: Error | undefined;
       try {
-        for (const id of ids) await client.query('SELECT pg_advisory_lock($1::bigint)', [id]);
+        for (const id of ids) {
+          await client.query('SELECT pg_advisory_lock($1::bigint)', [id]).catch((e: Error) => {
+            if (lostConnection(e)) broken = e;
+            throw e;
+          });
+        }
         return await attempt();
       } finally {
-        await client.query('SELECT pg_advisory_unlock_all()').catch((e: Error) => {
-          broken = e;
-        });
-        // Closing a connection whose unlock failed releases its locks on the server.
+        if (broken === undefined) {
+          await client.query('SELECT pg_advisory_unlock_all()').catch((e: Error) => {
+            broken = e;
+          });
+        }
+        // Closing a connection whose unlock failed (or that is lost) releases its locks on the server.
         client.release(broken);
       }
     });
@@ -905,9 +1093,29 @@ export function databaseLabel(url: string): string {
  * Connects, migrates the schema (postgres-migrations.ts) and returns the stores. Throws the
  * connection's or the migration's error; openStorage turns it into one line for the operator.
  */
-export async function openPostgresStorage(url: string, log: (line: string) => void): Promise<Storage> {
+export interface PostgresOptions {
+  /** Notices: migrations applied, connections lost. */
+  readonly log: (line: string) => void;
+  /**
+   * PostgreSQL's `statement_timeout` for every connection, in ms: a statement running (or waiting
+   * for a lock) longer is cancelled by the server, and the connection stays usable. Default 10,000.
+   */
+  readonly statementTimeoutMs?: number | undefined;
+  /**
+   * How long this process waits for any answer of PostgreSQL, in ms (node-postgres `query_timeout`):
+   * past it the query fails and its connection is closed, for when the server cannot even cancel
+   * (a paused server, a partition that keeps connections open). Default 15,000.
+   */
+  readonly queryTimeoutMs?: number | undefined;
+}
+
+export async function openPostgresStorage(url: string, options: PostgresOptions): Promise<Storage> {
   const label = databaseLabel(url);
-  const config = { connectionString: url, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, application_name: 'idforge' };
+  // Pool and change-feed events fire long after, in the context of whatever request made the
+  // connection: their lines are no request's.
+  const log = outsideRequests(options.log);
+  const base = { connectionString: url, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, application_name: 'idforge' };
+  const config = { ...base, statement_timeout: options.statementTimeoutMs ?? 10_000, query_timeout: options.queryTimeoutMs ?? 15_000 };
   const pool = new pg.Pool({ ...config, max: POOL_SIZE });
   const lockPool = new pg.Pool({ ...config, max: LOCK_POOL_SIZE });
   // An idle connection that breaks (database restart, network) is dropped and replaced on demand;
@@ -918,11 +1126,15 @@ export async function openPostgresStorage(url: string, log: (line: string) => vo
   const changes = new Changes(d, config, log, label);
   const close = () => (closed ??= changes.close().then(() => Promise.all([pool.end(), lockPool.end()])).then(() => {}));
   try {
-    const client = await pool.connect();
+    // Its own connection, without the timeouts: a migration may rightly run long, or wait for
+    // another replica's.
+    const client = new pg.Client(base);
+    client.on('error', () => {}); // a connection lost mid-migration fails the migration's query instead
+    await client.connect();
     try {
       await migrate(client, MIGRATION_LOCK, log);
     } finally {
-      client.release();
+      await client.end().catch(() => {});
     }
   } catch (err) {
     await close().catch(() => {});
@@ -937,9 +1149,16 @@ export async function openPostgresStorage(url: string, log: (line: string) => vo
     grants: new Grants(d),
     throttle: new Throttle(d, lockPool),
     meta: new Meta(d),
+    events: new Events(d),
+    webhooks: new Webhooks(d),
     changes,
     ping: async () => {
       await d.q('SELECT 1');
+    },
+    pingWrite: async () => {
+      const r = (await d.q(`SELECT pg_is_in_recovery() AS recovery, current_setting('default_transaction_read_only') AS read_only`)).rows[0]!;
+      if (r.recovery === true) throw new Error(`writes fail: the database at ${label} is in recovery (a standby, or starting up)`);
+      if (r.read_only === 'on') throw new Error(`writes fail: the database at ${label} is read-only (default_transaction_read_only)`);
     },
     description: `postgres ${label}`,
     close,

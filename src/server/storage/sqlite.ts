@@ -8,15 +8,19 @@
  */
 import Database from 'better-sqlite3';
 import { chmodSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { statfs } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
 import type { AssignmentBody, GroupAssignmentBody, GroupBody, TenantBody, UserBody } from '../../contract/index.ts';
 import {
-  TENANT_TABLES, THROTTLE_IDLE_MS, USER_FACTOR_TABLES, appRow, artifactColumns, artifactRow, assignmentRow, decodeCursor, keyRow,
+  TENANT_TABLES, THROTTLE_IDLE_MS, USER_FACTOR_TABLES, accountArtifactRow, appRow, artifactColumns, artifactRow, assignmentRow, decodeCursor, keyRow,
   nextThrottle, nowSeconds as now, PURGE_RATES_SQL, rateArgs, rateWait, takeRateSql, otpRow, passkeyRow, tenantRow, throttleRow, toPage, totpRow, userRow, type Row,
-  RENAME_DROPPED_TABLES, RENAME_MOVED_TABLES,
+  RENAME_DROPPED_TABLES, isForeignKeyViolation,
 } from './_common.ts';
 import { KeyedLocks, type NamedLocks } from './_keyed-locks.ts';
 import { MissingUsersError, NameTakenError } from './types.ts';
+import { migrateSqlite } from './sqlite-migrations.ts';
+import { EVENT_COLUMNS, eventListSql, eventPage, eventRow, eventValues, isWriteSql, pendingOutbox, purgeEventsSql, withOutbox } from './_events.ts';
+import type { EventFilter, EventView } from '../../contract/index.ts';
 import {
   SCIM_USER_SELECT, USER_LINK_TABLES, caseKey, groupAssignmentRow, groupIdsByUser, groupRow, scimTokenRow, userWithScimRow,
 } from './_common.ts';
@@ -24,6 +28,7 @@ import type {
   TenantReseal,
   ApplicationRecord,
   ApplicationStore,
+  AccountArtifact,
   ArtifactPayload,
   AssignmentRecord,
   ChangeFeed,
@@ -53,77 +58,16 @@ import type {
   TotpRecord,
   UserRecord,
   UserStore,
+  EventRecord,
+  EventStore,
+  DeliveryRecord,
+  DueDelivery,
+  WebhookRecord,
+  WebhookStore,
 } from './types.ts';
+import { DELIVERY_COLUMNS, deliveryRow, eventOf, takesType, webhookRow } from './_webhooks.ts';
 
 export const DATABASE_FILE = 'idforge.db';
-
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS tenants (
-  name TEXT PRIMARY KEY, body TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS keys (
-  tenant TEXT NOT NULL, kid TEXT NOT NULL, alg TEXT NOT NULL, state TEXT NOT NULL, sealed_jwk TEXT NOT NULL,
-  created_at INTEGER NOT NULL, retired_at INTEGER, PRIMARY KEY (tenant, kid));
-CREATE TABLE IF NOT EXISTS applications (
-  tenant TEXT NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL, client_id TEXT, identifier TEXT, body TEXT NOT NULL,
-  secret_hash TEXT, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, PRIMARY KEY (tenant, name));
-CREATE UNIQUE INDEX IF NOT EXISTS applications_client_id ON applications (tenant, client_id) WHERE client_id IS NOT NULL;
-CREATE UNIQUE INDEX IF NOT EXISTS applications_identifier ON applications (tenant, identifier) WHERE identifier IS NOT NULL;
-CREATE TABLE IF NOT EXISTS users (
-  tenant TEXT NOT NULL, id TEXT NOT NULL, email TEXT NOT NULL, body TEXT NOT NULL, password_hash TEXT,
-  created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, PRIMARY KEY (tenant, id));
-CREATE INDEX IF NOT EXISTS users_email ON users (tenant, email);
-CREATE TABLE IF NOT EXISTS assignments (
-  tenant TEXT NOT NULL, application TEXT NOT NULL, user_id TEXT NOT NULL, body TEXT NOT NULL, created_at INTEGER NOT NULL,
-  PRIMARY KEY (tenant, application, user_id));
-CREATE INDEX IF NOT EXISTS assignments_user ON assignments (tenant, user_id);
-CREATE TABLE IF NOT EXISTS artifacts (
-  tenant TEXT NOT NULL, model TEXT NOT NULL, id TEXT NOT NULL, payload TEXT NOT NULL,
-  grant_id TEXT, uid TEXT, user_code TEXT, account_id TEXT, client_id TEXT, expires_at INTEGER,
-  PRIMARY KEY (tenant, model, id));
-CREATE INDEX IF NOT EXISTS artifacts_grant ON artifacts (tenant, grant_id) WHERE grant_id IS NOT NULL;
-CREATE INDEX IF NOT EXISTS artifacts_uid ON artifacts (tenant, model, uid) WHERE uid IS NOT NULL;
-CREATE INDEX IF NOT EXISTS artifacts_user_code ON artifacts (tenant, model, user_code) WHERE user_code IS NOT NULL;
-CREATE INDEX IF NOT EXISTS artifacts_account ON artifacts (tenant, account_id, client_id) WHERE account_id IS NOT NULL;
-CREATE INDEX IF NOT EXISTS artifacts_expiry ON artifacts (expires_at) WHERE expires_at IS NOT NULL;
-CREATE TABLE IF NOT EXISTS totp_secrets (
-  tenant TEXT NOT NULL, user_id TEXT NOT NULL, sealed_secret TEXT NOT NULL, last_step INTEGER NOT NULL, created_at INTEGER NOT NULL,
-  PRIMARY KEY (tenant, user_id));
-CREATE TABLE IF NOT EXISTS otp_codes (
-  tenant TEXT NOT NULL, user_id TEXT NOT NULL, code_hash TEXT NOT NULL, expires_at_ms INTEGER NOT NULL, attempts INTEGER NOT NULL,
-  PRIMARY KEY (tenant, user_id));
-CREATE TABLE IF NOT EXISTS passkeys (
-  tenant TEXT NOT NULL, credential_id TEXT NOT NULL, user_id TEXT NOT NULL, public_key TEXT NOT NULL, counter INTEGER NOT NULL,
-  transports TEXT NOT NULL, created_at INTEGER NOT NULL, PRIMARY KEY (tenant, credential_id));
-CREATE INDEX IF NOT EXISTS passkeys_user ON passkeys (tenant, user_id);
-CREATE TABLE IF NOT EXISTS login_throttle (
-  tenant TEXT NOT NULL, key TEXT NOT NULL, failures INTEGER NOT NULL, last_failure_ms INTEGER NOT NULL, locked_until_ms INTEGER NOT NULL,
-  PRIMARY KEY (tenant, key));
-CREATE TABLE IF NOT EXISTS changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, tenant TEXT NOT NULL, at_ms INTEGER NOT NULL);
-`;
-
-/** Groups, their members and assignments; SCIM users' own attributes and the tenants' SCIM tokens. */
-const GROUPS_AND_SCIM_SCHEMA = `
-CREATE TABLE IF NOT EXISTS tenant_groups (
-  tenant TEXT NOT NULL, id TEXT NOT NULL, display_key TEXT NOT NULL, body TEXT NOT NULL,
-  created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, PRIMARY KEY (tenant, id));
-CREATE UNIQUE INDEX IF NOT EXISTS tenant_groups_display ON tenant_groups (tenant, display_key);
-CREATE TABLE IF NOT EXISTS group_members (
-  tenant TEXT NOT NULL, group_id TEXT NOT NULL, user_id TEXT NOT NULL, PRIMARY KEY (tenant, group_id, user_id));
-CREATE INDEX IF NOT EXISTS group_members_user ON group_members (tenant, user_id);
-CREATE TABLE IF NOT EXISTS group_assignments (
-  tenant TEXT NOT NULL, application TEXT NOT NULL, group_id TEXT NOT NULL, body TEXT NOT NULL, created_at INTEGER NOT NULL,
-  PRIMARY KEY (tenant, application, group_id));
-CREATE INDEX IF NOT EXISTS group_assignments_group ON group_assignments (tenant, group_id);
-CREATE TABLE IF NOT EXISTS scim_users (
-  tenant TEXT NOT NULL, user_id TEXT NOT NULL, user_name TEXT NOT NULL, user_name_key TEXT NOT NULL, external_id TEXT,
-  resource TEXT NOT NULL, PRIMARY KEY (tenant, user_id));
-CREATE UNIQUE INDEX IF NOT EXISTS scim_users_user_name ON scim_users (tenant, user_name_key);
-CREATE INDEX IF NOT EXISTS scim_users_external_id ON scim_users (tenant, external_id) WHERE external_id IS NOT NULL;
-CREATE TABLE IF NOT EXISTS scim_tokens (
-  tenant TEXT NOT NULL, id TEXT NOT NULL, token_hash TEXT NOT NULL, description TEXT, created_at INTEGER NOT NULL,
-  PRIMARY KEY (tenant, id));
-`;
 
 const UPSERT_USER = `INSERT INTO users (tenant, id, email, body, password_hash, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)
   ON CONFLICT (tenant, id) DO UPDATE SET email = excluded.email, body = excluded.body,
@@ -134,17 +78,24 @@ class Db {
   readonly db: Database.Database;
   readonly #stmts = new Map<string, Database.Statement>();
 
-  constructor(readonly file: string) {
+  constructor(readonly file: string, busyTimeoutMs: number, log: (line: string) => void) {
     this.db = new Database(file);
-    // Password hashes and sealed keys: readable by the server's user only (WAL files inherit it).
-    chmodSync(file, 0o600);
-    // First: workers open the file together, and switching to WAL waits for the others' locks too.
-    this.db.pragma('busy_timeout = 5000');
-    // WAL: readers never block the writer; NORMAL sync is durable across process crashes in WAL mode.
-    this.db.pragma('journal_mode = WAL');
-    this.db.pragma('synchronous = NORMAL');
-    this.db.exec(SCHEMA);
-    this.db.exec(GROUPS_AND_SCIM_SCHEMA);
+    try {
+      // Password hashes and sealed keys: readable by the server's user only (WAL files inherit it).
+      chmodSync(file, 0o600);
+      // First: workers open the file together, and switching to WAL waits for the others' locks too.
+      // Past it, a statement waiting for another process's write lock fails as SQLITE_BUSY (a 503).
+      this.db.pragma(`busy_timeout = ${Math.max(0, Math.round(busyTimeoutMs))}`);
+      // WAL: readers never block the writer; NORMAL sync is durable across process crashes in WAL mode.
+      this.db.pragma('journal_mode = WAL');
+      this.db.pragma('synchronous = NORMAL');
+      migrateSqlite(this.db, file, log);
+      // Per connection, and only outside a transaction: the schema's cascades hold from here on.
+      this.db.pragma('foreign_keys = ON');
+    } catch (err) {
+      this.db.close();
+      throw err;
+    }
   }
 
   q(sql: string): Database.Statement {
@@ -153,7 +104,18 @@ class Db {
       s = this.db.prepare(sql);
       this.#stmts.set(sql, s);
     }
+    // A change's events (storage/_events.ts) ride on its transaction: a lone write statement gets one.
+    if (!this.db.inTransaction && isWriteSql(sql) && pendingOutbox() !== undefined) return this.#inTx(s);
     return s;
+  }
+
+  #inTx(s: Database.Statement): Database.Statement {
+    const run = <T>(f: () => T) => this.tx(f);
+    return {
+      run: (...a: unknown[]) => run(() => s.run(...a)),
+      get: (...a: unknown[]) => run(() => s.get(...a)),
+      all: (...a: unknown[]) => run(() => s.all(...a)),
+    } as unknown as Database.Statement;
   }
 
   /**
@@ -162,7 +124,24 @@ class Db {
    * another connection's commit would be refused at once ("database is locked"), busy timeout or not.
    */
   tx<T>(fn: () => T): T {
-    return this.db.transaction(fn).immediate();
+    const outbox = this.db.inTransaction ? undefined : pendingOutbox();
+    if (outbox === undefined) return this.db.transaction(fn).immediate();
+    outbox.claimed = true;
+    try {
+      return this.db.transaction(() => {
+        const result = fn();
+        this.insertEvents(outbox.events());
+        return result;
+      }).immediate();
+    } catch (err) {
+      outbox.claimed = false;
+      throw err;
+    }
+  }
+
+  insertEvents(events: readonly EventView[]): void {
+    const insert = this.q(`INSERT INTO events (${EVENT_COLUMNS.join(', ')}) VALUES (${EVENT_COLUMNS.map(() => '?').join(', ')})`);
+    for (const e of events) insert.run(...eventValues(e));
   }
 }
 
@@ -202,16 +181,15 @@ class Tenants implements TenantStore {
     return this.d.tx(() => {
       if (this.d.q('SELECT 1 FROM tenants WHERE name = ?').get(from) === undefined) return false;
       if (this.d.q('SELECT 1 FROM tenants WHERE name = ?').get(to) !== undefined) throw new NameTakenError(`tenant '${to}' exists`);
-      this.d.q('UPDATE tenants SET name = ?, updated_at = ? WHERE name = ?').run(to, now(), from);
+      // What belongs to the old issuer or host goes first; the rename then carries every other row
+      // to the new name in the database (ON UPDATE CASCADE), and what is sealed under the name is sealed anew.
       for (const table of RENAME_DROPPED_TABLES) this.d.q(`DELETE FROM ${table} WHERE tenant = ?`).run(from);
-      for (const table of RENAME_MOVED_TABLES) this.d.q(`UPDATE ${table} SET tenant = ? WHERE tenant = ?`).run(to, from);
-      for (const k of this.d.q('SELECT kid, sealed_jwk FROM keys WHERE tenant = ?').all(from) as Row[]) {
-        this.d.q('UPDATE keys SET tenant = ?, sealed_jwk = ? WHERE tenant = ? AND kid = ?')
-          .run(to, reseal.key(from, to, String(k.kid), String(k.sealed_jwk)), from, k.kid);
+      this.d.q('UPDATE tenants SET name = ?, updated_at = ? WHERE name = ?').run(to, now(), from);
+      for (const k of this.d.q('SELECT kid, sealed_jwk FROM keys WHERE tenant = ?').all(to) as Row[]) {
+        this.d.q('UPDATE keys SET sealed_jwk = ? WHERE tenant = ? AND kid = ?').run(reseal.key(from, to, String(k.kid), String(k.sealed_jwk)), to, k.kid);
       }
-      for (const t of this.d.q('SELECT user_id, sealed_secret FROM totp_secrets WHERE tenant = ?').all(from) as Row[]) {
-        this.d.q('UPDATE totp_secrets SET tenant = ?, sealed_secret = ? WHERE tenant = ? AND user_id = ?')
-          .run(to, reseal.totp(from, to, String(t.user_id), String(t.sealed_secret)), from, t.user_id);
+      for (const t of this.d.q('SELECT user_id, sealed_secret FROM totp_secrets WHERE tenant = ?').all(to) as Row[]) {
+        this.d.q('UPDATE totp_secrets SET sealed_secret = ? WHERE tenant = ? AND user_id = ?').run(reseal.totp(from, to, String(t.user_id), String(t.sealed_secret)), to, t.user_id);
       }
       return true;
     });
@@ -357,9 +335,8 @@ class Applications implements ApplicationStore {
     return this.d.tx(() => {
       if (this.d.q('SELECT 1 FROM applications WHERE tenant = ? AND name = ?').get(tenant, from) === undefined) return false;
       if (this.d.q('SELECT 1 FROM applications WHERE tenant = ? AND name = ?').get(tenant, to) !== undefined) throw new NameTakenError(`application '${to}' exists`);
+      // Its assignments and group assignments follow in the database (ON UPDATE CASCADE).
       this.d.q('UPDATE applications SET name = ?, updated_at = ? WHERE tenant = ? AND name = ?').run(to, now(), tenant, from);
-      this.d.q('UPDATE assignments SET application = ? WHERE tenant = ? AND application = ?').run(to, tenant, from);
-      this.d.q('UPDATE group_assignments SET application = ? WHERE tenant = ? AND application = ?').run(to, tenant, from);
       return true;
     });
   }
@@ -453,6 +430,9 @@ class Users implements UserStore {
   async claimTotpStep(tenant: string, userId: string, step: number): Promise<boolean> {
     return this.d.q('UPDATE totp_secrets SET last_step = ? WHERE tenant = ? AND user_id = ? AND last_step < ?').run(step, tenant, userId, step).changes > 0;
   }
+  async deleteTotp(tenant: string, userId: string): Promise<boolean> {
+    return this.d.q('DELETE FROM totp_secrets WHERE tenant = ? AND user_id = ?').run(tenant, userId).changes > 0;
+  }
 
   async putOtp(tenant: string, userId: string, codeHash: string, expiresAtMs: number): Promise<void> {
     this.d.q(`INSERT INTO otp_codes (tenant, user_id, code_hash, expires_at_ms, attempts) VALUES (?, ?, ?, ?, 0)
@@ -490,6 +470,9 @@ class Users implements UserStore {
   async updatePasskeyCounter(tenant: string, credentialId: string, counter: number): Promise<void> {
     this.d.q('UPDATE passkeys SET counter = ? WHERE tenant = ? AND credential_id = ?').run(counter, tenant, credentialId);
   }
+  async deletePasskey(tenant: string, userId: string, credentialId: string): Promise<boolean> {
+    return this.d.q('DELETE FROM passkeys WHERE tenant = ? AND user_id = ? AND credential_id = ?').run(tenant, userId, credentialId).changes > 0;
+  }
 }
 
 /** Grants, refresh tokens, access tokens and codes of one user at one client; run inside the caller's transaction. */
@@ -505,11 +488,16 @@ class Grants implements GrantStore {
 
   async upsert(tenant: string, model: string, id: string, payload: ArtifactPayload, expiresIn: number | undefined): Promise<void> {
     const c = artifactColumns(payload);
-    this.d.q(`INSERT INTO artifacts (tenant, model, id, payload, grant_id, uid, user_code, account_id, client_id, expires_at)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-      ON CONFLICT (tenant, model, id) DO UPDATE SET payload = excluded.payload, grant_id = excluded.grant_id, uid = excluded.uid,
-        user_code = excluded.user_code, account_id = excluded.account_id, client_id = excluded.client_id, expires_at = excluded.expires_at`)
-      .run(tenant, model, id, JSON.stringify(payload), c.grantId, c.uid, c.userCode, c.accountId, c.clientId, expiresIn === undefined ? null : now() + expiresIn);
+    try {
+      this.d.q(`INSERT INTO artifacts (tenant, model, id, payload, grant_id, uid, user_code, account_id, client_id, expires_at)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (tenant, model, id) DO UPDATE SET payload = excluded.payload, grant_id = excluded.grant_id, uid = excluded.uid,
+          user_code = excluded.user_code, account_id = excluded.account_id, client_id = excluded.client_id, expires_at = excluded.expires_at`)
+        .run(tenant, model, id, JSON.stringify(payload), c.grantId, c.uid, c.userCode, c.accountId, c.clientId, expiresIn === undefined ? null : now() + expiresIn);
+    } catch (err) {
+      // Its tenant or account was deleted meanwhile: such an artifact could only outlive them (GrantStore.upsert).
+      if (!isForeignKeyViolation(err)) throw err;
+    }
   }
   async find(tenant: string, model: string, id: string): Promise<ArtifactPayload | undefined> {
     return artifactRow(this.d.q('SELECT payload, expires_at FROM artifacts WHERE tenant = ? AND model = ? AND id = ?').get(tenant, model, id) as Row | undefined);
@@ -534,6 +522,12 @@ class Grants implements GrantStore {
   }
   async revokeUser(tenant: string, accountId: string): Promise<void> {
     this.d.q('DELETE FROM artifacts WHERE tenant = ? AND account_id = ?').run(tenant, accountId);
+  }
+  async listByAccount(tenant: string, accountId: string, models: readonly string[]): Promise<readonly AccountArtifact[]> {
+    if (models.length === 0) return [];
+    const rows = this.d.q(`SELECT model, id, payload, expires_at FROM artifacts WHERE tenant = ? AND account_id = ? AND model IN (${models.map(() => '?').join(', ')})
+      AND (expires_at IS NULL OR expires_at > ?) ORDER BY model, id`).all(tenant, accountId, ...models, now()) as Row[];
+    return rows.map(accountArtifactRow);
   }
   async purgeExpired(): Promise<number> {
     return this.d.q('DELETE FROM artifacts WHERE expires_at IS NOT NULL AND expires_at <= ?').run(now()).changes;
@@ -699,6 +693,109 @@ class Scim implements ScimStore {
   }
 }
 
+class Webhooks implements WebhookStore {
+  constructor(private readonly d: Db) {}
+
+  async get(tenant: string, name: string): Promise<WebhookRecord | undefined> {
+    const r = this.d.q('SELECT * FROM webhooks WHERE tenant = ? AND name = ?').get(tenant, name) as Row | undefined;
+    return r && webhookRow(r);
+  }
+  async list(tenant: string): Promise<readonly WebhookRecord[]> {
+    return (this.d.q('SELECT * FROM webhooks WHERE tenant = ? ORDER BY name').all(tenant) as Row[]).map(webhookRow);
+  }
+  async put(tenant: string, name: string, body: WebhookRecord['body'], sealedSecret: string): Promise<WebhookRecord> {
+    const t = now();
+    this.d.tx(() => {
+      this.d.q(`INSERT INTO webhooks (tenant, name, body, sealed_secret, cursor_seq, created_at, updated_at)
+        VALUES (?, ?, ?, ?, (SELECT coalesce(max(seq), 0) FROM events), ?, ?)
+        ON CONFLICT (tenant, name) DO UPDATE SET body = excluded.body, sealed_secret = excluded.sealed_secret, updated_at = excluded.updated_at`)
+        .run(tenant, name, JSON.stringify(body), sealedSecret, t, t);
+    });
+    return (await this.get(tenant, name))!;
+  }
+  async delete(tenant: string, name: string): Promise<boolean> {
+    return this.d.tx(() => {
+      this.d.q('DELETE FROM webhook_deliveries WHERE tenant = ? AND webhook = ?').run(tenant, name);
+      return this.d.q('DELETE FROM webhooks WHERE tenant = ? AND name = ?').run(tenant, name).changes > 0;
+    });
+  }
+  async enqueue(nowMs: number, limit: number): Promise<number> {
+    return this.d.tx(() => {
+      let queued = 0;
+      const insert = this.d.q(`INSERT INTO webhook_deliveries (${DELIVERY_COLUMNS.join(', ')}) VALUES (${DELIVERY_COLUMNS.map(() => '?').join(', ')})
+        ON CONFLICT (tenant, webhook, seq) DO NOTHING`);
+      for (const w of (this.d.q('SELECT * FROM webhooks').all() as Row[])) {
+        const hook = webhookRow(w);
+        if (!hook.body.enabled) continue;
+        const events = this.d.q('SELECT seq, id, type FROM events WHERE tenant = ? AND seq > ? ORDER BY seq LIMIT ?').all(hook.tenant, w.cursor_seq, limit) as Row[];
+        if (events.length === 0) continue;
+        for (const e of events) {
+          if (takesType(hook.body.types, String(e.type))) queued += insert.run(hook.tenant, hook.name, e.seq, e.id, e.type, 'pending', 0, nowMs, 0, nowMs).changes;
+        }
+        this.d.q('UPDATE webhooks SET cursor_seq = ? WHERE tenant = ? AND name = ?').run(events[events.length - 1]!.seq, hook.tenant, hook.name);
+      }
+      return queued;
+    });
+  }
+  async claim(nowMs: number, leaseMs: number, limit: number): Promise<readonly DueDelivery[]> {
+    return this.d.tx(() => {
+      const rows = this.d.q(`SELECT d.*, e.body AS event_body FROM webhook_deliveries d LEFT JOIN events e ON e.seq = d.seq
+        WHERE d.status = 'pending' AND d.next_attempt_ms <= ? AND d.lease_until_ms <= ? ORDER BY d.next_attempt_ms, d.seq LIMIT ?`).all(nowMs, nowMs, limit) as Row[];
+      const out: DueDelivery[] = [];
+      for (const r of rows) {
+        this.d.q('UPDATE webhook_deliveries SET lease_until_ms = ?, attempts = attempts + 1 WHERE tenant = ? AND webhook = ? AND seq = ?').run(nowMs + leaseMs, r.tenant, r.webhook, r.seq);
+        const w = this.d.q('SELECT * FROM webhooks WHERE tenant = ? AND name = ?').get(r.tenant, r.webhook) as Row;
+        const event = eventOf(r.event_body);
+        if (event === null) {
+          this.d.q(`UPDATE webhook_deliveries SET status = 'failed', last_error = 'the event was purged (retention) before it could be delivered' WHERE tenant = ? AND webhook = ? AND seq = ?`).run(r.tenant, r.webhook, r.seq);
+          continue;
+        }
+        out.push({ delivery: { ...deliveryRow(r), attempts: Number(r.attempts) + 1 }, webhook: webhookRow(w), event });
+      }
+      return out;
+    });
+  }
+  async settle(d: Pick<DeliveryRecord, 'tenant' | 'webhook' | 'seq'>, o: { readonly delivered: boolean; readonly status: number | null; readonly error: string | null; readonly nextAttemptMs: number | null; readonly nowMs: number }): Promise<void> {
+    const status = o.delivered ? 'delivered' : o.nextAttemptMs === null ? 'failed' : 'pending';
+    this.d.q(`UPDATE webhook_deliveries SET status = ?, last_status = ?, last_error = ?, next_attempt_ms = ?, lease_until_ms = 0, delivered_at_ms = ?
+      WHERE tenant = ? AND webhook = ? AND seq = ?`).run(status, o.status, o.error, o.nextAttemptMs ?? o.nowMs, o.delivered ? o.nowMs : null, d.tenant, d.webhook, d.seq);
+  }
+  async deliveries(tenant: string, name: string, page: PageRequest): Promise<Page<DeliveryRecord>> {
+    const [before] = decodeCursor(page.cursor, 1) ?? [];
+    const rows = this.d.q(`SELECT * FROM webhook_deliveries WHERE tenant = ? AND webhook = ? AND seq < ? ORDER BY seq DESC LIMIT ?`)
+      .all(tenant, name, before === undefined ? Number.MAX_SAFE_INTEGER : Number(before), page.limit + 1) as Row[];
+    return toPage(rows, page.limit, deliveryRow, (r) => [String(r.seq)]);
+  }
+  async purgeDeliveries(beforeMs: number): Promise<number> {
+    return this.d.q(`DELETE FROM webhook_deliveries WHERE status <> 'pending' AND created_at_ms < ?`).run(beforeMs).changes;
+  }
+}
+
+class Events implements EventStore {
+  constructor(private readonly d: Db) {}
+
+  within<T>(events: () => readonly EventView[], write: () => Promise<T>): Promise<T> {
+    return withOutbox(events, write);
+  }
+  async append(events: readonly EventView[]): Promise<void> {
+    if (events.length > 0) this.d.tx(() => this.d.insertEvents(events));
+  }
+  async list(tenant: string, filter: EventFilter, page: PageRequest) {
+    const { sql, params } = eventListSql(tenant, filter, page, () => '?');
+    return eventPage(this.d.q(sql).all(...params) as Row[], page);
+  }
+  async after(seq: number, limit: number): Promise<readonly EventRecord[]> {
+    return (this.d.q('SELECT seq, body FROM events WHERE seq > ? ORDER BY seq LIMIT ?').all(seq, limit) as Row[]).map(eventRow);
+  }
+  async lastSeq(): Promise<number> {
+    return Number((this.d.q('SELECT coalesce(max(seq), 0) AS s FROM events').get() as Row).s);
+  }
+  async purge(nowMs: number, defaultDays: number): Promise<number> {
+    const sql = purgeEventsSql((n) => `@p${n}`, `json_extract(t.body, '$.events.retentionDays')`);
+    return this.d.q(sql).run({ p1: nowMs, p2: defaultDays }).changes;
+  }
+}
+
 const TAKE_RATE = takeRateSql('max', (n) => `@p${n}`);
 
 /** One process serves a SQLite file, so in-process locks per file serialize every attempt on it. */
@@ -779,13 +876,13 @@ class Changes implements ChangeFeed {
   readonly listening = true;
 
   constructor(private readonly d: Db) {
-    this.#seen = (this.d.q('SELECT coalesce(max(seq), 0) AS s FROM changes').get() as { s: number }).s;
+    this.#seen = (this.d.q('SELECT coalesce(max(seq), 0) AS s FROM change_log').get() as { s: number }).s;
   }
 
   async publish(tenant: string): Promise<void> {
     const now = Date.now();
-    this.d.q('INSERT INTO changes (tenant, at_ms) VALUES (?, ?)').run(tenant, now);
-    this.d.q('DELETE FROM changes WHERE at_ms < ?').run(now - CHANGE_RETENTION_MS);
+    this.d.q('INSERT INTO change_log (tenant, at_ms) VALUES (?, ?)').run(tenant, now);
+    this.d.q('DELETE FROM change_log WHERE at_ms < ?').run(now - CHANGE_RETENTION_MS);
   }
 
   subscribe(listener: (tenant: string) => void): () => void {
@@ -799,7 +896,7 @@ class Changes implements ChangeFeed {
 
   #poll(): void {
     if (!this.d.db.open) return;
-    const rows = this.d.q('SELECT seq, tenant FROM changes WHERE seq > ? ORDER BY seq').all(this.#seen) as { seq: number; tenant: string }[];
+    const rows = this.d.q('SELECT seq, tenant FROM change_log WHERE seq > ? ORDER BY seq').all(this.#seen) as { seq: number; tenant: string }[];
     for (const r of rows) {
       this.#seen = r.seq;
       for (const l of this.#listeners) l(r.tenant);
@@ -812,9 +909,29 @@ class Changes implements ChangeFeed {
   }
 }
 
-/** Opens (creating if missing) `<dataDir>/idforge.db`; the data dir must exist. */
-export function openSqliteStorage(dataDir: string, locks?: NamedLocks): Storage {
-  const d = new Db(resolve(dataDir, DATABASE_FILE));
+/**
+ * Below this much free space on the file's disk, readiness reports that writes fail: SQLite reuses
+ * space the file and its WAL already hold, so a small probe write can succeed on a full disk while
+ * a sign-in or a batch, which need new pages, fail.
+ */
+export const MIN_FREE_BYTES = 1024 * 1024;
+
+export interface SqliteOptions {
+  /** What serializes sign-in attempts when other processes share the file (the cluster primary's locks). */
+  readonly locks?: NamedLocks | undefined;
+  /** How long a statement waits for another process's lock before failing as SQLITE_BUSY. Default 5000. */
+  readonly busyTimeoutMs?: number | undefined;
+  /** Migration notices. */
+  readonly log?: (line: string) => void;
+}
+
+/**
+ * Opens (creating if missing) `<dataDir>/idforge.db`, migrating it to the latest schema (a copy of
+ * a file that held an older one is made first: sqlite-migrations.ts); the data dir must exist.
+ */
+export function openSqliteStorage(dataDir: string, options: SqliteOptions = {}): Storage {
+  const d = new Db(resolve(dataDir, DATABASE_FILE), options.busyTimeoutMs ?? 5000, options.log ?? (() => {}));
+  const locks = options.locks;
   const changes = new Changes(d);
   return {
     tenants: new Tenants(d),
@@ -825,9 +942,17 @@ export function openSqliteStorage(dataDir: string, locks?: NamedLocks): Storage 
     grants: new Grants(d),
     throttle: new Throttle(d, locks),
     meta: new Meta(d),
+    events: new Events(d),
+    webhooks: new Webhooks(d),
     changes,
     ping: async () => {
       d.q('SELECT 1').get();
+    },
+    pingWrite: async () => {
+      const fs = await statfs(dirname(d.file));
+      const free = Number(fs.bavail) * Number(fs.bsize);
+      if (free < MIN_FREE_BYTES) throw new Error(`writes fail: the disk holding ${d.file} has ${Math.floor(free / 1024)} KiB free`);
+      d.tx(() => d.q(`INSERT INTO meta (key, value) VALUES ('ready-probe', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`).run(String(Date.now())));
     },
     description: `sqlite ${d.file}`,
     close: async () => {

@@ -8,8 +8,19 @@
  *
  * Times: `createdAt`, `updatedAt`, `retiredAt` and artifact expiry are epoch seconds; fields named
  * `...Ms` are epoch milliseconds. Both come from the server's clock, never the database's.
+ *
+ * Parents (schema 3): every row of a tenant names its tenant, and rows of a user, an application or
+ * a group name it too, as foreign keys in the database: a row whose parent does not exist is refused
+ * (an error, isForeignKeyViolation), and deleting a parent deletes its rows in the database itself
+ * (ON DELETE CASCADE), whoever deletes it; renaming a tenant or an application carries its rows
+ * (ON UPDATE CASCADE). The stores' deletes still delete and revoke explicitly, in one transaction.
+ * What belongs to a user: assignments, group memberships, SCIM attributes, TOTP, emailed codes,
+ * passkeys, and the artifacts (sessions, grants, tokens) that carry the account.
+ *
+ * Faults: a database that cannot do the work (no connection, a bound overrun, read-only, no space)
+ * rejects with the server's DatabaseFault (errors.ts, storage/faults.ts), never its own error.
  */
-import type { ApplicationBody, AssignmentBody, GroupAssignmentBody, GroupBody, TenantBody, UserBody } from '../../contract/index.ts';
+import type { ApplicationBody, AssignmentBody, EventFilter, EventView, GroupAssignmentBody, GroupBody, TenantBody, UserBody } from '../../contract/index.ts';
 
 export interface TenantRecord {
   readonly name: string;
@@ -287,6 +298,8 @@ export interface UserStore {
   putTotp(tenant: string, userId: string, sealedSecret: string, lastStep: number): Promise<void>;
   /** Atomically accepts time step `step` if it is later than the last accepted one; false = replay (or no enrolment). */
   claimTotpStep(tenant: string, userId: string, step: number): Promise<boolean>;
+  /** Removes the user's enrolment (the next sign-in that needs TOTP enrols anew); false when there was none. */
+  deleteTotp(tenant: string, userId: string): Promise<boolean>;
 
   /** Replaces the user's outstanding code (attempts restart at 0). */
   putOtp(tenant: string, userId: string, codeHash: string, expiresAtMs: number): Promise<void>;
@@ -304,6 +317,17 @@ export interface UserStore {
   /** Inserts; a credential id already stored in the tenant is an error. */
   putPasskey(tenant: string, passkey: PasskeyRecord): Promise<void>;
   updatePasskeyCounter(tenant: string, credentialId: string, counter: number): Promise<void>;
+  /** Removes one passkey of the user; false when the user has no passkey of that id. */
+  deletePasskey(tenant: string, userId: string, credentialId: string): Promise<boolean>;
+}
+
+/** An artifact as listed for its account (GrantStore.listByAccount). */
+export interface AccountArtifact {
+  readonly model: string;
+  readonly id: string;
+  readonly payload: ArtifactPayload;
+  /** Epoch seconds; null: no expiry. */
+  readonly expiresAt: number | null;
 }
 
 /**
@@ -325,6 +349,8 @@ export interface GrantStore {
   revokeUserClient(tenant: string, accountId: string, clientId: string): Promise<void>;
   /** Everything carrying the account: sessions, grants, tokens, codes. */
   revokeUser(tenant: string, accountId: string): Promise<void>;
+  /** The account's unexpired artifacts of the given models (sessions, grants: what a person sees of their sign-ins), ordered by model, then id. */
+  listByAccount(tenant: string, accountId: string, models: readonly string[]): Promise<readonly AccountArtifact[]>;
   /** Deletes expired artifacts; returns how many. */
   purgeExpired(): Promise<number>;
 }
@@ -398,9 +424,18 @@ export interface Storage {
   readonly grants: GrantStore;
   readonly throttle: ThrottleStore;
   readonly meta: MetaStore;
+  readonly events: EventStore;
+  readonly webhooks: WebhookStore;
   readonly changes: ChangeFeed;
   /** Resolves when the database answers a trivial query; rejects otherwise (readiness checks). */
   ping(): Promise<void>;
+  /**
+   * Resolves when the database takes writes; rejects saying why not (readiness checks): SQLite
+   * writes a row and checks the free space of the file's disk (at least MIN_FREE_BYTES: a write
+   * can fit in space the file already holds while a larger one fails); PostgreSQL asks whether it
+   * is in recovery (a standby, or still starting) or read-only.
+   */
+  pingWrite(): Promise<void>;
   /** Which backend and where, for log lines: `sqlite <file>`, `postgres <host>:<port>/<db>` (never a password). */
   readonly description: string;
   close(): Promise<void>;
@@ -523,4 +558,117 @@ export interface ScimStore {
   /** Ordered by createdAt, then id. */
   listTokens(tenant: string): Promise<readonly ScimTokenRecord[]>;
   deleteToken(tenant: string, id: string): Promise<boolean>;
+}
+
+// ------------------------------------------------------------------------------------------------
+// The event log (src/contract/events.ts): an outbox written in the transaction of each change.
+
+/** An event as stored: the contract's view, and its place in the log. */
+export interface EventRecord {
+  /** Ascending in commit order across the database: what cursors and deliveries count by. */
+  readonly seq: number;
+  readonly event: EventView;
+}
+
+/**
+ * The event log. Events of a change ride on its transaction: `within(events, write)` runs `write`,
+ * and the first write transaction it commits on this storage (a store method's own transaction, or
+ * a single write statement, which then runs in one) also inserts `events()`, all or nothing; they
+ * are not written if `write` writes nothing or fails. So a crash loses no event of a change that
+ * committed, and no event tells of a change that did not. `events` is called inside that
+ * transaction, after the write's statements (a batch decides its events while it runs).
+ *
+ * `seq` grows in commit order: SQLite has one writer at a time; PostgreSQL takes a transaction-scoped
+ * advisory lock before inserting events, so a reader that has seen seq n never later finds a smaller
+ * one committed (cursors and webhook delivery read by seq without missing any).
+ */
+export interface EventStore {
+  within<T>(events: () => readonly EventView[], write: () => Promise<T>): Promise<T>;
+  /** Events that are no change (sign-in outcomes), in a transaction of their own. */
+  append(events: readonly EventView[]): Promise<void>;
+  /** One tenant's events in `filter`'s order, after the cursor (opaque: a page's nextCursor or follow; `follow` is where the page ends, also on the last). */
+  list(tenant: string, filter: EventFilter, page: PageRequest): Promise<Page<EventRecord> & { readonly follow: string }>;
+  /** Events of every tenant after `seq`, oldest first (delivery). */
+  after(seq: number, limit: number): Promise<readonly EventRecord[]>;
+  /** The highest seq stored (0 when none). */
+  lastSeq(): Promise<number>;
+  /**
+   * Deletes events older than their tenant's `events.retentionDays` (the tenant body), or
+   * `defaultDays` for tenants without it and events of tenants deleted since. Returns how many.
+   */
+  purge(nowMs: number, defaultDays: number): Promise<number>;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Webhooks (src/contract/webhooks.ts): endpoints per tenant, and their deliveries from the event log.
+
+/** A webhook as stored: its body without the secret, which is sealed (the server signs with it). */
+export interface WebhookRecord {
+  readonly tenant: string;
+  readonly name: string;
+  readonly body: { readonly url: string; readonly types: readonly string[]; readonly enabled: boolean };
+  /** The `whsec_...` secret, sealed with the master key (bound to tenant and name). */
+  readonly sealedSecret: string;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
+
+/** One event's delivery to one webhook. Times in milliseconds. */
+export interface DeliveryRecord {
+  readonly tenant: string;
+  readonly webhook: string;
+  readonly seq: number;
+  readonly eventId: string;
+  readonly type: string;
+  readonly status: DeliveryStatus;
+  readonly attempts: number;
+  readonly nextAttemptMs: number;
+  readonly lastStatus: number | null;
+  readonly lastError: string | null;
+  readonly deliveredAtMs: number | null;
+  readonly createdAtMs: number;
+}
+
+/** A delivery claimed for an attempt, with what the attempt needs. */
+export interface DueDelivery {
+  readonly delivery: DeliveryRecord;
+  readonly webhook: WebhookRecord;
+  readonly event: EventView;
+}
+
+/**
+ * Webhooks and their deliveries. Deliveries are queued from the event log (`enqueue`), so an event
+ * committed is an event queued, whatever happens to the process; an attempt first claims its
+ * delivery for a lease (`claim`), so two processes never send it at once, and a process that dies
+ * mid-attempt leaves it to be claimed again when the lease lapses: at least once.
+ */
+export interface WebhookStore {
+  get(tenant: string, name: string): Promise<WebhookRecord | undefined>;
+  /** Ordered by name (bytewise). */
+  list(tenant: string): Promise<readonly WebhookRecord[]>;
+  /**
+   * Upsert (createdAt kept). A new webhook starts after the log's last event: it is sent what is
+   * recorded from its creation on.
+   */
+  put(tenant: string, name: string, body: WebhookRecord['body'], sealedSecret: string): Promise<WebhookRecord>;
+  /** With its delivery log. */
+  delete(tenant: string, name: string): Promise<boolean>;
+  /**
+   * Queues a pending delivery, due now, for each event after each enabled webhook's place in the
+   * log that its types take, and moves the places on, in one transaction (between processes too);
+   * at most `limit` events read per webhook. Returns how many deliveries were queued.
+   */
+  enqueue(nowMs: number, limit: number): Promise<number>;
+  /** Claims up to `limit` pending deliveries due by `nowMs`, oldest first, for `leaseMs`: each attempt counted. */
+  claim(nowMs: number, leaseMs: number, limit: number): Promise<readonly DueDelivery[]>;
+  /** Records an attempt's outcome: delivered; or pending again at `nextAttemptMs`; or failed (`nextAttemptMs` null). */
+  settle(d: Pick<DeliveryRecord, 'tenant' | 'webhook' | 'seq'>, outcome: {
+    readonly delivered: boolean; readonly status: number | null; readonly error: string | null; readonly nextAttemptMs: number | null; readonly nowMs: number;
+  }): Promise<void>;
+  /** One webhook's deliveries, newest first. */
+  deliveries(tenant: string, name: string, page: PageRequest): Promise<Page<DeliveryRecord>>;
+  /** Deletes settled deliveries (delivered or failed) created before `beforeMs`. */
+  purgeDeliveries(beforeMs: number): Promise<number>;
 }

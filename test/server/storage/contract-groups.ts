@@ -49,8 +49,14 @@ export function groupsAndScimContract(name: string, fresh: () => Promise<Backend
     let other: () => Promise<Storage>;
     openPerTest(fresh, (o) => ({ backend, s, other } = o));
 
+    /** These tenants exist (schema 3: every row names its tenant, which must exist). */
+    async function tenants(...names: string[]): Promise<void> {
+      for (const t of names) if ((await s.tenants.get(t)) === undefined) await s.tenants.put(t, { displayName: t, scopes: [] });
+    }
+
     /** Tenant acme: apps portal and wiki, users u1..u4, group g1 (u1, u2) assigned to portal. */
     async function scene(): Promise<void> {
+      await tenants('acme', 'globex');
       await s.applications.put('acme', 'portal', webApp('portal-id'), null);
       await s.applications.put('acme', 'wiki', webApp('wiki-id'), null);
       for (const u of ['u1', 'u2', 'u3', 'u4']) await s.users.put('acme', u, userBody(`${u}@acme.test`), null);
@@ -60,6 +66,7 @@ export function groupsAndScimContract(name: string, fresh: () => Promise<Backend
 
     describe('groups', () => {
       it('put, get, by display name without regard to case; update keeps createdAt; list pages by id bytewise', async () => {
+        await tenants('acme', 'globex');
         const created = await s.groups.put('acme', 'g1', { displayName: 'Staff ✓', externalId: 'ext-1', managedBy: 'scim' });
         expect(created).toEqual({ tenant: 'acme', id: 'g1', body: { displayName: 'Staff ✓', externalId: 'ext-1', managedBy: 'scim' }, createdAt: T0S, updatedAt: T0S });
         expect(JSON.stringify(await s.groups.get('acme', 'g1'))).toBe(JSON.stringify(created));
@@ -83,6 +90,7 @@ export function groupsAndScimContract(name: string, fresh: () => Promise<Backend
       });
 
       it('display names are unique in a tenant without regard to case', async () => {
+        await tenants('acme', 'globex');
         await s.groups.put('acme', 'g1', group('Staff'));
         await expect(s.groups.put('acme', 'g2', group('STAFF'))).rejects.toThrow();
         expect(await s.groups.get('acme', 'g2')).toBeUndefined();
@@ -90,6 +98,7 @@ export function groupsAndScimContract(name: string, fresh: () => Promise<Backend
       });
 
       it('members: only users of the tenant are added; listed bytewise, counted, and per user', async () => {
+        await tenants('acme', 'globex');
         for (const u of AWKWARD) await s.users.put('acme', u, userBody(`${u}@acme.test`), null);
         await s.users.put('globex', 'stranger', userBody('s@globex.test'), null);
         await s.groups.put('acme', 'g1', group('One'), { add: [...AWKWARD, 'stranger', 'nobody'] });
@@ -103,6 +112,7 @@ export function groupsAndScimContract(name: string, fresh: () => Promise<Backend
       });
 
       it('concurrent membership changes of one group (two instances) all take effect', async () => {
+        await tenants('acme');
         const ids = Array.from({ length: 12 }, (_, i) => `u${String(i).padStart(2, '0')}`);
         for (const u of ids) await s.users.put('acme', u, userBody(`${u}@acme.test`), null);
         await s.groups.put('acme', 'g1', group('Race'));
@@ -120,7 +130,10 @@ export function groupsAndScimContract(name: string, fresh: () => Promise<Backend
         expect(await s.groups.getAssignment('acme', 'portal', 'g1')).toEqual({ tenant: 'acme', application: 'portal', group: 'g1', body: {}, createdAt: T0S });
         vi.setSystemTime(T0 + 9_000);
         expect(await s.groups.putAssignment('acme', 'portal', 'g1', { managedBy: 'console' })).toMatchObject({ body: { managedBy: 'console' }, createdAt: T0S });
-        for (const g of AWKWARD) await s.groups.putAssignment('acme', 'wiki', g, {});
+        for (const [i, g] of AWKWARD.entries()) {
+          await s.groups.put('acme', g, group(`Wiki ${i}`));
+          await s.groups.putAssignment('acme', 'wiki', g, {});
+        }
         const page1 = await s.groups.listAssignments('acme', 'wiki', { limit: 4 });
         const page2 = await s.groups.listAssignments('acme', 'wiki', { limit: 100, cursor: page1.nextCursor! });
         expect([...page1.items, ...page2.items].map((a) => a.group)).toEqual(bytewise(AWKWARD));
@@ -141,6 +154,7 @@ export function groupsAndScimContract(name: string, fresh: () => Promise<Backend
         await s.groups.put('acme', 'g1', group('Staff'), { add: ['u3'] });
         await s.groups.put('acme', 'g2', group('Others'), { add: ['u3'] });
         await s.groups.putAssignment('acme', 'portal', 'g2', {});
+        for (const u of ['u1', 'u2', 'u3']) await s.users.put('globex', u, userBody(`${u}@globex.test`), null);
         for (const u of ['u1', 'u2', 'u3']) {
           await signedIn(s, 'acme', u, 'portal-id');
           await signedIn(s, 'acme', u, 'wiki-id');
@@ -244,8 +258,100 @@ export function groupsAndScimContract(name: string, fresh: () => Promise<Backend
       });
     });
 
+    describe('parents and children, in the database itself', () => {
+      /** What user u1 of acme has: its rows in every table that names a user. */
+      async function rowsOf(u: string) {
+        return {
+          user: (await s.users.get('acme', u)) !== undefined,
+          groups: Object.fromEntries(await s.groups.groupsOf('acme', [u]))[u] ?? [],
+          assignment: (await s.users.getAssignment('acme', 'wiki', u)) !== undefined,
+          scim: (await s.scim.getUser('acme', u))?.scim !== undefined,
+          totp: (await s.users.getTotp('acme', u)) !== undefined,
+          otp: (await s.users.getOtp('acme', u)) !== undefined,
+          passkeys: (await s.users.listPasskeys('acme', u)).length,
+          ...(await holds(s, 'acme', u, 'portal-id')),
+        };
+      }
+      async function everything(u: string): Promise<void> {
+        await s.scim.putUser('acme', u, userBody(`${u}@acme.test`), null, { userName: u, externalId: null, resource: {} });
+        await s.users.putAssignment('acme', 'wiki', u, {});
+        await s.users.putTotp('acme', u, 'sealed', 1);
+        await s.users.putOtp('acme', u, 'hash', T0 + 60_000);
+        await s.users.putPasskey('acme', { credentialId: `cred-${u}`, userId: u, publicKey: 'pk', counter: 0, transports: [], createdAt: 1 });
+        await signedIn(s, 'acme', u, 'portal-id');
+      }
+      const NOTHING = { user: false, groups: [], assignment: false, scim: false, totp: false, otp: false, passkeys: 0, session: false, grant: false, refresh: false, access: false };
+
+      it('a user deleted by another program takes its memberships and everything else with it; one made again with its id starts with nothing', async () => {
+        await scene();
+        await everything('u1');
+        await s.users.put('acme', 'u9', userBody('u9@acme.test'), null);
+        await everything('u9');
+        // As an older idforge did: the user's row only.
+        await backend.sql(`DELETE FROM users WHERE tenant = 'acme' AND id = 'u1'`);
+        expect(await rowsOf('u1')).toEqual(NOTHING);
+        expect(await s.groups.listMembers('acme', 'g1')).toEqual(['u2']);
+        await s.users.put('acme', 'u1', userBody('u1@acme.test'), null);
+        expect(await s.groups.grantsAccess('acme', 'portal', 'u1')).toBe(false);
+        expect(await rowsOf('u1')).toEqual({ ...NOTHING, user: true });
+        expect(await rowsOf('u9')).toMatchObject({ user: true, assignment: true, scim: true, totp: true, otp: true, passkeys: 1, grant: true });
+      });
+
+      it('a group, an application and a tenant deleted by another program take their rows with them', async () => {
+        await scene();
+        await s.groups.putAssignment('acme', 'wiki', 'g1', {});
+        await backend.sql(`DELETE FROM tenant_groups WHERE tenant = 'acme' AND id = 'g1'`);
+        expect(await s.groups.listMembers('acme', 'g1')).toEqual([]);
+        expect(await s.groups.getAssignment('acme', 'wiki', 'g1')).toBeUndefined();
+        await s.users.putAssignment('acme', 'portal', 'u3', {});
+        await s.groups.put('acme', 'g2', group('Two'), { add: ['u3'] });
+        await s.groups.putAssignment('acme', 'portal', 'g2', {});
+        await backend.sql(`DELETE FROM applications WHERE tenant = 'acme' AND name = 'portal'`);
+        expect(await s.users.getAssignment('acme', 'portal', 'u3')).toBeUndefined();
+        expect(await s.groups.getAssignment('acme', 'portal', 'g2')).toBeUndefined();
+        await everything('u4');
+        await s.scim.putToken({ tenant: 'acme', id: 't1', hash: 'h', description: null, createdAt: 1 });
+        await s.throttle.recordFailure('acme', 'account:x', T0, 1000, 5, 1000);
+        await backend.sql(`DELETE FROM tenants WHERE name = 'acme'`);
+        expect(await s.tenants.contents('acme')).toEqual({ tenant: undefined, applications: [], users: [], assignments: [] });
+        expect(await s.tenants.listKeys('acme')).toEqual([]);
+        expect(await s.groups.list('acme', { limit: 10 })).toEqual({ items: [], nextCursor: null });
+        expect(await s.scim.listTokens('acme')).toEqual([]);
+        expect(await s.throttle.get('acme', 'account:x')).toBeUndefined();
+        expect(await s.grants.find('acme', 'Session', 'sess-u4')).toBeUndefined();
+        expect(await s.users.getPasskey('acme', 'cred-u4')).toBeUndefined();
+      });
+
+      it('a tenant renamed by another program carries every row to its new name', async () => {
+        await scene();
+        await everything('u1');
+        await backend.sql(`UPDATE tenants SET name = 'acme2' WHERE name = 'acme'`);
+        expect((await s.tenants.contents('acme2')).users.map((u) => u.id)).toEqual(['u1', 'u2', 'u3', 'u4']);
+        expect(await s.groups.listMembers('acme2', 'g1')).toEqual(['u1', 'u2']);
+        expect(await s.groups.grantsAccess('acme2', 'portal', 'u1')).toBe(true);
+        expect(await s.users.getAssignment('acme2', 'wiki', 'u1')).toBeDefined();
+        expect(await s.scim.getUserByUserName('acme2', 'u1')).toBeDefined();
+        expect(await s.tenants.contents('acme')).toEqual({ tenant: undefined, applications: [], users: [], assignments: [] });
+      });
+
+      it('a row whose parent does not exist is refused, by the stores and by the database', async () => {
+        await scene();
+        await expect(s.users.putAssignment('acme', 'portal', 'ghost', {})).rejects.toThrow();
+        await expect(s.users.putAssignment('acme', 'ghost-app', 'u1', {})).rejects.toThrow();
+        await expect(s.groups.putAssignment('acme', 'portal', 'ghost-group', {})).rejects.toThrow();
+        await expect(s.users.putTotp('acme', 'ghost', 'sealed', 1)).rejects.toThrow();
+        await expect(s.users.put('nowhere', 'u1', userBody('u1@nowhere.test'), null)).rejects.toThrow();
+        await expect(backend.sql(`INSERT INTO group_members (tenant, group_id, user_id) VALUES ('acme', 'g1', 'ghost')`)).rejects.toThrow();
+        // An artifact of an account deleted meanwhile is not stored: it could only outlive its user.
+        await s.grants.upsert('acme', 'Session', 'late', { accountId: 'ghost' }, 600);
+        expect(await s.grants.find('acme', 'Session', 'late')).toBeUndefined();
+        expect(await s.users.getAssignment('acme', 'portal', 'ghost')).toBeUndefined();
+      });
+    });
+
     describe('SCIM users and tokens', () => {
       it('putUser writes the user and its SCIM attributes together; found by id, by userName without regard to case, by externalId', async () => {
+        await tenants('acme', 'globex');
         const resource = { userName: 'Bjensen', name: { givenName: 'Barbara', familyName: 'Jensen' }, emails: [{ value: 'bjensen@acme.test', primary: true }] };
         const got = await s.scim.putUser('acme', 'u1', { ...userBody('BJensen@acme.test'), managedBy: 'scim' }, 'hash', { userName: 'Bjensen', externalId: 'E-1', resource });
         expect(got).toEqual({
@@ -270,6 +376,7 @@ export function groupsAndScimContract(name: string, fresh: () => Promise<Backend
       });
 
       it('userNames are unique in a tenant without regard to case; a clash writes neither the user nor its attributes', async () => {
+        await tenants('acme', 'globex');
         await s.scim.putUser('acme', 'u1', userBody('a@acme.test'), null, { userName: 'alice', externalId: null, resource: {} });
         await expect(s.scim.putUser('acme', 'u2', userBody('b@acme.test'), null, { userName: 'ALICE', externalId: null, resource: {} })).rejects.toThrow();
         expect(await s.users.get('acme', 'u2')).toBeUndefined();
@@ -277,6 +384,7 @@ export function groupsAndScimContract(name: string, fresh: () => Promise<Backend
       });
 
       it('putUser with revokeArtifacts revokes the user\'s artifacts, all or nothing', async () => {
+        await tenants('acme');
         await s.scim.putUser('acme', 'u1', userBody('a@acme.test'), null, { userName: 'alice', externalId: null, resource: { active: true } });
         await signedIn(s, 'acme', 'u1', 'portal-id');
         const restore = await backend.failArtifactDeletes();
@@ -290,6 +398,7 @@ export function groupsAndScimContract(name: string, fresh: () => Promise<Backend
       });
 
       it('listUsers pages every user of the tenant by id (bytewise) with an offset; countUsers counts them', async () => {
+        await tenants('acme', 'globex');
         for (const id of AWKWARD) await s.users.put('acme', id, userBody(`${id}@acme.test`), null);
         await s.scim.putUser('acme', 'scim-1', userBody('s1@acme.test'), null, { userName: 's1', externalId: null, resource: {} });
         await s.users.put('globex', 'zz', userBody('zz@globex.test'), null);
@@ -303,6 +412,7 @@ export function groupsAndScimContract(name: string, fresh: () => Promise<Backend
       });
 
       it('tokens: stored, found per tenant, listed by creation, deleted', async () => {
+        await tenants('acme', 'globex');
         const t = (tenant: string, id: string, createdAt: number) => ({ tenant, id, hash: `hmac:${id}`, description: id === 'b' ? 'Okta' : null, createdAt });
         await s.scim.putToken(t('acme', 'b', 2));
         await s.scim.putToken(t('acme', 'a', 2));

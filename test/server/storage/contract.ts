@@ -20,6 +20,11 @@ export interface Backend {
   open(): Promise<Storage>;
   /** Makes every delete of an artifact row fail (as a database error) until the returned function runs. */
   failArtifactDeletes(): Promise<() => Promise<void>>;
+  /**
+   * Runs SQL on a connection of its own, as another program (or an older idforge) would: with the
+   * foreign keys the schema declares enforced, and nothing of the stores' own code.
+   */
+  sql(text: string): Promise<void>;
   /** Removes the database. Instances are closed before. */
   dispose(): Promise<void>;
 }
@@ -219,6 +224,7 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
 
     describe('applications', () => {
       it('put, get, by client id and by identifier; update keeps createdAt; secret hashes round-trip', async () => {
+        await parents(s, { acme: {} });
         const created = await s.applications.put('acme', 'portal', webApp('portal-id'), 'hash-1');
         expect(created).toEqual({ tenant: 'acme', name: 'portal', body: webApp('portal-id'), secretHash: 'hash-1', createdAt: T0S, updatedAt: T0S });
         await s.applications.put('acme', 'orders', apiApp('https://orders.example'), null);
@@ -260,6 +266,7 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
       });
 
       it('client ids and identifiers are unique within a tenant, not across tenants', async () => {
+        await parents(s, { acme: {}, globex: {} });
         await s.applications.put('acme', 'a', webApp('shared'), null);
         await expect(s.applications.put('acme', 'b', webApp('shared'), null)).rejects.toThrow();
         await s.applications.put('globex', 'b', webApp('shared'), null);
@@ -270,6 +277,7 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
       });
 
       it('list pages in bytewise name order within the tenant and never lists the internal service client', async () => {
+        await parents(s, { acme: {}, globex: {} });
         for (const n of AWKWARD_NAMES) await s.applications.put('acme', n, apiApp(`urn:${n}`), null);
         await s.applications.put('acme', 'idforge-admin', { kind: 'service', clientId: 'idforge-admin', scopes: ['admin'], audience: [] }, 'h');
         await s.applications.put('globex', 'elsewhere', apiApp('urn:x'), null);
@@ -280,6 +288,7 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
       });
 
       it('delete removes its assignments and every artifact issued to its client id, nothing else', async () => {
+        await parents(s, { acme: {}, globex: { users: ['u1'] } });
         await s.applications.put('acme', 'portal', webApp('portal-id'), null);
         await s.applications.put('acme', 'other', webApp('other-id'), null);
         await s.users.put('acme', 'u1', userBody('u1@acme.test'), null);
@@ -304,6 +313,7 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
       });
 
       it('delete is all or nothing', async () => {
+        await parents(s, { acme: { users: ['u1'] } });
         await s.applications.put('acme', 'portal', webApp('portal-id'), null);
         await s.users.putAssignment('acme', 'portal', 'u1', {});
         await s.grants.upsert('acme', 'Grant', 'g1', { accountId: 'u1', clientId: 'portal-id' }, 600);
@@ -318,6 +328,7 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
 
     describe('users and assignments', () => {
       it('put, get, update keeps createdAt; email lookups are case-insensitive and pick the lowest id', async () => {
+        await parents(s, { acme: {}, globex: {} });
         const body: Omit<UserBody, 'initialPassword'> = { email: 'Alice@Acme.TEST', displayName: 'Älice ✓', scopes: ['admin'], disabled: false, managedBy: 'idforge' };
         const created = await s.users.put('acme', 'u-b', body, '$argon2id$hash');
         expect(created).toEqual({ tenant: 'acme', id: 'u-b', body, passwordHash: '$argon2id$hash', createdAt: T0S, updatedAt: T0S });
@@ -336,6 +347,7 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
       });
 
       it('list pages in bytewise id order within the tenant', async () => {
+        await parents(s, { acme: {}, globex: {} });
         for (const id of AWKWARD_NAMES) await s.users.put('acme', id, userBody(`${id}@acme.test`), null);
         await s.users.put('globex', 'zz', userBody('zz@globex.test'), null);
         const pages = await allPages((cursor) => s.users.list('acme', { cursor, limit: 3 }));
@@ -344,6 +356,7 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
       });
 
       it('put with revokeArtifacts deletes the user\'s sessions, grants and tokens in that tenant; without it they stay', async () => {
+        await parents(s, { acme: { users: ['u2'] }, globex: { users: ['u1'] } });
         await s.users.put('acme', 'u1', userBody('u1@acme.test', ['admin']), null);
         const artifacts = [['Session', 's1'], ['Grant', 'g1'], ['RefreshToken', 'r1'], ['AccessToken', 'a1']] as const;
         for (const [model, id] of artifacts) {
@@ -362,6 +375,7 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
       });
 
       it('put with revokeArtifacts is all or nothing: a failed revocation leaves the user as before', async () => {
+        await parents(s, { acme: {} });
         await s.users.put('acme', 'u1', userBody('u1@acme.test', ['admin']), null);
         await s.grants.upsert('acme', 'RefreshToken', 'rt-1', { accountId: 'u1', clientId: 'spa' }, 3600);
         const restore = await backend.failArtifactDeletes();
@@ -375,6 +389,7 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
       });
 
       it('delete removes the user\'s assignments, artifacts and login factors, nobody else\'s', async () => {
+        await parents(s, { acme: { apps: ['portal'] }, globex: { apps: ['portal'] } });
         for (const u of ['gone', 'kept']) await populateUser(s, 'acme', u);
         await populateUser(s, 'globex', 'gone');
         expect(await s.users.delete('acme', 'gone')).toBe(true);
@@ -385,6 +400,7 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
       });
 
       it('delete is all or nothing', async () => {
+        await parents(s, { acme: { apps: ['portal'] } });
         await populateUser(s, 'acme', 'u1');
         const restore = await backend.failArtifactDeletes();
         await expect(s.users.delete('acme', 'u1')).rejects.toThrow(/injected failure/);
@@ -393,6 +409,7 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
       });
 
       it('assignments: put, get, update keeps createdAt, list pages by user id, delete', async () => {
+        await parents(s, { acme: { users: [...AWKWARD_NAMES, 'u1', 'zz'], apps: ['portal', 'wiki', 'other'] }, globex: { users: ['zz'], apps: ['wiki'] } });
         const body: AssignmentBody = { managedBy: 'idforge' };
         expect(await s.users.putAssignment('acme', 'portal', 'u1', body)).toEqual({ tenant: 'acme', application: 'portal', userId: 'u1', body, createdAt: T0S });
         vi.setSystemTime(T0 + 9_000);
@@ -410,6 +427,7 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
       });
 
       it('changeAssignments adds and removes in one transaction: existing ones kept as they are, a removed user\'s artifacts at the client revoked, a missing user changes nothing', async () => {
+        await parents(s, { acme: { apps: ['portal'] } });
         for (const id of ['u1', 'u2', 'u3']) await s.users.put('acme', id, userBody(`${id}@acme.example`), null);
         await s.users.putAssignment('acme', 'portal', 'u1', { managedBy: 'idforge' });
         await s.users.putAssignment('acme', 'portal', 'u2', {});
@@ -432,6 +450,7 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
       });
 
       it('changeAssignments is all or nothing: a failed revocation leaves every assignment as before', async () => {
+        await parents(s, { acme: { apps: ['portal'] } });
         for (const id of ['u1', 'u2']) await s.users.put('acme', id, userBody(`${id}@acme.example`), null);
         await s.users.putAssignment('acme', 'portal', 'u1', {});
         await s.grants.upsert('acme', 'Grant', 'g1', { accountId: 'u1', clientId: 'web' }, 600);
@@ -445,6 +464,7 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
 
     describe('login factors', () => {
       it('TOTP: enrol, claim only later steps, re-enrol resets; no enrolment claims nothing', async () => {
+        await parents(s, { acme: { users: ['u1'] } });
         expect(await s.users.getTotp('acme', 'u1')).toBeUndefined();
         expect(await s.users.claimTotpStep('acme', 'u1', 5)).toBe(false);
         const step = 63_000_000;
@@ -462,6 +482,7 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
       });
 
       it('TOTP: of many concurrent claims of one step (two instances), exactly one wins', async () => {
+        await parents(s, { acme: { users: ['u1'] } });
         await s.users.putTotp('acme', 'u1', 'sealed', 100);
         const s2 = await other();
         const wins = await Promise.all(Array.from({ length: 16 }, (_, i) => (i % 2 === 0 ? s : s2).users.claimTotpStep('acme', 'u1', 101)));
@@ -469,6 +490,7 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
       });
 
       it('emailed codes: one per user, attempts counted, replaced with attempts reset, deleted once', async () => {
+        await parents(s, { acme: { users: ['u1'] } });
         const expires = T0 + 600_123;
         expect(await s.users.getOtp('acme', 'u1')).toBeUndefined();
         expect(await s.users.countOtpAttempt('acme', 'u1')).toBe(Number.MAX_SAFE_INTEGER);
@@ -489,6 +511,7 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
       });
 
       it('emailed codes under races (two instances): attempts count exactly, and only one deleter wins', async () => {
+        await parents(s, { acme: { users: ['u1'] } });
         await s.users.putOtp('acme', 'u1', 'hash', T0 + 60_000);
         const s2 = await other();
         const counts = await Promise.all(Array.from({ length: 16 }, (_, i) => (i % 2 === 0 ? s : s2).users.countOtpAttempt('acme', 'u1')));
@@ -498,6 +521,7 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
       });
 
       it('emailed codes: the purge removes expired codes only', async () => {
+        await parents(s, { acme: { users: ['old', 'now', 'new'] } });
         await s.users.putOtp('acme', 'old', 'h', T0 - 1);
         await s.users.putOtp('acme', 'now', 'h', T0);
         await s.users.putOtp('acme', 'new', 'h', T0 + 1);
@@ -508,6 +532,7 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
       });
 
       it('passkeys: stored exactly, listed per user by createdAt then id, found by credential id per tenant, counters updated', async () => {
+        await parents(s, { acme: { users: ['u1', 'u2'] }, globex: { users: ['u9'] } });
         const p1 = passkey('cred-b', 'u1', 200);
         const p2 = { ...passkey('cred-a', 'u1', 200), counter: 4_294_967_295, transports: [] };
         const p3 = passkey('cred-c', 'u1', 100);
@@ -522,6 +547,24 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
         expect((await s.users.getPasskey('acme', 'cred-b'))?.userId).toBe('u1');
         await s.users.putPasskey('globex', passkey('cred-b', 'u9', 5));
       });
+
+      it('deletePasskey removes one passkey of that user only; deleteTotp removes the enrolment; each says whether it did', async () => {
+        await parents(s, { acme: { users: ['u1', 'u2'] }, globex: { users: ['u1'] } });
+        for (const p of [passkey('cred-a', 'u1', 1), passkey('cred-b', 'u1', 2)]) await s.users.putPasskey('acme', p);
+        await s.users.putPasskey('globex', passkey('cred-a', 'u1', 1));
+        expect(await s.users.deletePasskey('acme', 'u2', 'cred-a')).toBe(false);
+        expect(await s.users.deletePasskey('acme', 'u1', 'cred-a')).toBe(true);
+        expect(await s.users.deletePasskey('acme', 'u1', 'cred-a')).toBe(false);
+        expect((await s.users.listPasskeys('acme', 'u1')).map((p) => p.credentialId)).toEqual(['cred-b']);
+        expect(await s.users.getPasskey('globex', 'cred-a')).toBeDefined();
+        await s.users.putTotp('acme', 'u1', 'sealed', 10);
+        await s.users.putTotp('globex', 'u1', 'sealed', 10);
+        expect(await s.users.deleteTotp('acme', 'u1')).toBe(true);
+        expect(await s.users.deleteTotp('acme', 'u1')).toBe(false);
+        expect(await s.users.getTotp('acme', 'u1')).toBeUndefined();
+        expect(await s.users.claimTotpStep('acme', 'u1', 11)).toBe(false);
+        expect(await s.users.getTotp('globex', 'u1')).toBeDefined();
+      });
     });
 
     describe('grants (artifacts)', () => {
@@ -532,6 +575,7 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
       };
 
       it('upsert then find returns the payload as stored: same keys, order and values', async () => {
+        await parents(s, { acme: { users: ['u1'] } });
         await s.grants.upsert('acme', 'RefreshToken', 'r1', payload, 3600);
         const found = await s.grants.find('acme', 'RefreshToken', 'r1');
         expect(JSON.stringify(found)).toBe(JSON.stringify(payload));
@@ -541,6 +585,7 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
       });
 
       it('upsert replaces the payload and the columns it is found by', async () => {
+        await parents(s, { acme: {} });
         await s.grants.upsert('acme', 'Interaction', 'i1', { uid: 'old', userCode: 'OLD-CODE' }, 60);
         expect(await s.grants.findByUid('acme', 'Interaction', 'old')).toEqual({ uid: 'old', userCode: 'OLD-CODE' });
         expect(await s.grants.findByUserCode('acme', 'Interaction', 'OLD-CODE')).toEqual({ uid: 'old', userCode: 'OLD-CODE' });
@@ -554,6 +599,7 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
       });
 
       it('an artifact is not found from its expiry on, even before the purge; without expiresIn it never expires', async () => {
+        await parents(s, { acme: {} });
         await s.grants.upsert('acme', 'AuthorizationCode', 'c1', { uid: 'u-c1', userCode: 'UC1' }, 60);
         await s.grants.upsert('acme', 'Session', 's1', { uid: 'u-s1' }, undefined);
         // Expiry is in whole seconds: the last millisecond of the 59th second still finds it.
@@ -568,6 +614,7 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
       });
 
       it('purgeExpired deletes expired artifacts only and says how many', async () => {
+        await parents(s, { acme: {}, globex: {} });
         await s.grants.upsert('acme', 'AccessToken', 'a1', {}, 10);
         await s.grants.upsert('globex', 'AccessToken', 'a1', {}, 10);
         await s.grants.upsert('acme', 'AccessToken', 'a2', {}, 20);
@@ -584,6 +631,7 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
       });
 
       it('consume marks the payload consumed (epoch seconds) and keeps everything else as it was', async () => {
+        await parents(s, { acme: { users: ['u1'] } });
         await s.grants.upsert('acme', 'AuthorizationCode', 'c1', payload, 60);
         vi.setSystemTime((T0S + 2) * 1000 + 500);
         await s.grants.consume('acme', 'AuthorizationCode', 'c1');
@@ -596,6 +644,7 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
       });
 
       it('destroy and revokeByGrantId delete what they name, in that tenant', async () => {
+        await parents(s, { acme: {}, globex: {} });
         await s.grants.upsert('acme', 'Session', 's1', {}, 60);
         await s.grants.upsert('acme', 'Grant', 's1', {}, 60);
         await s.grants.destroy('acme', 'Session', 's1');
@@ -616,6 +665,7 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
       });
 
       it('revokeUserClient revokes one user\'s grants and everything issued under them at one client; sessions stay', async () => {
+        await parents(s, { acme: { users: ['u1', 'u2'] }, globex: { users: ['u1'] } });
         const put = (tenant: string, model: string, id: string, p: ArtifactPayload) => s.grants.upsert(tenant, model, id, p, 600);
         await put('acme', 'Session', 'sess', { accountId: 'u1' });
         await put('acme', 'Grant', 'g1', { accountId: 'u1', clientId: 'web' });
@@ -638,6 +688,7 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
       });
 
       it('revokeUser revokes everything carrying the account, sessions included', async () => {
+        await parents(s, { acme: { users: ['u1', 'u2'] }, globex: { users: ['u1'] } });
         await s.grants.upsert('acme', 'Session', 's1', { accountId: 'u1' }, 600);
         await s.grants.upsert('acme', 'Grant', 'g1', { accountId: 'u1', clientId: 'web' }, 600);
         await s.grants.upsert('acme', 'Grant', 'g2', { accountId: 'u2', clientId: 'web' }, 600);
@@ -648,6 +699,26 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
         expect(await s.grants.find('acme', 'Grant', 'g2')).toBeDefined();
         expect(await s.grants.find('globex', 'Session', 's1')).toBeDefined();
       });
+
+      it('listByAccount lists the account\'s unexpired artifacts of the models asked for, as stored, ordered by model then id', async () => {
+        await parents(s, { acme: { users: ['u1', 'u2'] }, globex: { users: ['u1'] } });
+        const session = { accountId: 'u1', loginTs: 1_700_000_000, authorizations: { web: { grantId: 'g1' } } };
+        await s.grants.upsert('acme', 'Session', 's2', session, 600);
+        await s.grants.upsert('acme', 'Session', 's1', { accountId: 'u1' }, undefined);
+        await s.grants.upsert('acme', 'Grant', 'g1', { accountId: 'u1', clientId: 'web' }, 600);
+        await s.grants.upsert('acme', 'RefreshToken', 'rt', { accountId: 'u1', clientId: 'web', grantId: 'g1' }, 600);
+        await s.grants.upsert('acme', 'Session', 'other', { accountId: 'u2' }, 600);
+        await s.grants.upsert('globex', 'Session', 's9', { accountId: 'u1' }, 600);
+        await s.grants.upsert('acme', 'Grant', 'gone', { accountId: 'u1', clientId: 'spa' }, 1);
+        vi.setSystemTime(Date.now() + 2000);
+        const listed = await s.grants.listByAccount('acme', 'u1', ['Session', 'Grant']);
+        expect(listed.map((a) => `${a.model}/${a.id}`)).toEqual(['Grant/g1', 'Session/s1', 'Session/s2']);
+        expect(listed[2]!.payload).toEqual(session);
+        expect(listed[1]!.expiresAt).toBeNull();
+        expect(typeof listed[0]!.expiresAt).toBe('number');
+        expect(await s.grants.listByAccount('acme', 'u1', [])).toEqual([]);
+        expect(await s.grants.listByAccount('acme', 'nobody', ['Session'])).toEqual([]);
+      });
     });
 
     describe('throttle', () => {
@@ -655,6 +726,7 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
       const LOCK = 60_000;
 
       it('counts failures, restarts after a quiet window, locks at the threshold and restarts the count', async () => {
+        await parents(s, { acme: {} });
         expect(await s.throttle.get('acme', 'account:a')).toBeUndefined();
         expect(await s.throttle.recordFailure('acme', 'account:a', T0, W, 3, LOCK)).toEqual({ failures: 1, lastFailureMs: T0, lockedUntilMs: 0, locked: false });
         expect(await s.throttle.recordFailure('acme', 'account:a', T0 + 1, W, 3, LOCK)).toEqual({ failures: 2, lastFailureMs: T0 + 1, lockedUntilMs: 0, locked: false });
@@ -671,6 +743,7 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
       });
 
       it('concurrent failures (two instances) are each counted: exactly every lockAt-th one locks', async () => {
+        await parents(s, { acme: {} });
         const s2 = await other();
         const n = 20;
         const lockAt = 5;
@@ -732,6 +805,7 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
       });
 
       it('the purge removes counters idle for a day, but not running lockouts', async () => {
+        await parents(s, { acme: {} });
         const day = 86_400_000;
         await s.throttle.recordFailure('acme', 'idle', T0 - day - 1, W, 100, LOCK);
         await s.throttle.recordFailure('acme', 'recent', T0 - day + 1, W, 100, LOCK);
@@ -745,6 +819,7 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
 
     describe('rates', () => {
       it('takeRate lets a burst through at once, then one request per interval, and says how long to wait', async () => {
+        await parents(s, { acme: {}, globex: {} });
         const take = (t: number) => s.throttle.takeRate('acme', 'rate:scim-token:a', t, 100, 3);
         expect([await take(T0), await take(T0), await take(T0)]).toEqual([0, 0, 0]);
         expect(await take(T0)).toBe(100);
@@ -761,12 +836,14 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
       });
 
       it('takeRate is one budget across instances: of 20 concurrent requests, exactly the burst goes through', async () => {
+        await parents(s, { acme: {} });
         const s2 = await other();
         const waits = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? s : s2).throttle.takeRate('acme', 'rate:shared', T0, 1000, 5)));
         expect(waits.filter((w) => w === 0)).toHaveLength(5);
       });
 
       it('takeRate keeps sub-millisecond intervals (rates above 1,000 a second)', async () => {
+        await parents(s, { acme: {} });
         const waits = [];
         for (let i = 0; i < 12; i++) waits.push(await s.throttle.takeRate('acme', 'rate:fast', T0, 0.1, 10));
         expect(waits.filter((w) => w === 0)).toHaveLength(10);
@@ -775,6 +852,7 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
       });
 
       it('the purge removes rate rows idle for a day, and keeps the others', async () => {
+        await parents(s, { acme: {} });
         const day = 86_400_000;
         await s.throttle.takeRate('acme', 'rate:idle', Date.now() - day - 60_000, 100, 3);
         await s.throttle.takeRate('acme', 'rate:recent', Date.now(), 100, 1);
@@ -811,12 +889,11 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
       });
 
       it('batch writes what decide returns, given the contents, and returns its result; upserts keep createdAt', async () => {
-        await s.users.put('acme', 'old', userBody('old@acme.test'), 'old-hash');
         vi.setSystemTime(T0 + 5_000);
         const keys = [key('acme', 'k1', 1, 'active'), key('acme', 'k2', 2)];
         const result = await s.tenants.batch('acme', (c) => {
           expect(c.tenant).toBeUndefined();
-          expect(c.users.map((u) => u.id)).toEqual(['old']);
+          expect(c.users).toEqual([]);
           return {
             changes: {
               ...NONE,
@@ -824,7 +901,7 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
               applications: [{ name: 'web', body: webApp('web-id'), secretHash: 'hmac' }, { name: 'api', body: apiApp('https://api.example'), secretHash: null }],
               users: [
                 { id: 'new', body: userBody('New@Acme.test', ['admin']), initialPasswordHash: 'new-hash', revokeArtifacts: false },
-                { id: 'old', body: userBody('renamed@acme.test'), initialPasswordHash: null, revokeArtifacts: false },
+                { id: 'old', body: userBody('old@acme.test'), initialPasswordHash: 'old-hash', revokeArtifacts: false },
               ],
               assignments: [{ application: 'web', userId: 'new', body: { managedBy: 'idforge' } }],
             },
@@ -837,8 +914,7 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
         expect(await s.applications.getByClientId('acme', 'web-id')).toEqual({ tenant: 'acme', name: 'web', body: webApp('web-id'), secretHash: 'hmac', createdAt: T0S + 5, updatedAt: T0S + 5 });
         expect(await s.applications.getByIdentifier('acme', 'https://api.example')).toMatchObject({ name: 'api', secretHash: null });
         expect(await s.users.getByEmail('acme', 'new@acme.test')).toEqual({ tenant: 'acme', id: 'new', body: userBody('New@Acme.test', ['admin']), passwordHash: 'new-hash', createdAt: T0S + 5, updatedAt: T0S + 5 });
-        // A stored password is kept when the batch sets none.
-        expect(await s.users.get('acme', 'old')).toEqual({ tenant: 'acme', id: 'old', body: userBody('renamed@acme.test'), passwordHash: 'old-hash', createdAt: T0S, updatedAt: T0S + 5 });
+        expect(await s.users.get('acme', 'old')).toEqual({ tenant: 'acme', id: 'old', body: userBody('old@acme.test'), passwordHash: 'old-hash', createdAt: T0S + 5, updatedAt: T0S + 5 });
         expect(await s.users.getAssignment('acme', 'web', 'new')).toEqual({ tenant: 'acme', application: 'web', userId: 'new', body: { managedBy: 'idforge' }, createdAt: T0S + 5 });
 
         vi.setSystemTime(T0 + 9_000);
@@ -846,9 +922,14 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
           tenant: { body: tenantBody('Acme 2'), initialKeys: [key('acme', 'ignored', 3)] },
           applications: [{ name: 'web', body: webApp('web-id-2'), secretHash: 'hmac-2' }],
           // An initial password never replaces one that is there (set meanwhile by someone else).
-          users: [{ id: 'new', body: userBody('new@acme.test'), initialPasswordHash: 'other-hash', revokeArtifacts: false }],
+          users: [
+            { id: 'new', body: userBody('new@acme.test'), initialPasswordHash: 'other-hash', revokeArtifacts: false },
+            { id: 'old', body: userBody('renamed@acme.test'), initialPasswordHash: null, revokeArtifacts: false },
+          ],
           assignments: [{ application: 'web', userId: 'new', body: {} }],
         });
+        // A stored password is kept when the batch sets none.
+        expect(await s.users.get('acme', 'old')).toEqual({ tenant: 'acme', id: 'old', body: userBody('renamed@acme.test'), passwordHash: 'old-hash', createdAt: T0S + 5, updatedAt: T0S + 9 });
         expect(await s.tenants.get('acme')).toMatchObject({ body: tenantBody('Acme 2'), createdAt: T0S + 5, updatedAt: T0S + 9 });
         expect((await s.tenants.listKeys('acme')).map((k) => k.kid)).toEqual(['k1', 'k2']);
         expect(await s.applications.get('acme', 'web')).toMatchObject({ body: webApp('web-id-2'), secretHash: 'hmac-2', createdAt: T0S + 5, updatedAt: T0S + 9 });
@@ -878,6 +959,7 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
       });
 
       it('batch revokes the grants and tokens of a user written with revokeArtifacts, and only those', async () => {
+        await parents(s, { acme: {} });
         await s.users.put('acme', 'u1', userBody('u1@acme.test', ['admin']), null);
         await s.users.put('acme', 'u2', userBody('u2@acme.test', ['admin']), null);
         for (const u of ['u1', 'u2']) await s.grants.upsert('acme', 'RefreshToken', `rt-${u}`, { accountId: u, clientId: 'spa' }, 600);
@@ -913,7 +995,7 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
         const seen = await Promise.all(Array.from({ length: 8 }, (_, i) => (i % 2 === 0 ? s : s2).tenants.batch('race', (c) => {
           // The next id is the count of users seen: two batches deciding on the same contents would write one id twice.
           const id = `u${c.users.length}`;
-          return { changes: { ...NONE, users: [{ id, body: userBody(`${id}@race.test`), initialPasswordHash: null, revokeArtifacts: false }] }, result: id };
+          return { changes: { ...NONE, tenant: { body: tenantBody('Race') }, users: [{ id, body: userBody(`${id}@race.test`), initialPasswordHash: null, revokeArtifacts: false }] }, result: id };
         })));
         expect([...seen].sort()).toEqual(Array.from({ length: 8 }, (_, i) => `u${i}`));
         expect((await s.tenants.contents('race')).users).toHaveLength(8);
@@ -987,6 +1069,7 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
       });
 
       it('throttle keys are whatever was typed: NUL and all are counted, found and cleared', async () => {
+        await parents(s, { acme: {} });
         const k = 'account:a\u0000b@acme.test';
         expect(await s.throttle.recordFailure('acme', k, T0, 1000, 5, 1000)).toMatchObject({ failures: 1 });
         expect(await s.throttle.get('acme', 'account:a')).toBeUndefined();
@@ -997,6 +1080,18 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
       });
     });
   });
+}
+
+/**
+ * Since schema 3 every row names its parents in the database (foreign keys): the tenants, and the
+ * users and applications of each, that a test's rows belong to (made unless they exist).
+ */
+async function parents(s: Storage, tenants: Readonly<Record<string, { readonly users?: readonly string[]; readonly apps?: readonly string[] }>>): Promise<void> {
+  for (const [t, { users = [], apps = [] }] of Object.entries(tenants)) {
+    if ((await s.tenants.get(t)) === undefined) await s.tenants.put(t, tenantBody(t));
+    for (const u of users) if ((await s.users.get(t, u)) === undefined) await s.users.put(t, u, userBody(`${u}@${t}.parent`), null);
+    for (const a of apps) if ((await s.applications.get(t, a)) === undefined) await s.applications.put(t, a, webApp(`${a}-id`), null);
+  }
 }
 
 /** A tenant with one of everything: a key, an application, a user with an assignment, artifacts, factors, a throttle counter. */

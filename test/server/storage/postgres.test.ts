@@ -4,14 +4,19 @@
  * migrations applied once when replicas start together, and one-line errors for a database that
  * cannot be used.
  */
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StartupError } from '../../../src/server/errors.ts';
 import { openStorage, type Storage } from '../../../src/server/storage/index.ts';
 import { LATEST_VERSION, MIGRATIONS } from '../../../src/server/storage/postgres-migrations.ts';
 import { freePort } from '../../support/processes.ts';
-import { startPostgres, type TestPostgres } from '../../support/postgres.ts';
+import { postgresBin, startPostgres, type TestPostgres } from '../../support/postgres.ts';
+
+const SCHEMA_2_DUMP = join(import.meta.dirname, '..', '..', 'upgrade', 'fixtures', 'schema-2', 'postgres', 'postgres.sql');
 import { storageContract } from './contract.ts';
 import { groupsAndScimContract } from './contract-groups.ts';
+import { eventsContract } from './contract-events.ts';
 
 let server: TestPostgres;
 beforeAll(async () => {
@@ -34,11 +39,15 @@ const postgresBackend = async () => {
         await server.sql(db.name, 'DROP FUNCTION fail_artifact_delete()');
       };
     },
+    async sql(text: string) {
+      await server.sql(db.name, text);
+    },
     dispose: () => server.dropDatabase(db.name),
   };
 };
 storageContract('postgres', postgresBackend);
 groupsAndScimContract('postgres', postgresBackend);
+eventsContract('postgres', postgresBackend);
 
 describe('postgres migrations', () => {
   it('replicas starting together on a fresh database all succeed, and each migration is applied once', async () => {
@@ -72,6 +81,46 @@ describe('postgres migrations', () => {
     expect((err as Error).message).toBe(
       `cannot use the database at 127.0.0.1:${server.port}/${db.name}: its schema is version ${LATEST_VERSION + 1}, newer than this idforge knows (${LATEST_VERSION}); run the newer idforge, or restore a backup`,
     );
+    await server.dropDatabase(db.name);
+  });
+});
+
+describe('postgres: upgrading a database of schema 2 (made by that release: test/upgrade/fixtures)', () => {
+  const restore = async (prefix: string) => {
+    const db = await server.createDatabase(prefix);
+    execFileSync(join(postgresBin(), 'psql'), ['-v', 'ON_ERROR_STOP=1', '-q', '-X', '-d', db.url, '-f', SCHEMA_2_DUMP], { stdio: 'pipe' });
+    // What a release before schema 2 did on a schema 2 database: it deleted a user and left her rows.
+    const group = (await server.sql(db.name, 'SELECT tenant, id FROM tenant_groups LIMIT 1')).rows[0] as { tenant: string; id: string };
+    await server.sql(db.name, 'INSERT INTO group_members (tenant, group_id, user_id) VALUES ($1, $2, $3)', [group.tenant, group.id, 'u-deleted']);
+    await server.sql(db.name, `INSERT INTO assignments (tenant, application, user_id, body, created_at) VALUES ('acme', 'portal', 'u-deleted', '{}', 1)`);
+    return db;
+  };
+
+  it('adds the foreign keys in one transaction, dropping and counting the rows a release left without their parent', async () => {
+    const db = await restore('orphans');
+    const lines: string[] = [];
+    await (await openStorage({ dataDir: '/nonexistent', database: db.url, log: (l) => lines.push(l) })).close();
+    expect(lines).toEqual([
+      ...MIGRATIONS.filter((m) => m.version > 2).map((m) => `database: applied migration ${m.version} (${m.name})`),
+      'database: migration 3: rows whose parent was gone, dropped: assignments 1, group_members 1',
+    ]);
+    expect((await server.sql(db.name, `SELECT count(*)::int AS n FROM group_members WHERE user_id = 'u-deleted'`)).rows).toEqual([{ n: 0 }]);
+    // The database itself now takes a deleted user's rows with her.
+    await server.sql(db.name, `DELETE FROM users WHERE tenant = 'acme' AND id = 'u-alice'`);
+    expect((await server.sql(db.name, `SELECT count(*)::int AS n FROM assignments WHERE user_id = 'u-alice'`)).rows).toEqual([{ n: 0 }]);
+    await server.dropDatabase(db.name);
+  });
+
+  it('a migration that fails changes nothing, and says why in one line', async () => {
+    const db = await restore('failing');
+    await server.sql(db.name, `CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'injected failure'; END $$`);
+    await server.sql(db.name, 'CREATE TRIGGER refuse BEFORE DELETE ON group_members FOR EACH ROW EXECUTE FUNCTION refuse()');
+    const err = await openStorage({ dataDir: '/nonexistent', database: db.url }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(StartupError);
+    expect((err as Error).message).toBe(`cannot use the database at 127.0.0.1:${server.port}/${db.name}: injected failure`);
+    expect((await server.sql(db.name, 'SELECT max(version) AS v FROM schema_migrations')).rows).toEqual([{ v: 2 }]);
+    expect((await server.sql(db.name, `SELECT count(*)::int AS n FROM pg_constraint WHERE contype = 'f'`)).rows).toEqual([{ n: 0 }]);
+    expect((await server.sql(db.name, `SELECT count(*)::int AS n FROM assignments WHERE user_id = 'u-deleted'`)).rows).toEqual([{ n: 1 }]);
     await server.dropDatabase(db.name);
   });
 });

@@ -9,6 +9,7 @@ import { DATABASE_FILE } from '../../../src/server/storage/sqlite.ts';
 import { tempDir } from '../_support.ts';
 import { storageContract } from './contract.ts';
 import { groupsAndScimContract } from './contract-groups.ts';
+import { eventsContract } from './contract-events.ts';
 
 const sqliteBackend = async () => {
   const dir = tempDir('idforge-storage-');
@@ -22,6 +23,16 @@ const sqliteBackend = async () => {
         db.close();
       };
     },
+    async sql(text: string) {
+      const db = new Database(join(dir.path, DATABASE_FILE));
+      try {
+        db.pragma('busy_timeout = 5000');
+        db.pragma('foreign_keys = ON');
+        db.exec(text);
+      } finally {
+        db.close();
+      }
+    },
     async dispose() {
       dir.remove();
     },
@@ -29,3 +40,4 @@ const sqliteBackend = async () => {
 };
 storageContract('sqlite', sqliteBackend);
 groupsAndScimContract('sqlite', sqliteBackend);
+eventsContract('sqlite', sqliteBackend);
