@@ -18,6 +18,7 @@ const COMMANDS: Readonly<Record<string, CommandEntry>> = {
   apply: { summary: 'make a live server match the model', load: () => import('./commands/apply.ts') },
   scaffold: { summary: 'render a runnable sample client app for one application', load: () => import('./commands/scaffold.ts') },
   export: { summary: 'write a live tenant as a model file (to move a console-made tenant into Git)', load: () => import('./commands/export.ts') },
+  events: { summary: "print a tenant's event log: changes with their commit, sign-ins (--follow to keep reading)", load: () => import('./commands/events.ts') },
 };
 
 /** How the entry point describes `serve`, which it loads from the server. */

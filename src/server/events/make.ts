@@ -1,0 +1,86 @@
+/**
+ * Events as the server makes them (the contract: src/contract/events.ts): a stable id (UUIDv7: its
+ * time first, so ids sort roughly by time), the time, the actor the request's door established
+ * (ops/request-context.ts) with the writer's manager, and the request id. The directory core makes
+ * one per object it writes and hands them to the storage with the write (`recordWith`), so they
+ * commit or fail with it.
+ */
+import { randomBytes } from 'node:crypto';
+import {
+  changeOf, fieldChanges, safeDetails, type EventActor, type EventChange, type EventObjectKind, type EventType, type EventView,
+} from '../../contract/index.ts';
+import type { ServerContext } from '../_context.ts';
+import { currentActor, currentRequestId } from '../ops/request-context.ts';
+
+/** RFC 9562 UUID version 7: 48 bits of Unix milliseconds, then 74 random bits. */
+export function uuidv7(nowMs: number = Date.now()): string {
+  const b = randomBytes(16);
+  b.writeUIntBE(nowMs, 0, 6);
+  b[6] = (b[6]! & 0x0f) | 0x70;
+  b[8] = (b[8]! & 0x3f) | 0x80;
+  const h = b.toString('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
+export interface EventInput {
+  readonly tenant: string;
+  readonly type: EventType;
+  readonly object: { readonly kind: EventObjectKind; readonly name: string };
+  readonly changes?: readonly EventChange[];
+  readonly details?: Readonly<Record<string, unknown>>;
+  /** The manager the write is made by (the body's `manager`); default: the one the request's headers named. */
+  readonly manager?: string | undefined;
+  /** Overrides the request's actor (sign-in outcomes: the person). */
+  readonly actor?: EventActor;
+}
+
+export function makeEvent(e: EventInput, nowMs: number = Date.now()): EventView {
+  const base = e.actor ?? currentActor() ?? {};
+  const actor: EventActor = { ...base, ...(e.manager === undefined ? {} : { manager: e.manager }) };
+  const details = e.details === undefined ? undefined : safeDetails(e.details);
+  const requestId = currentRequestId();
+  return {
+    id: uuidv7(nowMs),
+    time: new Date(nowMs).toISOString(),
+    tenant: e.tenant,
+    type: e.type,
+    actor,
+    object: { kind: e.object.kind, name: e.object.name },
+    changes: [...(e.changes ?? [])],
+    ...(details === undefined ? {} : { details }),
+    ...(requestId === undefined ? {} : { requestId }),
+  };
+}
+
+/** The event of a put: created (every field), updated (what differs) or nothing when unchanged. */
+export function putEvent(
+  tenant: string, kind: EventObjectKind, name: string, before: object | undefined, after: object, manager: string | undefined,
+  extra: readonly EventChange[] = [],
+): EventView | undefined {
+  const changes = [...fieldChanges(before, after), ...extra];
+  if (before !== undefined && changes.length === 0) return undefined;
+  return makeEvent({ tenant, type: `${kind}.${before === undefined ? 'created' : 'updated'}` as EventType, object: { kind, name }, changes, manager });
+}
+
+/** The event of a delete: what the object was. */
+export const deleteEvent = (tenant: string, kind: EventObjectKind, name: string, before: object | undefined, manager?: string): EventView =>
+  makeEvent({ tenant, type: `${kind}.deleted` as EventType, object: { kind, name }, changes: fieldChanges(before, undefined), manager });
+
+/** A client secret made or replaced (the hash the server keeps changed): only that it was. */
+export const secretChanges = (before: { readonly secretHash: string | null } | undefined, secretHash: string | null): EventChange[] =>
+  (before?.secretHash ?? null) !== secretHash ? [changeOf('clientSecret', undefined, undefined)] : [];
+
+/** A password set or changed: only that it was (the one redaction rule). */
+export const PASSWORD_CHANGE: EventChange = changeOf('password', undefined, undefined);
+
+/** The name of an assignment in events: `<application>/<user>` (group assignments: `<application>/<group>`). */
+export const pairName = (application: string, member: string) => `${application}/${member}`;
+
+/**
+ * Runs a write of the directory core with its events: they are stored in the write's transaction
+ * (EventStore.within), none when there are none.
+ */
+export function recordWith<T>(ctx: ServerContext, events: readonly (EventView | undefined)[] | (() => readonly (EventView | undefined)[]), write: () => Promise<T>): Promise<T> {
+  const list = () => (typeof events === 'function' ? events() : events).filter((e): e is EventView => e !== undefined);
+  return ctx.storage.events.within(list, write);
+}
