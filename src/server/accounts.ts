@@ -4,7 +4,6 @@
  */
 import type { Account, KoaContextWithOIDC } from 'oidc-provider';
 import type { ServerContext } from './_context.ts';
-import { isConsoleClient } from './console/client.ts';
 import type { ApplicationRecord, UserRecord } from './storage/types.ts';
 
 /** Always grantable when the client may request them; every other scope is custom and per-user. */
@@ -30,8 +29,8 @@ export function grantableScopes(user: UserRecord, requested: Iterable<string>): 
 export async function isAssigned(
   ctx: ServerContext, tenant: string, clientId: string, userId: string, apps?: { byClientId(id: string): Promise<ApplicationRecord | undefined> },
 ): Promise<boolean> {
-  // The admin console admits by the tenant's admin scope instead, and says why to others (console/).
-  if (isConsoleClient(clientId)) return true;
+  // An app at the edge (the admin console) admits by its own rule, and says why to others.
+  if (ctx.edge.some((e) => e.clientId === clientId)) return true;
   const app = await (apps ? apps.byClientId(clientId) : ctx.storage.applications.getByClientId(tenant, clientId));
   if (app === undefined) return false;
   // Assigned directly, or a member of a group assigned to the application: access follows

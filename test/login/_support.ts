@@ -96,34 +96,39 @@ export async function applyModel(server: LoginServer, tenants: string): Promise<
 export interface SignIn {
   /** Waits for the browser to come back to the app, redeems the code; returns the ID token's claims. */
   finish(): Promise<oidc.IDToken>;
+  /** As finish, with the whole token response (a refresh token when the scope asked for `offline`). */
+  tokens(): Promise<oidc.TokenEndpointResponse & oidc.TokenEndpointResponseHelpers>;
 }
 
 /** Opens the tenant's authorization endpoint in the page, as the SPA would. */
-export async function beginSignIn(page: Page, server: LoginServer, tenant: string): Promise<SignIn & { config: oidc.Configuration }> {
+export async function beginSignIn(page: Page, server: LoginServer, tenant: string, scope = 'openid email'): Promise<SignIn & { config: oidc.Configuration }> {
   const config = await relyingParty(server.issuer(tenant), 'app');
   const origin = appOrigin();
   const verifier = oidc.randomPKCECodeVerifier();
   const state = oidc.randomState();
   const url = oidc.buildAuthorizationUrl(config, {
     // With the trailing slash, as openid-client repeats the callback URL at the token endpoint.
-    redirect_uri: new URL(origin).href, scope: 'openid email', state,
+    redirect_uri: new URL(origin).href, scope, state,
     code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256',
   });
   const back = page.waitForRequest((r) => r.url().startsWith(origin) && r.url().includes('state='), { timeout: 60_000 });
   back.catch(() => {});
   await page.goto(url.href);
-  return {
+  const flow: SignIn & { config: oidc.Configuration } = {
     config,
-    async finish() {
+    async tokens() {
       const callback = new URL((await back).url());
       // Let the app's page finish loading, so the next navigation never races this one.
       await page.waitForURL((u) => u.href.startsWith(origin));
       await page.waitForLoadState('load');
       expect(callback.searchParams.get('error'), callback.searchParams.get('error_description') ?? '').toBeNull();
-      const tokens = await oidc.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: state });
-      return tokens.claims()!;
+      return oidc.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: state });
+    },
+    async finish() {
+      return (await flow.tokens()).claims()!;
     },
   };
+  return flow;
 }
 
 /** Signs the browser out at the tenant (RP-initiated logout, confirmed as a person would). */

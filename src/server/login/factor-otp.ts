@@ -9,6 +9,7 @@
  */
 import { createHmac, randomInt, timingSafeEqual } from 'node:crypto';
 import type { UserRecord } from '../storage/types.ts';
+import { duration, signInCodeMail } from './mail-templates.ts';
 import { escapeHtml } from './pages.ts';
 import { normalizeEmail, type FactorContext, type LoginFactor } from './types.ts';
 
@@ -17,9 +18,7 @@ export const OTP_INVALID = 'That code is not valid: it may be mistyped, already 
 const hash = (ctx: FactorContext, userId: string, code: string) =>
   createHmac('sha256', ctx.master.derive('login-otp')).update(`${ctx.tenant}\0${userId}\0${code}`).digest('base64url');
 
-function minutes(seconds: number): string {
-  return seconds >= 120 ? `${Math.round(seconds / 60)} minutes` : `${Math.round(seconds)} seconds`;
-}
+const minutes = duration;
 
 /** A new code is mailed at most this often per user, so the button cannot flood a mailbox. */
 export const OTP_RESEND_INTERVAL_MS = 30_000;
@@ -32,12 +31,7 @@ async function send(ctx: FactorContext, user: UserRecord): Promise<void> {
   const code = randomInt(0, 1_000_000).toString().padStart(6, '0');
   await ctx.storage.users.putOtp(ctx.tenant, user.id, hash(ctx, user.id, code), Date.now() + ctx.settings.otpLifetimeSeconds * 1000);
   ctx.settings.mailer
-    .send({
-      to: user.body.email,
-      subject: `Your sign-in code for ${ctx.tenantDisplayName}`,
-      // The code first, on a short line: mail clients preview it and no line wrapping can split it.
-      text: `Your sign-in code is ${code}\n\nEnter it to sign in to ${ctx.tenantDisplayName}. It works once and expires in ${minutes(ctx.settings.otpLifetimeSeconds)}.\nIf you did not try to sign in, ignore this message; nobody can sign in without the code.\n`,
-    })
+    .send({ to: user.body.email, ...signInCodeMail(ctx.tenantDisplayName, code, ctx.settings.otpLifetimeSeconds) })
     .catch((err: unknown) => ctx.settings.audit({ audit: 'mail.failure', tenant: ctx.tenant, user: user.id, error: (err as Error).message }));
 }
 

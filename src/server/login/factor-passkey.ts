@@ -20,6 +20,7 @@ import {
 } from '@simplewebauthn/server';
 import type { UserRecord } from '../storage/types.ts';
 import { escapeHtml } from './pages.ts';
+import { DatabaseFault } from '../errors.ts';
 import type { FactorContext, LoginFactor } from './types.ts';
 
 const CHALLENGE_MODEL = 'PasskeyChallenge';
@@ -141,6 +142,8 @@ export async function verifyPasskeyRegistration(ctx: FactorContext, user: UserRe
     ctx.settings.audit({ audit: 'passkey.registered', tenant: ctx.tenant, user: user.id, credential: c.id });
     return undefined;
   } catch (err) {
+    // The database failing to store it is no rejected passkey: the sign-in page says what it is.
+    if (err instanceof DatabaseFault) throw err;
     ctx.settings.audit({ audit: 'passkey.rejected', tenant: ctx.tenant, user: user.id, error: (err as Error).message });
     return 'The passkey was not saved: it could not be verified. Try again.';
   }

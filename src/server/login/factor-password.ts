@@ -9,12 +9,13 @@ export const passwordFactor: LoginFactor = {
   identifies: true,
   multiFactor: false,
   accountOf: (form) => normalizeEmail(form.email) || undefined,
-  renderFields: async (_ctx, previous) => `
+  renderFields: async (ctx, previous) => `
 <label for="email">Email</label>
 <input id="email" name="email" type="email" autocomplete="username" required autofocus value="${escapeHtml(previous.email ?? '')}">
 <label for="password">Password</label>
 <input id="password" name="password" type="password" autocomplete="current-password" required>
-<button type="submit">Sign in</button>`,
+<button type="submit">Sign in</button>
+<p class="detail"><a href="/interaction/${encodeURIComponent(ctx.uid)}/forgot">Forgot password?</a></p>`,
   async verify(ctx, form) {
     const email = (form.email ?? '').trim();
     const password = form.password ?? '';

@@ -74,6 +74,7 @@ ${codeField('Code the app now shows (6 digits), to finish setup')}
       if (step === undefined) return { ok: false, message: 'That code is not right. Check that the app shows the key above and that its clock is correct, then try again.', reason: 'wrong totp (enrolment)' };
       await ctx.storage.users.putTotp(ctx.tenant, user.id, ctx.master.seal(secret, sealedFor(ctx, user.id)), step);
       await ctx.storage.grants.destroy(ctx.tenant, ENROLMENT_MODEL, ctx.uid);
+      ctx.settings.audit({ audit: 'totp.enrolled', tenant: ctx.tenant, user: user.id, factor: 'totp' });
       return { ok: true, user };
     }
     const step = await check(ctx.master.unseal(enrolled.sealedSecret, sealedFor(ctx, user.id)), code);

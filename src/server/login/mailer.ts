@@ -12,6 +12,8 @@ export interface MailMessage {
   readonly to: string;
   readonly subject: string;
   readonly text: string;
+  /** The same message as HTML (mail-templates.ts); sent as multipart/alternative with the text. */
+  readonly html?: string;
 }
 
 export interface Mailer {
@@ -36,7 +38,7 @@ export function createMailer(c: MailerConfig): Mailer {
       // Never the credentials of the URL.
       describe: `${u.protocol}//${u.host}`,
       async send(m) {
-        await transport.sendMail({ from: c.from, to: m.to, subject: m.subject, text: m.text });
+        await transport.sendMail({ from: c.from, to: m.to, subject: m.subject, text: m.text, ...(m.html === undefined ? {} : { html: m.html }) });
       },
       close: () => transport.close(),
     };
@@ -45,7 +47,7 @@ export function createMailer(c: MailerConfig): Mailer {
   return {
     describe: c.outboxDir,
     async send(m) {
-      const info = await transport.sendMail({ from: c.from, to: m.to, subject: m.subject, text: m.text });
+      const info = await transport.sendMail({ from: c.from, to: m.to, subject: m.subject, text: m.text, ...(m.html === undefined ? {} : { html: m.html }) });
       // Codes are secrets: only the server's user may read the outbox. Written under a temporary
       // name and renamed, so a reader never sees half a message.
       mkdirSync(c.outboxDir, { recursive: true, mode: 0o700 });

@@ -56,6 +56,16 @@ export const LOGIN_DEFAULTS = {
   backoffMaxMs: 60_000,
   otpLifetimeSeconds: 10 * 60,
   otpMaxAttempts: 5,
+  /**
+   * A mailed recovery link ("Forgot password?") works once within 30 minutes: long enough to reach a
+   * mailbox and act, short enough that an old message in a mailbox opens nothing (OWASP's Forgot
+   * Password Cheat Sheet: short-lived, single use).
+   */
+  recoveryLifetimeSeconds: 30 * 60,
+  /** An invitation link works once within 7 days: people do not read mail from one day to the next. */
+  invitationLifetimeSeconds: 7 * 86_400,
+  /** At most one recovery or invitation mail per person and kind this often, so neither form nor API can flood a mailbox. */
+  passwordLinkResendSeconds: 30,
 } as const;
 
 export interface LoginSettings {

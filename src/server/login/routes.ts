@@ -15,11 +15,13 @@ import express, { type Request, type Response, type Router } from 'express';
 import type Provider from 'oidc-provider';
 import { endpointUrl, issuerUrl } from '../../contract/index.ts';
 import type { ServerContext } from '../_context.ts';
+import { DatabaseFault } from '../errors.ts';
 import { isAssigned } from '../accounts.ts';
 import type { TenantRecord, UserRecord } from '../storage/types.ts';
 import { renderPasskeyRegistration, verifyPasskeyRegistration } from './factor-passkey.ts';
 import { FACTORS, policyFor } from './factors.ts';
 import { PAGE_HEADERS, escapeHtml, renderPage } from './pages.ts';
+import { mountRecovery } from './recovery.ts';
 import { mountLoginStatic } from './static.ts';
 import { GuessingDefence } from './throttle.ts';
 import { normalizeEmail, type FactorContext, type LoginPolicy } from './types.ts';
@@ -195,8 +197,21 @@ ${hidden(l, uid)}
       await handler(req, res);
     } catch (err) {
       const l = res.locals as Locals;
-      ctx.login.audit({ audit: 'login.error', tenant: l.tenant?.name, path: req.path, error: (err as Error).message });
+      const fault = err instanceof DatabaseFault ? err : undefined;
+      ctx.login.audit({ audit: 'login.error', tenant: l.tenant?.name, path: req.path, error: fault === undefined ? (err as Error).message : `database ${fault.kind}: ${fault.detail}` });
       if (res.headersSent) return;
+      if (fault !== undefined) {
+        // Nothing the person did: the service cannot reach or write its database now. Say when to come back.
+        res.setHeader('retry-after', String(fault.retryAfterSeconds));
+        send(res, fault.status, renderPage({
+          title: fault.kind === 'disk_full' ? 'Sign-in cannot be saved' : 'Sign-in unavailable',
+          tenantName: l.tenant?.body.displayName ?? '',
+          body: `<p class="error" aria-live="assertive" role="alert">${fault.kind === 'disk_full'
+            ? 'Sign-in cannot be completed right now: the service has no room left to store it. Nothing you entered was wrong. Try again later.'
+            : 'Sign-in is unavailable for a moment: the service cannot reach its database. Nothing you entered was wrong. Try again in a few seconds.'}</p>`,
+        }));
+        return;
+      }
       send(res, 500, renderPage({
         title: 'Something went wrong',
         tenantName: l.tenant?.body.displayName ?? '',
@@ -214,7 +229,9 @@ ${hidden(l, uid)}
     let details;
     try {
       details = await l.provider.interactionDetails(req, res);
-    } catch {
+    } catch (err) {
+      // A database that cannot answer is no expired page: `safely` says what it is.
+      if (err instanceof DatabaseFault) throw err;
       expired(res, l);
       return undefined;
     }
@@ -246,7 +263,8 @@ ${hidden(l, uid)}
     let details;
     try {
       details = await l.provider.interactionDetails(req, res);
-    } catch {
+    } catch (err) {
+      if (err instanceof DatabaseFault) throw err;
       return expired(res, l);
     }
     const uid = details.uid;
@@ -370,6 +388,9 @@ ${hidden(l, uid)}
       : 'the user cancelled the sign-in';
     await p.l.provider.interactionFinished(req, res, { error: 'access_denied', error_description: description }, { mergeWithLastSubmission: false });
   }));
+
+  // "Forgot password?" and the mailed links that set a password: recovery.ts, with this router's defences.
+  mountRecovery(router, ctx, { defence, csrf, csrfOk, send, messages, safely });
 
   return router;
 }
