@@ -28,13 +28,16 @@ if (!existsSync(join(ROOT, 'node_modules/@pulumi/pulumi/package.json'))) {
 sh('bash', [join(ROOT, 'scripts/ensure-tools.sh')]);
 
 const { load } = await import('./_load.js');
-const { DEV_STACK, configFileArgs, demoPaths, devPulumiEnv, runOrExit, writeDemoStackConfig } = await load('provider/_dev-stack');
+const { DEV_STACK, configFileArgs, demoPaths, devPulumiEnv, releaseStaleLock, runOrExit, writeDemoStackConfig } = await load('provider/_dev-stack');
 const { loadModel, formatProblems } = await load('schema/index');
 const { formatAppLines, sampleAppsOf } = await load('demo/sample-apps');
 const { runApps } = await load('demo/app-processes');
 const { parse } = await import('yaml');
 
 const paths = demoPaths();
+// Checkpoints off (PULUMI_SKIP_CHECKPOINTS=true; README, "Scale"): the engine writes the state once,
+// at the end; a run killed half-way is finished by the next one, which takes back what carries the
+// stack's mark.
 const env = devPulumiEnv();
 await writeDemoStackConfig(paths);
 const stackConfig = parse(readFileSync(join(ROOT, 'stacks', `Pulumi.${DEV_STACK}.yaml`), 'utf8'));
@@ -65,6 +68,8 @@ writeFileSync(passwordFile, `${JSON.stringify(devPasswords, null, 2)}\n`, { mode
 mkdirSync(env.PULUMI_HOME, { recursive: true });
 const selected = runOrExit('pulumi', ['stack', 'select', DEV_STACK], env, { capture: true, allowFailure: true });
 if (selected.status !== 0) runOrExit('pulumi', ['stack', 'init', DEV_STACK, '--secrets-provider', 'passphrase'], env);
+// A demo killed during its `pulumi up` left the file backend's lock behind: released when its process is gone.
+if (await releaseStaleLock(paths, env)) console.log('demo: released the stack lock a killed pulumi up left behind (pulumi cancel)');
 runOrExit('pulumi', ['up', '--yes', '--skip-preview', '--stack', DEV_STACK, ...configFileArgs(paths)], env);
 
 const out = JSON.parse(runOrExit('pulumi', ['stack', 'output', '--json', '--stack', DEV_STACK], env, { capture: true }).stdout);

@@ -1,11 +1,11 @@
 /**
  * Bench models sized by the number of Pulumi resources the IdentityStack makes of them: per
- * tenant a Tenant, a web app (+ its session secret), an spa, an api, TenantUsers and
- * TenantAssignments = 7; plus the server and the client configs.
+ * tenant a Tenant (its web app, spa, api, users and assignments) and a TenantSecrets (the web
+ * app's client and session secrets) = 2; plus the delete guard, the server and the client configs.
  */
 import { stringify } from 'yaml';
 
-export const RESOURCES_PER_TENANT = 7;
+export const RESOURCES_PER_TENANT = 2;
 
 export function benchModel(tenants: number, usersPerTenant: number, port: number): string {
   const model = {

@@ -1,29 +1,38 @@
 /**
- * bench/pulumi: what `pulumi up` costs next to `idforge apply` for the same models, what the engine
- * costs per dynamic resource, and the figures of issue 13 beside their targets. Checkpoints are on
- * (the engine writes the state after every step), as a real stack runs; `--skip-checkpoints` runs
- * with PULUMI_SKIP_CHECKPOINTS=true only to show what checkpoints cost. Prints figures; never a test.
+ * bench/pulumi: what `pulumi up` and `pulumi preview` cost for the fleet models of issue 23, each
+ * figure beside its target with "met" or "MISSED" and the load average when it was taken; what the
+ * engine costs per dynamic resource; and `pulumi up` next to `idforge apply` for the same models.
+ * The engine runs as the dev stack does (src/provider/_dev-stack.ts): checkpoints off, the state
+ * written once at the end of a run (README, "Scale"); `--checkpoints` turns per-step checkpoints
+ * back on, to show what they cost. Prints figures; never a test.
  *
- *   node bin/run.js tsx bench/pulumi/run.ts [--only engine,model,compile,scale,preview,kill] [--sizes 10,100,1000]
- *       [--users 2] [--skip-checkpoints] [--compile-tenants 5] [--no-passwords] [--first-only]
- *       [--scale-tenants 5,10,20] [--budget-s 900] [--preview-tenants 500] [--kill-tenants 20] [--seed N]
+ *   node bin/run.js tsx bench/pulumi/run.ts [--only targets,engine,model,compile,scale,preview,kill] [--sizes 10,100,1000]
+ *       [--users 2] [--checkpoints] [--compile-tenants 5] [--no-passwords] [--first-only]
+ *       [--scale-tenants 5,10,20] [--budget-s 900] [--fleet-tenants 50] [--big-tenants 500]
+ *       [--preview-tenants 500] [--kill-tenants 20] [--seed N]
  *
  * Rows:
+ *   targets        (the default) issue 23's figures, each beside its target:
+ *                    fleet F   `pulumi up` from empty of F tenants of the bench/compile model (50: ~1,000
+ *                              applications, 10,000 users)                                 < 60 s
+ *                    big B     the 100k-user model (500 tenants × 20 applications × 200 users):
+ *                              `pulumi up` from empty                                       < 180 s
+ *                              a no-op `pulumi preview` (it reads every tenant: drift shows) < 30 s
+ *                              one application changed: `pulumi preview`, then `pulumi up`  < 20 s
+ *                    kill K    `pulumi up` of K tenants SIGKILLed at 3 random points, then `pulumi
+ *                              cancel` and `up`: converged (exit 0, no duplicate, nothing lost,
+ *                              nothing left running, `preview --expect-no-changes` passes)
  *   engine N       N StableSecret resources (no remote calls): the engine's own per-resource cost
  *   model N        a generated model that makes about N Pulumi resources, deployed by `pulumi up`
  *                  (server start included), then a no-change `up`; next to `idforge apply` of the
  *                  same model against a fresh server (server start excluded)
  *   compile T      T tenants of the foundation's bench model (bench/compile: 20 apps, 200 users with
  *                  passwords, 10 groups per tenant); the 100k-user model is 500 such tenants
- *   scale T,...    `pulumi up` from empty of T tenants of that model (no passwords), checkpoints on,
- *                  stopped at --budget-s; then a no-op `pulumi preview`; the time per resource, and a
- *                  fit of up time over resources (a + b·R + c·R²: the engine rewrites the whole state
- *                  after every step) extrapolated to 500 tenants, beside the 180 s target
- *   preview T      a no-op `pulumi preview` of T tenants (deployed first, with checkpoints skipped to
- *                  set it up in minutes; only the preview is measured), beside the 30 s target
- *   kill T         `pulumi up` of T tenants SIGKILLed 3 times at random points (by progress), then
- *                  `pulumi cancel` and `up` to the end: exit 0, preview --expect-no-changes, the
- *                  server holds exactly the model
+ *   scale T,...    `pulumi up` from empty of T tenants of that model (no passwords), stopped at
+ *                  --budget-s; then a no-op `pulumi preview`; the time per resource, and a fit of up
+ *                  time over resources (a + b·R + c·R²) extrapolated to 500 tenants
+ *   preview T      a no-op `pulumi preview` of T tenants, beside the 30 s target
+ *   kill T         as in targets
  */
 import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -32,7 +41,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { isOurProcess, PID_FILE } from '../../src/provider/_local-server.ts';
 import { freePort, waitForHttp } from '../../test/support/processes.ts';
-import { PulumiProject, REPO } from '../../test/provider/_pulumi.ts';
+import { PulumiProject, REPO, markedProcesses, waitFor } from '../../test/provider/_pulumi.ts';
 import { RESOURCES_PER_TENANT, benchModel } from './_models.ts';
 import { SetupFailed, setupStep } from '../_setup.ts';
 import { readFile } from 'node:fs/promises';
@@ -46,17 +55,15 @@ const opt = (name: string, def: string): string => {
 const sizes = opt('sizes', '10,100,1000').split(',').map(Number);
 const usersPerTenant = Number(opt('users', '2'));
 /**
- * --skip-checkpoints: PULUMI_SKIP_CHECKPOINTS=true, the engine writes the state once at the end
- * instead of after every step, and an up that dies loses track of everything it did. Only to show
- * what checkpoints cost: the per-step rewrite of the whole state makes a large stack's up quadratic
- * (each of N steps rewrites a state of up to N resources). The DIY backends (file, s3, postgres) of
- * Pulumi 3.259 have no journaling (backend/diy: one backend.SnapshotManager, a full save per
- * mutation); its snapshot journal is only used with Pulumi Cloud (backend/httpstate/backend.go, when
- * the service offers journal version 1).
+ * --checkpoints: PULUMI_SKIP_CHECKPOINTS=false, the engine's default: it writes the whole state after
+ * every step, which a file backend does by rewriting it (Pulumi 3.259's DIY backends have no journal:
+ * backend/diy, one full save per mutation; the snapshot journal is Pulumi Cloud's), so an up from
+ * empty is quadratic in the stack's size. Without the flag, the dev stack's setting: checkpoints off.
  */
-const skipCheckpoints = args.includes('--skip-checkpoints');
-const runEnv: Record<string, string> = skipCheckpoints ? { PULUMI_SKIP_CHECKPOINTS: 'true' } : {};
-const only = opt('only', 'engine,model').split(',');
+const checkpoints = args.includes('--checkpoints');
+const runEnv: Record<string, string> = checkpoints ? { PULUMI_SKIP_CHECKPOINTS: 'false' } : {};
+const checkpointWords = checkpoints ? 'checkpoints on' : 'checkpoints off';
+const only = opt('only', 'targets').split(',');
 const compileTenants = Number(opt('compile-tenants', '5'));
 /**
  * --no-passwords: the compile row's model without initial passwords, on both sides. Hashing 200
@@ -166,8 +173,8 @@ async function compareRow(label: string, write: ModelWriter): Promise<string> {
 }
 
 function modelRow(n: number): Promise<string> {
-  const tenants = Math.max(1, Math.round((n - 2) / RESOURCES_PER_TENANT));
-  const resources = tenants * RESOURCES_PER_TENANT + 2;
+  const tenants = Math.max(1, Math.round((n - 3) / RESOURCES_PER_TENANT));
+  const resources = tenants * RESOURCES_PER_TENANT + 3;
   return compareRow(
     `model  ${String(n).padStart(5)}  resources ${String(resources).padStart(5)}  (${tenants} tenants × 3 apps × ${usersPerTenant} users)`,
     async (dir, port) => {
@@ -178,12 +185,12 @@ function modelRow(n: number): Promise<string> {
   );
 }
 
-/** Per tenant of the bench/compile model: tenant, 20 apps, 20 secrets (10 confidential apps × 2), users, assignments. */
-const COMPILE_RESOURCES_PER_TENANT = 43;
+/** Per tenant of the bench/compile model: the Tenant (its 20 apps, 200 users, assignments) and its TenantSecrets. */
+const COMPILE_RESOURCES_PER_TENANT = 2;
 
 function compileRow(tenants: number): Promise<string> {
   return compareRow(
-    `compile ${String(tenants).padStart(4)}  resources ${String(tenants * COMPILE_RESOURCES_PER_TENANT + 2).padStart(5)}  (${tenants} tenants × 20 apps × 200 users ${noPasswords ? 'without' : 'with'} passwords)`,
+    `compile ${String(tenants).padStart(4)}  resources ${String(tenants * COMPILE_RESOURCES_PER_TENANT + 3).padStart(5)}  (${tenants} tenants × 20 apps × 200 users ${noPasswords ? 'without' : 'with'} passwords)`,
     async (dir, port) => {
       const { generateModel } = await import('../compile/generate.ts');
       await generateModel(dir, tenants);
@@ -284,13 +291,13 @@ function fitQuadratic(points: readonly [number, number][]): [number, number, num
 async function scaleRows(tenantCounts: readonly number[], budgetMs: number): Promise<void> {
   const points: [number, number][] = [];
   for (const tenants of tenantCounts) {
-    const resources = tenants * RESOURCES_PER_COMPILE_TENANT + 2;
+    const resources = tenants * RESOURCES_PER_COMPILE_TENANT + 3;
     const { p, stopServer } = await compileProject(tenants);
     try {
       const up = await pulumiWithin(p, ['up', '--yes', '--skip-preview'], budgetMs);
       if (up.stopped) {
         const done = (up.out.match(/ created \(/g) ?? []).length;
-        console.log(`scale ${String(tenants).padStart(4)}  resources ${String(resources).padStart(5)}  pulumi up (checkpoints on) > ${seconds(budgetMs)}: stopped at the budget with ${done} of ${resources} resources created`);
+        console.log(`scale ${String(tenants).padStart(4)}  resources ${String(resources).padStart(5)}  pulumi up (${checkpointWords}) > ${seconds(budgetMs)}: stopped at the budget with ${done} of ${resources} resources created`);
         continue;
       }
       if (up.code !== 0) {
@@ -299,7 +306,7 @@ async function scaleRows(tenantCounts: readonly number[], budgetMs: number): Pro
       }
       points.push([resources, up.ms / 1000]);
       const preview = await pulumiWithin(p, ['preview', '--expect-no-changes'], budgetMs);
-      console.log(`scale ${String(tenants).padStart(4)}  resources ${String(resources).padStart(5)}  users ${String(tenants * 200).padStart(6)}  pulumi up (checkpoints on) ${seconds(up.ms).padStart(9)} (${(up.ms / resources).toFixed(0)} ms/resource)` +
+      console.log(`scale ${String(tenants).padStart(4)}  resources ${String(resources).padStart(5)}  users ${String(tenants * 200).padStart(6)}  pulumi up (${checkpointWords}) ${seconds(up.ms).padStart(9)} (${(up.ms / resources).toFixed(0)} ms/resource)` +
         `  no-op preview ${preview.code === 0 ? seconds(preview.ms).padStart(9) : 'FAILED'} (${(preview.ms / resources).toFixed(1)} ms/resource)`);
     } finally {
       await stopServer();
@@ -307,30 +314,15 @@ async function scaleRows(tenantCounts: readonly number[], budgetMs: number): Pro
     }
   }
   const fit = fitQuadratic(points);
-  const r500 = SCALE_TARGET_TENANTS * RESOURCES_PER_COMPILE_TENANT + 2;
+  const r500 = SCALE_TARGET_TENANTS * RESOURCES_PER_COMPILE_TENANT + 3;
   if (fit !== undefined) {
     const [a, b, c] = fit;
     const at = a + b * r500 + c * r500 ** 2;
-    console.log(`  fit: up ≈ ${a.toFixed(1)} s + ${(b * 1000).toFixed(1)} ms·R + ${(c * 1e6).toFixed(2)} µs·R²; at ${SCALE_TARGET_TENANTS} tenants (R = ${r500}): ≈ ${seconds(at * 1000)} (extrapolated)   target < 180 s   ${at < 180 ? 'met' : 'MISSED'}`);
+    console.log(`  fit: up ≈ ${a.toFixed(1)} s + ${(b * 1000).toFixed(1)} ms·R + ${(c * 1e6).toFixed(2)} µs·R²; at ${SCALE_TARGET_TENANTS} tenants (R = ${r500}): ≈ ${seconds(at * 1000)} (extrapolated)   target < 180 s   ${at < 180 ? 'met' : 'MISSED'}${load()}`);
   } else if (points.length > 0) {
     const [r, t] = points[points.length - 1]!;
     const quadratic = t * (r500 / r) ** 2;
     console.log(`  at ${SCALE_TARGET_TENANTS} tenants (R = ${r500}): ≥ ${seconds(t * (r500 / r) * 1000)} if linear, ≈ ${seconds(quadratic * 1000)} if quadratic (extrapolated from R = ${r})   target < 180 s`);
-  }
-}
-
-async function previewRow(tenants: number): Promise<string> {
-  const resources = tenants * RESOURCES_PER_COMPILE_TENANT + 2;
-  // Set-up only: deployed with checkpoints skipped, which is what makes it take minutes, not hours.
-  const { p, stopServer } = await compileProject(tenants, { PULUMI_SKIP_CHECKPOINTS: 'true' });
-  try {
-    const [setup] = await timed(() => setupStep(`pulumi up of ${tenants} tenants (set-up of the preview row)`, () => p.up()));
-    const preview = await pulumiWithin(p, ['preview', '--expect-no-changes'], 3_600_000);
-    return `preview ${String(tenants).padStart(4)}  resources ${String(resources).padStart(5)}  no-op pulumi preview ${preview.code === 0 ? seconds(preview.ms).padStart(9) : `FAILED: ${errorLines(preview.out)}`}` +
-      `   target < 30 s   ${preview.code === 0 && preview.ms < 30_000 ? 'met' : 'MISSED'}   (set-up up, checkpoints skipped: ${seconds(setup)})`;
-  } finally {
-    await stopServer();
-    await p.cleanup();
   }
 }
 
@@ -340,31 +332,117 @@ async function killRow(tenants: number, seed: number): Promise<string> {
   const random = seeded(seed);
   const total = tenants * (20 + 200 + 300);
   const kills: string[] = [];
+  const left: string[] = [];
   try {
     for (let i = 0; i < 3; i++) {
+      const mark = `bench-kill-${process.pid}-${i}`;
       const atObjects = Math.max(progress(dataDir) + 1, Math.floor(total * (i + random()) / 3.3));
       const delayMs = Math.floor(random() * 1000);
-      const r = await runAndKill('pulumi', ['up', '--yes', '--skip-preview', '--non-interactive'], { cwd: p.dir, env: p.environment(), dataDir, atObjects, delayMs });
+      const r = await runAndKill('pulumi', ['up', '--yes', '--skip-preview', '--non-interactive'], { cwd: p.dir, env: p.environment({ IDFORGE_CRASH_MARK: mark }), dataDir, atObjects, delayMs });
       kills.push(r.killed ? `at ${r.objectsAtKill}/${total} objects + ${delayMs} ms` : `not killed, ended first (${r.code})`);
+      let running: string[] = [];
+      await waitFor('the killed run to leave nothing running', async () => (running = await markedProcesses(mark)).length === 0, 30_000).catch(() => left.push(...running));
       await p.run(['cancel', '--yes']);
     }
     const [ms, final] = await timed(() => p.run(['up', '--yes', '--skip-preview']));
     const preview = await p.run(['preview', '--expect-no-changes']);
     const c = census(dataDir);
     const exact = c.tenants === tenants && c.applications === tenants * 20 && c.users === tenants * 200 && c.assignments === tenants * 300 && c.tenantsWithoutTwoKeys === 0;
-    return `kill ${String(tenants).padStart(4)}  pulumi up SIGKILLed 3× (seed ${seed}): ${kills.join('; ')}\n` +
+    const state = JSON.parse((await p.run(['stack', 'export'])).stdout) as { deployment: { resources: { type: string; id?: string }[]; pending_operations?: unknown[] } };
+    const ids = state.deployment.resources.filter((r) => r.type.startsWith('pulumi-nodejs:dynamic/idforge:')).map((r) => `${r.type} ${r.id}`);
+    const pending = (state.deployment.pending_operations ?? []).length;
+    const converged = final.code === 0 && preview.code === 0 && exact && left.length === 0 && new Set(ids).size === ids.length && pending === 0;
+    return `kill ${tenants} tenants, pulumi up SIGKILLed 3× (seed ${seed}, ${checkpointWords}): ${kills.join('; ')}\n` +
       `  then pulumi cancel; pulumi up: ${final.code === 0 ? `exit 0 in ${seconds(ms)}` : `FAILED: ${errorLines(final.stdout + final.stderr)}`}; preview --expect-no-changes: ${preview.code === 0 ? 'passed' : 'FAILED'}; ` +
-      `server ${exact ? 'holds exactly the model (no duplicate, nothing lost)' : `does NOT hold the model: ${JSON.stringify(c)}`}`;
+      `server ${exact ? 'holds exactly the model (no duplicate, nothing lost)' : `does NOT hold the model: ${JSON.stringify(c)}`}; ` +
+      `${left.length === 0 ? 'nothing left running' : `left running: ${left.join(', ')}`}; pending operations: ${pending}\n` +
+      `${'kill: converged'.padEnd(58)} ${converged ? 'met' : 'MISSED'}${load()}`;
   } finally {
     await stopServer();
     await p.cleanup();
   }
 }
 
-console.log(`bench/pulumi on ${process.platform}/${process.arch}, ${availableParallelism()} cores, node ${process.version}, load ${loadavg().map((l) => l.toFixed(1)).join(' ')}${skipCheckpoints ? ', PULUMI_SKIP_CHECKPOINTS=true' : ', checkpoints on'}`);
+/** `  (load 1.2 0.9 0.8)`: the load average when a figure was taken. */
+const load = (): string => `   (load ${loadavg().map((l) => l.toFixed(1)).join(' ')})`;
+
+/** A figure beside its target: `met` or `MISSED`, and the load average. */
+function figure(label: string, ms: number | undefined, targetS: number, note = ''): string {
+  const shown = ms === undefined ? 'FAILED'.padStart(9) : seconds(ms).padStart(9);
+  const met = ms !== undefined && ms < targetS * 1000;
+  return `${label.padEnd(58)} ${shown}   target < ${targetS} s   ${met ? 'met' : 'MISSED'}${load()}${note === '' ? '' : `   ${note}`}`;
+}
+
+async function previewRow(tenants: number): Promise<string> {
+  const resources = tenants * RESOURCES_PER_COMPILE_TENANT + 3;
+  const { p, stopServer } = await compileProject(tenants);
+  try {
+    const [setup] = await timed(() => setupStep(`pulumi up of ${tenants} tenants (set-up of the preview row)`, () => p.up()));
+    const preview = await pulumiWithin(p, ['preview', '--expect-no-changes'], 3_600_000);
+    return figure(`preview ${tenants} tenants (${resources} resources): no-op pulumi preview`, preview.code === 0 ? preview.ms : undefined, 30,
+      `${preview.code === 0 ? '' : `${errorLines(preview.out)} `}(set-up up: ${seconds(setup)})`);
+  } finally {
+    await stopServer();
+    await p.cleanup();
+  }
+}
+
+/** Bytes of the stack's state in the file backend. */
+async function stateBytes(p: PulumiProject): Promise<number> {
+  const { readdir, stat } = await import('node:fs/promises');
+  let n = 0;
+  for (const e of await readdir(p.backend, { withFileTypes: true, recursive: true })) {
+    if (e.isFile() && e.name.endsWith('.json') && e.parentPath.includes('stacks')) n += (await stat(join(e.parentPath, e.name))).size;
+  }
+  return n;
+}
+
+/** Issue 23's figures: a 50-tenant fleet and the 100k-user model from empty, its no-op preview, one change; the kill test. */
+async function targetRows(fleet: number, big: number, killTenants: number, seed: number): Promise<void> {
+  {
+    const { p, stopServer } = await compileProject(fleet);
+    try {
+      const up = await pulumiWithin(p, ['up', '--yes', '--skip-preview'], 1_800_000);
+      console.log(figure(`fleet ${fleet} tenants (${fleet * 20} apps, ${fleet * 200} users): up from empty`, up.code === 0 ? up.ms : undefined, 60,
+        up.code === 0 ? `${fleet * COMPILE_RESOURCES_PER_TENANT + 3} resources, state ${(await stateBytes(p) / 1e6).toFixed(1)} MB` : errorLines(up.out)));
+    } finally {
+      await stopServer();
+      await p.cleanup();
+    }
+  }
+  {
+    const { p, stopServer } = await compileProject(big);
+    try {
+      const up = await pulumiWithin(p, ['up', '--yes', '--skip-preview'], 3_600_000);
+      console.log(figure(`big ${big} tenants (${big * 200} users): up from empty`, up.code === 0 ? up.ms : undefined, 180,
+        up.code === 0 ? `${big * COMPILE_RESOURCES_PER_TENANT + 3} resources, state ${(await stateBytes(p) / 1e6).toFixed(1)} MB` : errorLines(up.out)));
+      if (up.code === 0) {
+        const preview = await pulumiWithin(p, ['preview', '--expect-no-changes'], 3_600_000);
+        console.log(figure(`big ${big} tenants: no-op preview (reads every tenant)`, preview.code === 0 ? preview.ms : undefined, 30, preview.code === 0 ? '' : errorLines(preview.out)));
+        // One application changed: a web app's origin (its redirect URI and its recorded model entry).
+        const file = join(p.root, 'model', 't00000.yaml');
+        await writeFile(file, (await readFile(file, 'utf8')).replace('origin: https://web0.t00000.example', 'origin: https://web0-moved.t00000.example'));
+        const changedPreview = await pulumiWithin(p, ['preview'], 3_600_000);
+        const changedUp = await pulumiWithin(p, ['up', '--yes', '--skip-preview'], 3_600_000);
+        const ok = changedPreview.code === 0 && changedUp.code === 0;
+        const after = await pulumiWithin(p, ['preview', '--expect-no-changes'], 3_600_000);
+        console.log(figure(`big ${big} tenants: one application changed, previewed and applied`, ok ? changedPreview.ms + changedUp.ms : undefined, 20,
+          ok ? `(preview ${seconds(changedPreview.ms)}, up ${seconds(changedUp.ms)}; the preview after: ${after.code === 0 ? 'empty' : 'NOT empty'})` : errorLines(changedPreview.out + changedUp.out)));
+      }
+    } finally {
+      await stopServer();
+      await p.cleanup();
+    }
+  }
+  console.log(await killRow(killTenants, seed));
+}
+
+console.log(`bench/pulumi on ${process.platform}/${process.arch}, ${availableParallelism()} cores, node ${process.version}, load ${loadavg().map((l) => l.toFixed(1)).join(' ')}, ${checkpointWords}`);
+const seed = Number(opt('seed', String(Date.now() % 100_000)));
+if (only.includes('targets')) await targetRows(Number(opt('fleet-tenants', '50')), Number(opt('big-tenants', '500')), Number(opt('kill-tenants', '20')), seed);
 if (only.includes('engine')) for (const n of sizes) console.log(await engineRow(n));
 if (only.includes('model')) for (const n of sizes) console.log(await modelRow(n));
 if (only.includes('compile')) console.log(await compileRow(compileTenants));
 if (only.includes('scale')) await scaleRows(opt('scale-tenants', '5,10,20').split(',').map(Number), Number(opt('budget-s', '900')) * 1000);
 if (only.includes('preview')) console.log(await previewRow(Number(opt('preview-tenants', '500'))));
-if (only.includes('kill')) console.log(await killRow(Number(opt('kill-tenants', '20')), Number(opt('seed', String(Date.now() % 100_000)))));
+if (only.includes('kill')) console.log(await killRow(Number(opt('kill-tenants', '20')), seed));

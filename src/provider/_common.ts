@@ -45,32 +45,46 @@ export const AdminConnectionSchema = z.union([
 export const AdoptSchema = z.boolean().optional();
 
 /**
+ * What idforge's provider host (_host.cjs) passes to every provider method last: the resource's URN
+ * and a way to say something about it (a diagnostic the engine shows under the resource). Undefined
+ * when another host runs the provider: then `say` writes to stderr, which the engine shows too.
+ */
+export interface ProviderContext {
+  readonly urn: string;
+  log(severity: 'info' | 'warning', message: string): Promise<void>;
+}
+
+export async function say(ctx: ProviderContext | undefined, severity: 'info' | 'warning', message: string): Promise<void> {
+  if (ctx !== undefined) await ctx.log(severity, message);
+  else process.stderr.write(`idforge: ${message}\n`);
+}
+
+/** Whether an error is the admin client's "could not reach the server" (status 0: down, not deployed yet, no credentials file). */
+export function unreachable(err: unknown): boolean {
+  const e = err as { name?: unknown; status?: unknown };
+  return e?.name === 'AdminApiError' && e.status === 0;
+}
+
+/**
  * A refresh that cannot reach the server changes nothing: the object's state is unknown, not gone,
  * and the AuthServer resource reports the server itself as down. So `pulumi refresh` with the server
- * stopped succeeds; the next `up` starts the server and compares again.
+ * stopped succeeds; the next `up` starts the server and compares again. A preview then shows the
+ * plain diff (the model against the state) and says why.
  */
 export async function readOrKeep<T>(
   id: string,
   old: T,
-  read: () => Promise<pulumi.dynamic.ReadResult<T>>,
-): Promise<pulumi.dynamic.ReadResult<T>> {
+  read: () => Promise<pulumi.dynamic.ReadResult<T> & { readonly refreshBeforeUpdate?: boolean }>,
+  ctx?: ProviderContext,
+  refreshBeforeUpdate = false,
+): Promise<pulumi.dynamic.ReadResult<T> & { readonly refreshBeforeUpdate?: boolean }> {
   try {
     return await read();
   } catch (err) {
-    const e = err as { name?: unknown; status?: unknown; message?: unknown };
-    if (e.name !== 'AdminApiError' || e.status !== 0) throw err;
-    process.stderr.write(`idforge: ${String(e.message)}; left as it was in the state\n`);
-    return { id, props: old, inputs: old };
+    if (!unreachable(err)) throw err;
+    await say(ctx, 'warning', `${String((err as Error).message)}; compared with the state, not the live server (the server is down or not deployed yet)`);
+    return { id, props: old, inputs: old, ...(refreshBeforeUpdate ? { refreshBeforeUpdate } : {}) };
   }
-}
-
-/**
- * Whether a create may write over an object that already exists: with `adopt`, or when the object
- * was made by this same stack (its `stack` marker matches: a create cut short by a crash, whose
- * object exists but never reached the state).
- */
-export function mayTakeOver(live: { readonly stack?: unknown } | undefined, stack: string | undefined, adopt: boolean | undefined): boolean {
-  return live === undefined || adopt === true || (stack !== undefined && live.stack === stack);
 }
 
 export function notAdopted(what: string): Error {
@@ -80,33 +94,49 @@ export function notAdopted(what: string): Error {
   );
 }
 
-/**
- * The objects of a batch that exist on the server but differ from it (a dry run answers `updated`):
- * made outside the stack, so a create must not take them over. Objects that exist exactly as the
- * batch has them (`unchanged`) are what an `up` killed between its request and its checkpoint left
- * behind; a create takes them, so the next `up` converges. Names as `app→user` or ids.
- */
-export async function existingThatDiffer(client: AdminClient, tenant: string, batch: TenantBatchBody): Promise<string[]> {
-  const r = await client.batch(tenant, batch, { dryRun: true });
-  if (r.refused) throw refusedBatch(tenant, r.results);
-  return r.results
-    .filter((x) => x.outcome === 'updated')
-    .map((x) => (x.kind === 'assignment' ? `${x.application}→${x.user}` : (x.user ?? x.application ?? tenant)))
-    .sort();
-}
-
-/** Sends tenant batches in order; a refused one fails the step, naming every refused entry. */
-export async function sendBatches(client: AdminClient, tenant: string, batches: readonly TenantBatchBody[]): Promise<void> {
+/** Sends tenant batches in order; a refused one fails the step, naming every refused entry. Returns the answers. */
+export async function sendBatches(client: AdminClient, tenant: string, batches: readonly TenantBatchBody[]): Promise<BatchEntryResult[]> {
+  const out: BatchEntryResult[] = [];
   for (const b of batches) {
     const r = await client.batch(tenant, b);
     if (r.refused) throw refusedBatch(tenant, r.results);
+    out.push(...r.results);
   }
+  return out;
 }
 
-function refusedBatch(tenant: string, results: readonly BatchEntryResult[]): Error {
+export function refusedBatch(tenant: string, results: readonly BatchEntryResult[]): Error {
   const lines = results.filter((r) => r.outcome === 'refused')
     .map((r) => `${batchEntryName(tenant, r)}: ${r.reason}${r.path ? ` (at ${r.path})` : ''}`);
   return new Error(`the server refused ${lines.length === 1 ? 'this change' : 'these changes'}, and applied none of the batch:\n${lines.join('\n')}`);
+}
+
+/** One difference between two JSON values: where (a property path as segments) and how. */
+export interface Difference {
+  readonly path: readonly (string | number)[];
+  readonly kind: 'add' | 'delete' | 'update';
+}
+
+const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/**
+ * Where two JSON values differ, as deep as they are both objects or both arrays (object keys
+ * sorted, array elements by index), or as deep as `whole` allows: a path it says yes to is one
+ * difference however much differs below it. Pure: the detailed diff a preview shows.
+ */
+export function differences(olds: unknown, news: unknown, whole: (path: readonly (string | number)[]) => boolean = () => false, path: readonly (string | number)[] = []): Difference[] {
+  if (jsonEqual(olds, news)) return [];
+  if (olds === undefined) return [{ path, kind: 'add' }];
+  if (news === undefined) return [{ path, kind: 'delete' }];
+  if (path.length > 0 && whole(path)) return [{ path, kind: 'update' }];
+  if (isRecord(olds) && isRecord(news)) {
+    const keys = [...new Set([...Object.keys(olds), ...Object.keys(news)])].sort();
+    return keys.flatMap((k) => differences(olds[k], news[k], whole, [...path, k]));
+  }
+  if (Array.isArray(olds) && Array.isArray(news)) {
+    return Array.from({ length: Math.max(olds.length, news.length) }, (_, i) => differences(olds[i], news[i], whole, [...path, i])).flat();
+  }
+  return [{ path, kind: 'update' }];
 }
 
 /** zod path → Pulumi property path (`body.redirectUris[0]`): the contract's one path formatter. */

@@ -4,6 +4,7 @@
  * the clone, and the documented dev-only passphrase.
  */
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import { hostname } from 'node:os';
 import { delimiter, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -82,6 +83,10 @@ export function devPulumiEnv(base: NodeJS.ProcessEnv = process.env): NodeJS.Proc
   env.PATH = [join(env.IDFORGE_TOOLS_DIR ?? join(ROOT, 'tools'), 'bin'), join(ROOT, 'scripts'), env.PATH ?? ''].join(delimiter);
   env.PULUMI_SKIP_UPDATE_CHECK = 'true';
   env.PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION = 'true';
+  // The state is written once, at the end of a run, not after every step (README, "Scale"): safe
+  // because every write of idforge's resources is idempotent and carries the stack's mark, so the
+  // next up finishes what a killed one did. Set PULUMI_SKIP_CHECKPOINTS=false to keep checkpoints.
+  env.PULUMI_SKIP_CHECKPOINTS ??= SKIP_CHECKPOINTS;
   const paths = demoPaths(base);
   if (base.IDFORGE_DEMO_DIR) {
     // The demo dir holds all of the demo's state: it wins over a backend exported in the shell.
@@ -95,6 +100,14 @@ export function devPulumiEnv(base: NodeJS.ProcessEnv = process.env): NodeJS.Proc
   }
   return env;
 }
+
+/**
+ * Checkpoints off: the engine writes the state at the end of a run instead of after every step, which
+ * a file backend does by rewriting the whole state (an up from empty is then quadratic in the stack's
+ * size: bench/pulumi). idforge's resources do not need the per-step checkpoint to survive a crash
+ * (README, "Scale"), and a killed run leaves no pending operations to clear.
+ */
+export const SKIP_CHECKPOINTS = 'true';
 
 /** `--config-file <demo dir's stack config>` for `pulumi up` and `destroy`, when there is one. */
 export function configFileArgs(paths: DemoPaths): string[] {
@@ -116,6 +129,34 @@ export async function writeDemoStackConfig(paths: DemoPaths): Promise<void> {
   doc.setIn(['config', 'idforge:clientConfigDir'], paths.clientsDir);
   await mkdir(paths.stateDir, { recursive: true, mode: 0o700 });
   await writeFile(paths.configFile, doc.toString(), { mode: 0o600 });
+}
+
+/**
+ * Releases the stack lock a killed `pulumi up` left in the file backend (the DIY backend never
+ * releases it itself: every later command refuses until `pulumi cancel`), when each lock names
+ * this host and a process that is gone: what the dead run held and nobody else does. A lock of a
+ * live process, or of another host, is left alone. True when it released one.
+ */
+export async function releaseStaleLock(paths: DemoPaths, env: NodeJS.ProcessEnv, stack = DEV_STACK): Promise<boolean> {
+  const { readdir, readFile } = await import('node:fs/promises');
+  const dir = join(paths.pulumiState, '.pulumi', 'locks');
+  const files = (await readdir(dir, { recursive: true, withFileTypes: true }).catch(() => []))
+    .filter((e) => e.isFile() && e.name.endsWith('.json') && e.parentPath.split(/[\\/]/).includes(stack))
+    .map((e) => join(e.parentPath, e.name));
+  if (files.length === 0) return false;
+  const alive = (pid: number): boolean => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch (err) {
+      return (err as NodeJS.ErrnoException).code === 'EPERM';
+    }
+  };
+  for (const f of files) {
+    const lock = JSON.parse(await readFile(f, 'utf8').catch(() => '{}')) as { pid?: unknown; hostname?: unknown };
+    if (lock.hostname !== hostname() || typeof lock.pid !== 'number' || alive(lock.pid)) return false;
+  }
+  return runOrExit('pulumi', ['cancel', '--yes', '--stack', stack], env, { capture: true, allowFailure: true }).status === 0;
 }
 
 /** Runs a command in the clone with output to the terminal (or captured); exits on failure. */

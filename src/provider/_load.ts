@@ -8,7 +8,10 @@
  * state, which the engine rewrites after every step (a large stack's `up` is quadratic in it). So
  * the shell is ~1.1 KB of fixed text holding four strings (the provider module's URL and its path
  * in the project, the name of the provider it exports, tsx's loader) and imports the implementation
- * from the installed package each time it runs. It also exits when its parent, the engine, is gone.
+ * from the installed package each time it runs. It also exits when its parent, the engine, is gone
+ * (idforge's own host, _host.cjs, watches from its start; this is for another host). Besides the
+ * six methods of a dynamic provider it forwards previewCreate and previewUpdate, which idforge's host
+ * asks for in a preview (undefined when the module has none).
  * It is written here rather than produced by Pulumi's closure serializer,
  * which makes a 4 KB shell and inspects the program's heap at start.
  */
@@ -29,7 +32,6 @@ export function shellSource(moduleUrl: string, providerName: string): string {
   return `exports.handler = () => {
   const M = ${JSON.stringify(moduleUrl)}, R = ${JSON.stringify(rel)}, P = ${JSON.stringify(providerName)}, T = ${JSON.stringify(TSX_API)};
   if (globalThis.__idforgeWatch === undefined) {
-    // The engine started this provider process; when the engine dies (kill -9), exit with it.
     const parent = process.ppid;
     globalThis.__idforgeWatch = setInterval(() => { if (process.ppid !== parent) process.exit(1); }, 1000);
     globalThis.__idforgeWatch.unref();
@@ -45,7 +47,7 @@ export function shellSource(moduleUrl: string, providerName: string): string {
     return (await import(at(M, R)))[P];
   };
   const shell = {};
-  for (const m of ['check', 'diff', 'create', 'read', 'update', 'delete']) shell[m] = async (...a) => (await load())[m](...a);
+  for (const m of ['check', 'diff', 'create', 'read', 'update', 'delete', 'previewCreate', 'previewUpdate']) shell[m] = async (...a) => { const p = await load(); return p[m] && p[m](...a); };
   return shell;
 };
 `;

@@ -2,26 +2,26 @@
  * IdentityStack: the component that maps a validated Model onto the dynamic resources.
  *
  *   DeleteGuard (first: refuses mass deletions in preview already; everything depends on it)
- *   AuthServer ─┬─ Tenant ─┬─ Application (per app; web and proxy apps take StableSecrets)
- *               │          ├─ TenantUsers (one per tenant)
- *               │          └─ TenantAssignments (one per tenant, after apps and users)
+ *   AuthServer ─┬─ Tenant (per tenant: the tenant, its applications, users and assignments, one batch)
+ *               │    └─ TenantSecrets (per tenant with confidential apps or proxies: their secrets)
  *               └─ ClientConfigs (every generated client file, written under one directory)
  *
- * The request bodies come from the same generator as `idforge apply` (tenantSteps), so the two
- * paths cannot disagree about what a model means; Pulumi only adds the secrets it keeps.
+ * Two resources per tenant whatever its size (issue 23): the engine's cost is per resource, and the
+ * server takes a tenant's objects in one batch anyway. The request bodies come from the same
+ * generator as `idforge apply` (tenantSteps), so the two paths cannot disagree about what a model
+ * means; Pulumi only adds the secrets it keeps and the stack's mark.
  */
 import * as pulumi from '@pulumi/pulumi';
 import { pulumiManager, SECRET_BYTES, normalize, type Inventory, type PutStep, type TenantBody, type UserBody } from '../contract/index.ts';
 import { tenantRenames, type Model } from '../schema/model.ts';
-import { compileClientArtifacts, previousAppKeys, requiredSecrets, tenantSteps, type Resolved } from '../generators/index.ts';
+import { compileClientArtifacts, requiredSecrets, tenantSteps, type Resolved } from '../generators/index.ts';
 import type { AdminConnection } from '../admin-client/index.ts';
-import { Application, type ApplicationSpecBody } from './application.ts';
+import type { ApplicationSpecBody } from './application.ts';
 import { AuthServer, type LocalServerArgs } from './auth-server.ts';
 import { ClientConfigs } from './client-configs.ts';
 import { DeleteGuard } from './delete-guard.ts';
-import { StableSecret } from './stable-secret.ts';
-import { TenantAssignments } from './tenant-assignments.ts';
-import { TenantUsers, type UserSpecBody } from './tenant-users.ts';
+import type { UserSpecBody } from './tenant-users.ts';
+import { TenantSecrets } from './tenant-secrets.ts';
 import { Tenant } from './tenant.ts';
 
 export interface IdentityStackArgs {
@@ -139,45 +139,39 @@ export class IdentityStack extends pulumi.ComponentResource {
     // a restart on another port does not leave stale URLs behind (see AdminConnection).
     const connection: pulumi.Output<AdminConnection> = this.server.credentialsFile.apply((credentialsFile) => ({ credentialsFile }));
 
-    const secrets: Record<string, Record<string, pulumi.Output<string>>> = {};
-    const secretOf = (key: string): Record<string, pulumi.Output<string>> => (secrets[key] ??= {});
-    // Declared renames (previousName) of tenants and applications: their resources answer to their
-    // old names too, so the engine updates them instead of creating new ones and deleting the old.
-    const aliasesOf = (previousKeys: readonly string[], suffix = ''): pulumi.CustomResourceOptions =>
-      previousKeys.length === 0 ? {} : { aliases: previousKeys.map((k) => ({ name: `${k}${suffix}` })) };
-    for (const need of requiredSecrets(model)) {
-      secretOf(need.key)[need.kind] = new StableSecret(`${need.key}/${need.kind}`, { bytes: SECRET_BYTES[need.kind] }, { ...child, ...aliasesOf(need.previousKeys, `/${need.kind}`) }).value;
-    }
+    // Declared renames (previousName) of tenants: their resources answer to their old names too, so
+    // the engine updates them instead of creating new ones and deleting the old.
+    const aliasesOf = (previousKeys: readonly string[]): pulumi.CustomResourceOptions =>
+      previousKeys.length === 0 ? {} : { aliases: previousKeys.map((k) => ({ name: k })) };
+    // Per tenant, every secret of its applications by `<application>` and kind, for the client configs.
+    const tenantSecrets: pulumi.Output<Resolved['secrets']>[] = [];
 
     const provisioned: pulumi.Resource[] = [];
     for (const spec of specs) {
       const t = spec.tenant;
-      const policy = model.tenants.find((x) => x.name === t)?.unmanaged ?? 'remove';
-      const was = previousTenant.get(t);
       const modelTenant = model.tenants.find((x) => x.name === t)!;
-      const modelApp = (name: string) => modelTenant.applications.find((x) => x.name === name)!;
-      const moved = was === undefined ? {} : { previousTenant: was };
-      const tenant = new Tenant(
-        t,
-        { connection, name: t, ...(was === undefined ? {} : { previousName: was }), body: spec.body, applications: spec.applications.map((a) => a.name).sort(), unmanaged: policy, ...adopt },
-        { ...child, ...aliasesOf(was === undefined ? [] : [was]) },
-      );
-      provisioned.push(tenant);
-      const inTenant = { parent: this, dependsOn: [guard, tenant] };
-      // APIs first (the plan lists them first): clients name them as their audience, and the server
-      // refuses an audience that is not registered yet.
-      const apis: Application[] = [];
-      const apps = spec.applications.map((a) => {
-        const clientSecret = secrets[`${t}/${a.name}`]?.clientSecret;
-        const needsApis = a.body.kind !== 'api' && 'audience' in a.body && a.body.audience.length > 0;
-        const app = new Application(
-          `${t}/${a.name}`,
-          { connection, tenant: t, ...moved, name: a.name, body: a.body, siblings: spec.applications.map((x) => x.name).sort(), ...(clientSecret ? { clientSecret } : {}), ...adopt },
-          { ...(needsApis ? { parent: this, dependsOn: [guard, tenant, ...apis] } : inTenant), ...aliasesOf(previousAppKeys(modelTenant, modelApp(a.name))) },
-        );
-        if (a.body.kind === 'api') apis.push(app);
-        return app;
-      });
+      const was = previousTenant.get(t);
+      const needs = requiredSecrets({ ...model, tenants: [modelTenant] });
+      const previousApp = new Map(modelTenant.applications.flatMap((a) => (a.previousName === undefined ? [] : [[a.name, a.previousName] as const])));
+      const appOf = (key: string) => key.slice(t.length + 1);
+      let values: pulumi.Output<Record<string, string>> | undefined;
+      if (needs.length > 0) {
+        const sizes = Object.fromEntries(needs.map((n) => [`${appOf(n.key)}/${n.kind}`, SECRET_BYTES[n.kind]]));
+        const moved = Object.fromEntries(needs.flatMap((n) => {
+          const from = previousApp.get(appOf(n.key));
+          return from === undefined ? [] : [[`${appOf(n.key)}/${n.kind}`, `${from}/${n.kind}`]];
+        }));
+        values = new TenantSecrets(`${t}/secrets`, { sizes, ...(Object.keys(moved).length > 0 ? { moved } : {}) }, { ...child, ...aliasesOf(was === undefined ? [] : [`${was}/secrets`]) }).values;
+        tenantSecrets.push(values.apply((v) => {
+          const out: Record<string, Record<string, string>> = {};
+          for (const [k, value] of Object.entries(v)) {
+            const cut = k.lastIndexOf('/');
+            (out[`${t}/${k.slice(0, cut)}`] ??= {})[k.slice(cut + 1)] = value;
+          }
+          return out as Resolved['secrets'];
+        }));
+      }
+      const clientSecrets = values?.apply((v) => Object.fromEntries(Object.entries(v).filter(([k]) => k.endsWith('/clientSecret')).map(([k, value]) => [k.slice(0, -'/clientSecret'.length), value])));
       const passwords: Record<string, pulumi.Input<string>> = {};
       const missingPasswords: Record<string, string> = {};
       for (const id of Object.keys(spec.users)) {
@@ -186,35 +180,30 @@ export class IdentityStack extends pulumi.ComponentResource {
         const from = args.missingPasswords?.[`${t}/${id}`];
         if (from !== undefined) missingPasswords[id] = from;
       }
-      const users = new TenantUsers(
-        `${t}/users`,
+      const tenant = new Tenant(
+        t,
         {
           connection,
-          tenant: t,
-          ...moved,
+          name: t,
+          ...(was === undefined ? {} : { previousName: was }),
+          body: spec.body,
+          applications: Object.fromEntries(spec.applications.map((a) => [a.name, a.body])),
+          ...(previousApp.size > 0 ? { renamedApplications: Object.fromEntries(previousApp) } : {}),
+          ...(clientSecrets === undefined ? {} : { clientSecrets }),
           users: spec.users,
           ...(Object.keys(passwords).length > 0 ? { initialPasswords: pulumi.secret(passwords) } : {}),
           ...(Object.keys(missingPasswords).length > 0 ? { missingPasswords } : {}),
-          unmanaged: policy,
+          assignments: spec.assignments,
+          unmanaged: modelTenant.unmanaged ?? 'remove',
           ...adopt,
         },
-        { ...inTenant, ...aliasesOf(was === undefined ? [] : [`${was}/users`]) },
+        { ...child, ...aliasesOf(was === undefined ? [] : [was]) },
       );
-      const assignments = new TenantAssignments(
-        `${t}/assignments`,
-        {
-          connection, tenant: t, ...moved, assignments: spec.assignments, stack, unmanaged: policy,
-          applications: spec.applications.filter((a) => a.body.kind !== 'api').map((a) => a.name).sort(), ...adopt,
-        },
-        { parent: this, dependsOn: [guard, tenant, users, ...apps], ...aliasesOf(was === undefined ? [] : [`${was}/assignments`]) },
-      );
-      provisioned.push(...apps, users, assignments);
+      provisioned.push(tenant);
     }
 
     // Generate every client file once all secrets are known; the result is a secret as a whole.
-    const resolvedSecrets = pulumi.all(
-      Object.fromEntries(Object.entries(secrets).map(([k, v]) => [k, pulumi.all(v)])),
-    ) as pulumi.Output<Resolved['secrets']>;
+    const resolvedSecrets = pulumi.all(tenantSecrets).apply((all) => Object.assign({}, ...all) as Resolved['secrets']);
     const files = resolvedSecrets.apply((s) =>
       Object.fromEntries(compileClientArtifacts(model, { secrets: s }).map((a) => [a.path, a.content])),
     );

@@ -4,7 +4,7 @@
  * (built into tools/bin by scripts/ensure-tools.sh).
  */
 import { spawn } from 'node:child_process';
-import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, readdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -106,7 +106,8 @@ export class PulumiProject {
   async previewSteps(extraEnv: Record<string, string> = {}): Promise<PreviewStep[]> {
     const r = await this.must(['preview', '--json', '--diff'], extraEnv);
     const steps = (JSON.parse(r.stdout) as { steps?: PreviewStep[] }).steps ?? [];
-    return steps.filter((s) => s.op !== 'same');
+    // Refresh steps are the reads before the preview (Tenant resources ask for them): not changes.
+    return steps.filter((s) => s.op !== 'same' && s.op !== 'refresh');
   }
 
   async outputs(): Promise<Record<string, unknown>> {
@@ -119,6 +120,36 @@ export class PulumiProject {
 
   async cleanup(): Promise<void> {
     await rm(this.root, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Live processes whose environment carries `IDFORGE_CRASH_MARK=<mark>` (what a run started with that
+ * mark started: language host, program, provider hosts), other than the idforge server (meant to stay).
+ */
+export async function markedProcesses(mark: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const pid of (await readdir('/proc')).filter((d) => /^\d+$/.test(d))) {
+    try {
+      const environ = await readFile(`/proc/${pid}/environ`, 'latin1');
+      if (!environ.includes(`IDFORGE_CRASH_MARK=${mark}`)) continue;
+      const cmdline = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0').join(' ').trim();
+      const state = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]?.[0];
+      if (state === 'Z' || / serve /.test(`${cmdline} `)) continue;
+      out.push(`${pid} ${cmdline}`);
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+  }
+  return out;
+}
+
+/** Waits until `check` holds, polling; fails naming `what` after `ms`. */
+export async function waitFor(what: string, check: () => Promise<boolean>, ms = 30_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
   }
 }
 

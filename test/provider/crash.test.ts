@@ -1,41 +1,16 @@
 /**
  * Crash hygiene on the real engine: `kill -9` of `pulumi up` in the middle of provisioning leaves no
  * language host, program or dynamic provider process behind (they watch the engine and exit with
- * it), and the stack recovers with one documented command.
+ * it), also when the engine dies the moment a provider host starts (its watchdog runs before
+ * anything else: _host.cjs), and the stack recovers with one documented command.
  */
 import { spawn } from 'node:child_process';
-import { readFile, readdir } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdminClient } from '../../src/admin-client/index.ts';
 import { isOurProcess, PID_FILE } from '../../src/provider/_local-server.ts';
-import { ACME_PASSWORDS as PASSWORDS, PulumiProject, acmeStack } from './_pulumi.ts';
-
-/** Live processes whose environment carries `mark`, other than the idforge server (meant to stay). */
-async function marked(mark: string): Promise<string[]> {
-  const out: string[] = [];
-  for (const pid of (await readdir('/proc')).filter((d) => /^\d+$/.test(d))) {
-    try {
-      const environ = await readFile(`/proc/${pid}/environ`, 'latin1');
-      if (!environ.includes(`IDFORGE_CRASH_MARK=${mark}`)) continue;
-      const cmdline = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0').join(' ').trim();
-      const state = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]?.[0];
-      if (state === 'Z' || / serve /.test(`${cmdline} `)) continue;
-      out.push(`${pid} ${cmdline}`);
-    } catch {
-      // gone meanwhile, or not ours to read
-    }
-  }
-  return out;
-}
-
-async function waitFor(what: string, check: () => Promise<boolean>, ms = 30_000): Promise<void> {
-  const until = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
+import { ACME_PASSWORDS as PASSWORDS, PulumiProject, acmeStack, markedProcesses as marked, waitFor } from './_pulumi.ts';
 
 describe('kill -9 of pulumi up', { timeout: 300_000 }, () => {
   let stack: Awaited<ReturnType<typeof acmeStack>>;
@@ -51,6 +26,22 @@ describe('kill -9 of pulumi up', { timeout: 300_000 }, () => {
     await stack?.dispose();
   });
 
+  it('killed the moment a dynamic provider host starts, before its first call: nothing is left running', async () => {
+    const mark = `early-${process.pid}-${Date.now()}`;
+    const run = spawn('pulumi', ['preview', '--non-interactive'], {
+      cwd: p.dir, env: { ...p.environment(), ...PASSWORDS, IDFORGE_CRASH_MARK: mark }, stdio: ['ignore', 'ignore', 'ignore'],
+    });
+    const closed = new Promise((r) => run.once('close', r));
+    await waitFor('a provider host to start', async () => (await marked(mark)).some((l) => l.includes('_host.cjs')), 120_000);
+    // Within its first half second: it is still loading, or has answered the engine's first calls.
+    await new Promise((r) => setTimeout(r, Math.floor(Math.random() * 500)));
+    run.kill('SIGKILL');
+    await closed;
+    let last: string[] = [];
+    await waitFor('the engine\'s children to exit', async () => (last = await marked(mark)).length === 0, 10_000)
+      .catch((err) => { throw new Error(`${(err as Error).message}; still running:\n${last.join('\n')}`); });
+  });
+
   it('leaves no host, program or provider process behind, and `pulumi cancel --yes && pulumi up` recovers the stack', async () => {
     const mark = `crash-${process.pid}-${Date.now()}`;
     const up = spawn('pulumi', ['up', '--yes', '--skip-preview', '--non-interactive'], {
@@ -59,12 +50,15 @@ describe('kill -9 of pulumi up', { timeout: 300_000 }, () => {
     let out = '';
     up.stdout.on('data', (c: Buffer) => (out += c.toString()));
     up.stderr.on('data', (c: Buffer) => (out += c.toString()));
-    // Kill it in the middle of provisioning: once the tenant exists on the server, before the rest is in the state.
-    await waitFor('the tenant to be created', async () => {
+    // Kill it in the middle of provisioning: the server answers and a provider host is at work on the
+    // tenant (its one batch may or may not have landed), before the state holds it.
+    let before: string[] = [];
+    await waitFor('the server to answer while a provider host runs', async () => {
+      before = await marked(mark);
+      if (!before.some((l) => l.includes('_host.cjs'))) return false;
       const admin = await AdminClient.forDataDir(dataDir).catch(() => undefined);
-      return admin !== undefined && (await admin.find('getTenant', { tenant: 'acme' }).catch(() => undefined)) !== undefined;
+      return admin !== undefined && (await admin.find('getTenant', { tenant: 'nobody' }).then(() => true, () => false));
     });
-    const before = await marked(mark);
     expect(before.length, 'the engine has a language host and providers running').toBeGreaterThan(1);
     up.kill('SIGKILL');
     await new Promise((r) => up.once('close', r));

@@ -122,7 +122,9 @@ describe('the delete guard refuses mass deletions in preview', { timeout: 300_00
     await p.configSet('idforge:allowDelete', 'true');
     try {
       const steps = await p.previewSteps(PASSWORDS);
-      expect(steps.filter((s) => s.op === 'delete' && s.urn.includes('idforge:Application')).map((s) => urnName(s.urn)).sort()).toEqual(['acme/dashboard', 'acme/orders-api', 'acme/wiki']);
+      const acme = steps.find((s) => urnName(s.urn) === 'acme');
+      expect(Object.entries(acme?.detailedDiff ?? {}).filter(([k, d]) => d.kind === 'delete' && /^applications\.[^.[]+$|^applications\["[^"]+"\]$/.test(k)).map(([k]) => k).sort())
+        .toEqual(['applications.dashboard', 'applications.wiki', 'applications["orders-api"]']);
       await p.up(PASSWORDS);
     } finally {
       await p.must(['config', 'rm', 'idforge:allowDelete']);

@@ -48,7 +48,8 @@ describe('objects nobody declared in a managed tenant', { timeout: 300_000 }, ()
     const refresh = await p.run(['refresh', '--yes', '--skip-preview', '--expect-no-changes'], PASSWORDS);
     expect(refresh.code, 'refresh --expect-no-changes must fail on this drift').not.toBe(0);
     const steps = await p.previewSteps(PASSWORDS);
-    expect(steps.map((s) => `${s.op} ${urnName(s.urn)}`).sort()).toEqual(['update acme', 'update acme/assignments', 'update acme/users']);
+    expect(steps.map((s) => `${s.op} ${urnName(s.urn)}`).sort()).toEqual(['update acme']);
+    expect(steps[0]?.detailedDiff).toMatchObject({ 'drift.applications': { kind: 'delete' }, 'drift.users': { kind: 'delete' }, 'drift.assignments': { kind: 'delete' } });
     await p.up(PASSWORDS);
     expect(await present()).toEqual({ user: false, assignment: false, application: false });
     await p.must(['refresh', '--yes', '--skip-preview', '--expect-no-changes'], PASSWORDS);
@@ -57,7 +58,9 @@ describe('objects nobody declared in a managed tenant', { timeout: 300_000 }, ()
 
   it('objects the console made are reported, never removed', async () => {
     await sneakIn('console');
-    await p.must(['refresh', '--yes', '--skip-preview'], PASSWORDS);
+    const refresh = await p.must(['refresh', '--yes', '--skip-preview', '--expect-no-changes'], PASSWORDS);
+    expect(refresh.stdout).toContain('tenant acme holds objects this stack does not declare, kept by other managers (reported, never removed): the admin console: application backdoor, user u-mallory, assignment portal/u-mallory');
+    await p.must(['preview', '--expect-no-changes'], PASSWORDS);
     await p.up(PASSWORDS);
     expect(await present()).toEqual({ user: true, assignment: true, application: true });
     await admin.remove('deleteApplication', { tenant: 'acme', application: 'backdoor' });

@@ -8,25 +8,30 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { UNKNOWN, checkWith, jsonEqual, propertyPath } from '../../src/provider/_common.ts';
-import { applicationProvider, type ApplicationOutputs } from '../../src/provider/application.ts';
+import { applicationsToFree } from '../../src/provider/application.ts';
 import { authServerProvider, needsRestart, serverUrls, type AuthServerInputs } from '../../src/provider/auth-server.ts';
 import { clientConfigsProvider, syncFiles } from '../../src/provider/client-configs.ts';
 import { tenantSpecs } from '../../src/provider/identity-stack.ts';
 import { stableSecretProvider } from '../../src/provider/stable-secret.ts';
-import { assignmentChanges, tenantAssignmentsProvider } from '../../src/provider/tenant-assignments.ts';
-import { tenantUsersProvider, userChanges } from '../../src/provider/tenant-users.ts';
-import { tenantProvider, type TenantInputs } from '../../src/provider/tenant.ts';
+import { assignmentChanges } from '../../src/provider/tenant-assignments.ts';
+import { valuesFor } from '../../src/provider/tenant-secrets.ts';
+import { userChanges } from '../../src/provider/tenant-users.ts';
+import { describe as describeChange, findingsOf, fromWire, tenantBatch, tenantDifferences, tenantProvider, toWire, type TenantInputs } from '../../src/provider/tenant.ts';
 import { loadModel } from '../../src/schema/index.ts';
 import { z } from 'zod';
 
+// Port 1: nothing answers there, so the checks that ask the server find it unreachable at once.
 const connection = {
-  adminUrl: 'http://localhost:9080/admin/v1',
-  tokenUrl: 'http://system.localhost:9080/oauth2/token',
+  adminUrl: 'http://localhost:1/admin/v1',
+  tokenUrl: 'http://system.localhost:1/oauth2/token',
   clientId: 'bootstrap',
   clientSecret: 's3cret',
 };
 
-const tenant: TenantInputs = { connection, name: 'acme', body: { displayName: 'Acme', scopes: [], managedBy: 'idforge' } };
+const tenant: TenantInputs = {
+  connection, name: 'acme', body: { displayName: 'Acme', scopes: [], managedBy: 'idforge' }, applications: {}, users: {}, assignments: {}, unmanaged: 'remove',
+};
+const web = { kind: 'web' as const, clientId: 'portal', redirectUris: ['http://portal.localhost:3000/connect/acme/callback'], postLogoutRedirectUris: [], scopes: ['openid'], audience: [] };
 
 describe('check', () => {
   it('maps zod issues to property paths and reasons', async () => {
@@ -39,9 +44,13 @@ describe('check', () => {
   });
 
   it('fills defaults, so diffs compare normalized inputs', async () => {
-    const r = await tenantProvider.check({} as never, { connection, name: 'acme', body: { displayName: 'Acme' } } as never);
+    const r = await tenantProvider.check({} as never, { connection, name: 'acme', body: { displayName: 'Acme' }, assignments: { portal: ['b', 'a', 'b'], wiki: [] } } as never);
     expect(r.failures).toBeUndefined();
-    expect(r.inputs?.body).toEqual({ displayName: 'Acme', scopes: [] });
+    // Kept on the wire one JSON string per object (TenantWire).
+    expect(r.inputs?.body).toBe('{"displayName":"Acme","scopes":[]}');
+    expect(fromWire(r.inputs).body).toEqual({ displayName: 'Acme', scopes: [] });
+    // Sorted and unique; an application that assigns nobody is no entry.
+    expect(fromWire(r.inputs).assignments).toEqual({ portal: ['a', 'b'] });
   });
 
   it('does not judge inputs that are unknown during a preview', async () => {
@@ -51,22 +60,18 @@ describe('check', () => {
     expect(nested.failures).toBeUndefined();
   });
 
-  it('refuses a client secret in an application body: the provider owns it', async () => {
-    const r = await applicationProvider.check({} as never, {
-      connection,
-      tenant: 'acme',
-      name: 'portal',
-      body: { kind: 'web', clientId: 'portal', redirectUris: ['http://portal.localhost/cb'], clientSecret: 'x'.repeat(40) },
+  it('refuses a client secret in an application body: the stack keeps it', async () => {
+    const r = await tenantProvider.check({} as never, {
+      ...tenant, applications: { portal: { kind: 'web', clientId: 'portal', redirectUris: ['http://portal.localhost/cb'], clientSecret: 'x'.repeat(40) } },
     } as never);
-    expect(r.failures).toEqual([{ property: 'body.clientSecret', reason: 'the provider makes and keeps the client secret; leave it out' }]);
+    expect(r.failures).toEqual([{ property: 'applications.portal.clientSecret', reason: 'the stack makes and keeps the client secret (clientSecrets); leave it out' }]);
   });
 
   it('refuses pkce: optional for a single-page app with the rule every door runs', async () => {
-    const r = await applicationProvider.check({} as never, {
-      connection, tenant: 'acme', name: 'dash',
-      body: { kind: 'spa', clientId: 'dash', redirectUris: ['http://dash.localhost:5173'], pkce: 'optional' },
+    const r = await tenantProvider.check({} as never, {
+      ...tenant, applications: { dash: { kind: 'spa', clientId: 'dash', redirectUris: ['http://dash.localhost:5173'], pkce: 'optional' } },
     } as never);
-    expect(r.failures).toEqual([{ property: 'body.pkce', reason: expect.stringMatching(/^pkce: optional is allowed only for confidential clients \(web, proxy\)/) }]);
+    expect(r.failures).toEqual([{ property: 'applications.dash.pkce', reason: expect.stringMatching(/^pkce: optional is allowed only for confidential clients \(web, proxy\)/) }]);
   });
 
   it('names map keys in property paths', () => {
@@ -81,35 +86,95 @@ describe('check', () => {
 });
 
 describe('diff', () => {
-  it('tenant: a new name replaces, a display name updates, a new connection is no change', async () => {
-    expect(await tenantProvider.diff('acme', tenant, { ...tenant, name: 'acme2' })).toMatchObject({ changes: true, replaces: ['name'] });
-    expect(await tenantProvider.diff('acme', tenant, { ...tenant, body: { ...tenant.body, displayName: 'Acme Inc' } })).toEqual({
+  it('tenant: a new name replaces, a declared rename updates, a display name updates, a new connection is no change', async () => {
+    const w = (t: TenantInputs) => toWire(t);
+    expect(await tenantProvider.diff('acme', w(tenant), w({ ...tenant, name: 'acme2' }))).toMatchObject({ changes: true, replaces: ['name'] });
+    expect(await tenantProvider.diff('acme', w(tenant), w({ ...tenant, name: 'acme2', previousName: 'acme' }))).toMatchObject({ changes: true, replaces: [] });
+    expect(await tenantProvider.diff('acme', w(tenant), w({ ...tenant, body: { ...tenant.body, displayName: 'Acme Inc' } }))).toEqual({
       changes: true,
       replaces: [],
+      detailedDiff: { body: 'update' },
     });
-    expect(await tenantProvider.diff('acme', tenant, { ...tenant, connection: { ...connection, clientSecret: 'rotated' } })).toEqual({
-      changes: false,
-      replaces: [],
-    });
+    expect(await tenantProvider.diff('acme', w(tenant), w({ ...tenant, connection: { ...connection, clientSecret: 'rotated' } }))).toEqual({ changes: false, replaces: [] });
+    // Initial passwords matter only to users being made: a new one for an existing user is no change.
+    const withUser = { ...tenant, users: { a: { email: 'a@x.io', scopes: [], disabled: false } } };
+    expect(await tenantProvider.diff('acme', w(withUser), w({ ...withUser, initialPasswords: { a: 'changed-later' } }))).toEqual({ changes: false, replaces: [] });
+    // Each changed object is named: the engine shows its fields (it decodes the JSON), preview --json lists it.
+    expect(await tenantProvider.diff('acme', w({ ...withUser, applications: { portal: web } }), w({ ...withUser, applications: { portal: { ...web, scopes: ['openid', 'email'] }, wiki: web }, users: {}, drift: {} })))
+      .toMatchObject({ detailedDiff: { 'applications.portal': 'update', 'applications.wiki': 'add', 'users.a': 'delete' } });
   });
 
-  it('application: kind and client id replace; redirect URIs update; the kept secret is no change', async () => {
-    const body = { kind: 'web' as const, clientId: 'portal', redirectUris: ['http://portal.localhost:3000/connect/acme/callback'], postLogoutRedirectUris: [], scopes: ['openid'], audience: [] };
-    const olds: ApplicationOutputs = { connection, tenant: 'acme', name: 'portal', body, clientId: 'portal', clientSecret: 'kept' };
-    const news = { connection, tenant: 'acme', name: 'portal', body };
-    // One name, one object on the server: any replacement deletes the old registration first.
-    expect(await applicationProvider.diff('acme/portal', olds, news as never)).toEqual({ changes: false, replaces: [], deleteBeforeReplace: true });
-    expect(await applicationProvider.diff('acme/portal', olds, { ...news, body: { ...body, clientId: 'portal2' } } as never)).toEqual({
-      changes: true,
-      replaces: ['body.clientId'],
-      // Same path on the server: the old registration goes first, or its delete would remove the new one.
-      deleteBeforeReplace: true,
+  it('the detailed diff names each application, user and field, and says it in one line each', () => {
+    const olds: TenantInputs = { ...tenant, applications: { portal: web }, users: { 'u-bob': { email: 'bob@x.io', scopes: [], disabled: false } }, assignments: { portal: ['u-bob'] } };
+    const news: TenantInputs = {
+      ...olds,
+      applications: { portal: { ...web, redirectUris: [...web.redirectUris, 'http://portal.localhost:3001/connect/acme/callback'] }, reports: { ...web, clientId: 'reports' } },
+      users: { 'u-bob': { email: 'bob@y.io', scopes: [], disabled: false } },
+      assignments: { portal: ['u-bob', 'u-carol'] },
+    };
+    const found = tenantDifferences({ ...olds, drift: { applications: ['backdoor'] } }, news);
+    expect(found.map((d) => [d.path.join('/'), d.kind])).toEqual([
+      ['applications/portal/redirectUris/1', 'add'],
+      ['applications/reports', 'add'],
+      ['users/u-bob/email', 'update'],
+      ['drift/applications', 'delete'],
+      ['assignments/portal', 'update'],
+    ]);
+    expect(found.flatMap((d) => describeChange('acme', d, { ...olds, drift: { applications: ['backdoor'] } }, news))).toEqual([
+      'acme/portal: redirectUris[1] added',
+      'acme/reports: application added',
+      'acme user u-bob: email changed',
+      'acme: application backdoor is in the tenant but not in the model: removed',
+      'acme/portal: assignment of u-carol added',
+    ]);
+  });
+
+  it('applications freed before the batch: a new client id or kind, and a client id another declared application takes', () => {
+    const api = { kind: 'api' as const, identifier: 'https://api.example', scopes: [] };
+    expect(applicationsToFree({ portal: web }, { portal: web })).toEqual([]);
+    expect(applicationsToFree({ portal: web }, { portal: { ...web, clientId: 'portal2' } })).toEqual(['portal']);
+    // Renamed by a new name that keeps the client id: the old one goes first.
+    expect(applicationsToFree({ portal: web, api }, { intranet: web, api })).toEqual(['portal']);
+    // Declared with previousName: moved in place, nothing freed.
+    expect(applicationsToFree({ portal: web }, { intranet: web }, { intranet: 'portal' })).toEqual([]);
+  });
+
+  it("a dry run's answers, sorted: missing, changed, a secret not the stack's, drift, and other managers' objects", () => {
+    const ours = 'pulumi:idforge/test';
+    const f = findingsOf([
+      { kind: 'application', application: 'portal', outcome: 'updated', changes: ['redirectUris', 'clientSecret'] },
+      { kind: 'application', application: 'wiki', outcome: 'created' },
+      { kind: 'user', user: 'u-bob', outcome: 'unchanged', manager: 'apply:other' },
+      { kind: 'user', user: 'u-left', outcome: 'deleted', manager: ours },
+      { kind: 'user', user: 'u-mallory', outcome: 'deleted' },
+      { kind: 'application', application: 'backdoor', outcome: 'deleted', manager: 'console' },
+      { kind: 'assignment', application: 'portal', user: 'u-x', outcome: 'deleted', manager: 'scim' },
+    ], ours, 'remove');
+    expect(f).toMatchObject({
+      gone: false,
+      missing: { applications: ['wiki'], users: [], assignments: [] },
+      changed: { tenant: false, applications: ['portal'], users: [] },
+      drift: { users: ['u-left', 'u-mallory'], secrets: ['portal'] },
+      others: [{ kind: 'application', name: 'backdoor', manager: 'console' }, { kind: 'assignment', name: 'portal/u-x', manager: 'scim' }],
+      held: [{ kind: 'user', name: 'u-bob', manager: 'apply:other' }],
     });
-    expect(
-      await applicationProvider.diff('acme/portal', olds, { ...news, body: { ...body, redirectUris: ['http://portal.localhost:3001/cb'] } } as never),
-    ).toEqual({ changes: true, replaces: [], deleteBeforeReplace: true });
-    // A secret a refresh found changed on the server is drift to repair.
-    expect(await applicationProvider.diff('acme/portal', { ...olds, secretInSync: false }, news as never)).toMatchObject({ changes: true, replaces: [] });
+    // Under `keep`, what nobody manages is not looked for; the stack's own leftovers still are.
+    expect(findingsOf([{ kind: 'user', user: 'u-mallory', outcome: 'deleted' }, { kind: 'user', user: 'u-left', outcome: 'deleted', manager: ours }], ours, 'keep').drift).toEqual({ users: ['u-left'] });
+  });
+
+  it("the tenant's batch: the whole declared state, secrets with confidential clients, passwords only where asked", () => {
+    const b = tenantBatch({
+      ...tenant, body: { ...tenant.body, stack: 'idforge/test', manager: 'pulumi:idforge/test' },
+      applications: { portal: web, dash: { kind: 'spa', clientId: 'dash', redirectUris: ['http://dash.localhost:5173'], postLogoutRedirectUris: [], scopes: ['openid'], audience: [], offline: false } },
+      clientSecrets: { portal: 's'.repeat(43), dash: 'never sent' },
+      users: { a: { email: 'a@x.io', scopes: [], disabled: false }, b: { email: 'b@x.io', scopes: [], disabled: false } },
+      initialPasswords: { a: 'password-a', b: 'password-b' },
+      assignments: { portal: ['a', 'b'] },
+    }, { passwordsFor: (id) => id === 'b', prune: { managers: ['pulumi:idforge/test'], drift: true } });
+    expect(b.applications?.map((a) => [a.name, 'clientSecret' in a.body])).toEqual([['portal', true], ['dash', false]]);
+    expect(b.users?.map((u) => [u.id, u.body.initialPassword])).toEqual([['a', undefined], ['b', 'password-b']]);
+    expect(b.assignments).toEqual([{ application: 'portal', users: ['a', 'b'], body: { managedBy: 'idforge', stack: 'idforge/test', manager: 'pulumi:idforge/test' } }]);
+    expect(b).toMatchObject({ prune: { managers: ['pulumi:idforge/test'], drift: true }, force: false, report: 'changes' });
   });
 
   it('users and assignments: per-entry change sets; order in the model is no change', async () => {
@@ -122,14 +187,6 @@ describe('diff', () => {
     expect(assignmentChanges({ portal: ['a', 'b'], wiki: ['a'] }, { portal: ['b', 'a'], dashboard: ['a'] })).toEqual({
       add: [['dashboard', 'a']],
       remove: [['wiki', 'a']],
-    });
-    const checked = await tenantAssignmentsProvider.check({} as never, { connection, tenant: 'acme', assignments: { portal: ['b', 'a', 'b'] } } as never);
-    expect(checked.inputs?.assignments).toEqual({ portal: ['a', 'b'] });
-    const olds = { connection, tenant: 'acme', users: { a: u('a@x.io') } };
-    expect(await tenantUsersProvider.diff('acme/users', olds, { ...olds, tenant: 'globex' })).toEqual({ changes: true, replaces: ['tenant'] });
-    expect(await tenantUsersProvider.diff('acme/users', olds, { ...olds, initialPasswords: { a: 'changed-later' } })).toEqual({
-      changes: false,
-      replaces: [],
     });
   });
 
@@ -164,6 +221,20 @@ describe('diff', () => {
   it('auth server check: local mode serves http only, and says so', async () => {
     const r = await authServerProvider.check({} as never, { scheme: 'https', port: 9080, local: { dataDir: '/tmp/a' } } as never);
     expect(r.failures).toEqual([{ property: 'scheme', reason: "local mode serves plain HTTP: use 'http'" }]);
+  });
+});
+
+describe('tenant secrets', () => {
+  it('makes each value once: kept while its size stays, moved by a declared rename, made for a new key', () => {
+    let n = 0;
+    const random = (bytes: number) => `v${++n}-${bytes}`;
+    const first = { sizes: { 'portal/clientSecret': 32, 'wiki/cookieSecret': 16 } };
+    const values = valuesFor(first, undefined, random);
+    expect(values).toEqual({ 'portal/clientSecret': 'v1-32', 'wiki/cookieSecret': 'v2-16' });
+    const olds = { ...first, values };
+    expect(valuesFor({ sizes: { 'intranet/clientSecret': 32, 'wiki/cookieSecret': 16 }, moved: { 'intranet/clientSecret': 'portal/clientSecret' } }, olds, random))
+      .toEqual({ 'intranet/clientSecret': 'v1-32', 'wiki/cookieSecret': 'v2-16' });
+    expect(valuesFor({ sizes: { 'wiki/cookieSecret': 32 } }, olds, random)).toEqual({ 'wiki/cookieSecret': 'v3-32' });
   });
 });
 

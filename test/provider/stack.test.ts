@@ -146,7 +146,8 @@ describe('pulumi up/preview/refresh/destroy of a model against the real server',
       expect(r.stdout + r.stderr).toContain('the user is created with an initial password, and it is missing: set environment variable ACME_CAROL_PASSWORD');
       expect(r.stdout + r.stderr).not.toContain('ACME_ALICE_PASSWORD');
       const steps = await p.previewSteps({ ...env, ACME_CAROL_PASSWORD: 'carol-password-3' });
-      expect(steps.map((x) => `${x.op} ${urnName(x.urn)}`).sort()).toEqual(['update acme/users', 'update delete-guard']);
+      expect(steps.map((x) => `${x.op} ${urnName(x.urn)}`).sort()).toEqual(['update acme', 'update delete-guard']);
+      expect(Object.keys(steps.find((x) => urnName(x.urn) === 'acme')?.detailedDiff ?? {})).toEqual(['users["u-carol"]']);
     } finally {
       await editModel((doc) => {
         const users = doc.getIn(['tenants', 0, 'users']) as { items: unknown[] };
@@ -177,15 +178,17 @@ describe('pulumi up/preview/refresh/destroy of a model against the real server',
     });
     const steps = await p.previewSteps(PASSWORDS);
     expect(steps.map((s) => `${s.op} ${urnName(s.urn)}`).sort()).toEqual([
-      'create acme/reports',
-      // The tenant and its assignments know which applications the model declares (drift is anything else).
+      // The tenant holds its applications and assignments: one update, which names each change.
       'update acme',
-      'update acme/assignments',
-      'update acme/wiki',
       'update client-configs',
       // Its inventory follows the model (one more application, one assignment less).
       'update delete-guard',
     ]);
+    expect(steps.find((s) => urnName(s.urn) === 'acme')?.detailedDiff).toMatchObject({
+      'applications.reports': { kind: 'add' },
+      'applications.wiki': { kind: 'update' },
+      'assignments.wiki': { kind: 'delete' },
+    });
     await p.up(PASSWORDS);
     expect(await admin.find('getApplication', { tenant: 'acme', application: 'reports' })).toMatchObject({ kind: 'spa', redirectUris: ['http://reports.localhost:5174', 'http://reports.localhost:5174/'] });
     expect(await admin.find('getApplication', { tenant: 'acme', application: 'wiki' })).toMatchObject({ redirectUris: ['http://wiki.localhost:4280/oauth2/callback'] });
@@ -201,9 +204,10 @@ describe('pulumi up/preview/refresh/destroy of a model against the real server',
     await admin.remove('deleteAssignment', { tenant: 'acme', application: 'portal', userId: 'u-bob' });
     const refresh = await p.must(['refresh', '--yes', '--skip-preview', '--diff'], PASSWORDS);
     expect(refresh.stdout).toContain('evil.localhost');
-    expect(refresh.stdout).toMatch(/2 updated/);
+    expect(refresh.stdout).toMatch(/1 updated/);
     const steps = await p.previewSteps(PASSWORDS);
-    expect(steps.map((s) => `${s.op} ${urnName(s.urn)}`).sort()).toEqual(['update acme/assignments', 'update acme/portal']);
+    expect(steps.map((s) => `${s.op} ${urnName(s.urn)}`).sort()).toEqual(['update acme']);
+    expect(steps[0]?.detailedDiff).toMatchObject({ 'applications.portal': { kind: 'update' }, 'assignments.portal': { kind: 'update' } });
     await p.up(PASSWORDS);
     expect(await admin.find('getApplication', { tenant: 'acme', application: 'portal' })).toMatchObject({
       redirectUris: ['http://portal.localhost:3000/connect/acme/callback'],
