@@ -77,6 +77,12 @@ export interface Drift {
   readonly assignments?: string[];
   /** Confidential applications whose client secret on the server is not the stack's. */
   readonly secrets?: string[];
+  /**
+   * Access the model does not declare: `application/group` assignments of another door's group (SCIM's)
+   * to an application this stack declares (the model's groups become user assignments, so it declares
+   * none). One access rule with `idforge plan`: removed under `unmanaged: remove`, reported under report.
+   */
+  readonly grants?: string[];
 }
 
 export interface TenantInputs {
@@ -99,7 +105,7 @@ export interface TenantInputs {
 export type TenantOutputs = TenantInputs;
 
 const names = z.array(z.string()).optional();
-const DriftSchema = z.strictObject({ applications: names, users: names, assignments: names, secrets: names });
+const DriftSchema = z.strictObject({ applications: names, users: names, assignments: names, secrets: names, grants: names });
 
 /** Sorted, and only the kinds that hold something: a drift of nothing is no drift. */
 export function normalDrift(d: Drift | undefined): Drift {
@@ -299,6 +305,7 @@ async function readTenant(id: string, old: TenantOutputs, ctx: ProviderContext |
   const judged = seen.length > 0 ? await dry([...fixed, ...seen]) : first;
   const f = findingsOf(judged.results, ours, policy);
   if (f.gone) return { id: '' }; // gone: refresh drops it, the next up makes it again
+  const grants = look ? await undeclaredGrants(client, name, Object.keys(old.applications)) : [];
 
   // Only what differs is fetched, so the diff shows the live values.
   let body = old.body;
@@ -333,11 +340,38 @@ async function readTenant(id: string, old: TenantOutputs, ctx: ProviderContext |
     await say(ctx, 'info', `tenant ${name}: objects the model declares, exactly as they are, stay with the managers that keep them (idforge:adopt takes them over): ${byManager(left)}`);
   }
   for (const h of refused) await say(ctx, 'warning', `tenant ${name}: ${h.kind} ${h.name || name} changed under another manager; the next up is refused for it: ${h.reason}`);
+  if (grants.length > 0) {
+    await say(ctx, 'warning', `tenant ${name}: access the model does not declare, granted through another door's group: ${grants.map((g) => `${g.grant} (${managerWords(g.manager)})`).join(', ')}; ` +
+      (policy === 'remove' ? 'the next up removes it (unmanaged: remove)' : 'reported (unmanaged: report)'));
+  }
 
-  const now: TenantOutputs = { ...old, name, body, applications, users: userMap, assignments, drift: f.drift };
+  const drift = policy === 'remove' && grants.length > 0 ? { ...f.drift, grants: grants.map((g) => g.grant) } : f.drift;
+  const now: TenantOutputs = { ...old, name, body, applications, users: userMap, assignments, drift };
   // Inputs as well as outputs, so the next diff compares the model with what is live (pulumi#13679).
   return { id, props: now, inputs: now, refreshBeforeUpdate: true };
 }
+
+/** Group assignments on the applications the stack declares (`application/group`), with the group assignment's manager. A tenant not there yet has none. */
+async function undeclaredGrants(client: AdminConnectionClient, tenant: string, applications: readonly string[]): Promise<{ grant: string; application: string; group: string; manager: string | undefined }[]> {
+  const { AdminApiError } = await import('../admin-client/index.ts');
+  const declared = new Set(applications);
+  try {
+    const { items } = await client.call('listTenantGroupAssignments', { tenant });
+    return items.filter((g) => declared.has(g.application)).map((g) => ({ grant: `${g.application}/${g.group}`, application: g.application, group: g.group, manager: g.manager }));
+  } catch (err) {
+    if (err instanceof AdminApiError && err.status === 404) return [];
+    throw err;
+  }
+}
+
+/** Under `unmanaged: remove`, the access the model does not declare goes (idempotent: a grant already gone is no error). */
+async function removeGrants(client: AdminConnectionClient, tenant: string, applications: readonly string[]): Promise<void> {
+  for (const g of await undeclaredGrants(client, tenant, applications)) {
+    await client.remove('deleteGroupAssignment', { tenant, application: g.application, group: g.group });
+  }
+}
+
+type AdminConnectionClient = import('../admin-client/index.ts').AdminClient;
 
 /** The parts of the inputs that are the tenant (not how to reach it, not what the model says to do with drift). */
 function declaredOf(i: Partial<TenantInputs>) {
@@ -387,7 +421,9 @@ export function describe(tenant: string, d: Difference, olds: Partial<TenantInpu
       const removes = news.unmanaged === 'remove';
       return found.map((x) => key === 'secrets'
         ? `${tenant}/${x}: the client secret on the server is not the stack's: set again`
-        : `${tenant}: ${String(key).slice(0, -1)} ${x} is in the tenant but not in the model: ${removes ? 'removed' : 'reported (unmanaged: report)'}`);
+        : key === 'grants'
+          ? `${tenant}/${x.split('/')[0]}: group ${x.split('/')[1]} grants access the model does not declare: ${removes ? 'removed' : 'reported (unmanaged: report)'}`
+          : `${tenant}: ${String(key).slice(0, -1)} ${x} is in the tenant but not in the model: ${removes ? 'removed' : 'reported (unmanaged: report)'}`);
     }
     case 'body':
       return [`${tenant}: ${rest.length === 0 ? `${String(key)} ${verb}` : `${formatPath([key!, ...rest])} ${verb}`}`];
@@ -507,6 +543,7 @@ const onObjects: {
       passwordsFor: () => true, force: inputs.adopt === true,
       prune: { managers: ours === undefined ? [] : [ours], drift: inputs.unmanaged === 'remove' },
     })]);
+    if (inputs.unmanaged === 'remove') await removeGrants(client, inputs.name, Object.keys(inputs.applications));
     return { id: inputs.name, outs: withServerSecrets({ ...inputs, drift: {} }, results), refreshBeforeUpdate: true } as pulumi.dynamic.CreateResult;
   },
   async read(id, props, ctx?: ProviderContext) {
@@ -544,6 +581,7 @@ const onObjects: {
         prune: { managers: ours === undefined ? [] : [ours], drift: news.unmanaged === 'remove' },
       }),
     ]);
+    if (news.unmanaged === 'remove') await removeGrants(client, news.name, Object.keys(news.applications));
     return { outs: withServerSecrets({ ...news, drift: {} }, results), refreshBeforeUpdate: true } as pulumi.dynamic.UpdateResult;
   },
   async delete(id, props) {

@@ -2,7 +2,8 @@
  * The cross-door property (issue "One truth across every door", point 7), shared by the bounded run
  * in npm test (test/doors/cross-door.test.ts) and the soak in bench/soak/doors.ts: random valid
  * models and random sequences of writes through `idforge apply` (two named managers, forced or
- * not), application renames, SCIM and the raw admin API, against a real server, with the invariants
+ * not), application renames, SCIM, the admin console and the raw admin API, against a real server (and
+ * through Pulumi in test/provider/doors.test.ts), with the invariants
  * checked after every step:
  *
  * 1. every object has exactly one manager, and its managedBy/stack say the same;
@@ -13,7 +14,13 @@
  *    successful apply declared, exactly as declared (normal form), and plans to no changes;
  * 4. nothing is orphaned by a rename: the old name is gone, the new one has the same client id and
  *    creation time, and its assignments;
- * 5. once converged, plan reports no changes.
+ * 5. once converged, plan reports no changes;
+ * 6. no apply deletes an object another manager keeps (the console's application stays, reported),
+ *    but for the assignments of a user or application the writer deletes of its own.
+ *
+ * The console is driven over HTTP as a browser would (signed in through the tenant's own sign-in
+ * by an administrator made by hand, who the next apply removes as drift): it makes applications of
+ * its own, and its edit of a Git-managed application is refused, changing nothing.
  */
 import fc from 'fast-check';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -25,7 +32,7 @@ import { doorOf, scimBaseUrl, stackOf } from '../../src/contract/index.ts';
 import { applicationEntry, userEntry } from '../../src/schema/normal-form.ts';
 import { validateSources, type Model } from '../../src/schema/index.ts';
 import type { RunningServer } from '../../src/server/index.ts';
-import { localhostFetch } from '../server/_support.ts';
+import { Browser, PASSWORD, localhostFetch } from '../server/_support.ts';
 import { runCli } from '../support/cli.ts';
 
 const TENANT = 'doors';
@@ -42,7 +49,8 @@ export type Step =
   | { readonly op: 'apply'; readonly manager: 'a' | 'b'; readonly model: ModelChoice; readonly force: boolean }
   | { readonly op: 'rename'; readonly manager: 'a' | 'b' }
   | { readonly op: 'scim-group'; readonly members: readonly string[] }
-  | { readonly op: 'raw'; readonly force: boolean };
+  | { readonly op: 'raw'; readonly force: boolean }
+  | { readonly op: 'console'; readonly action: 'create' | 'edit' };
 
 const name = fc.constantFrom('alpha', 'beta', 'gamma');
 export const modelArb: fc.Arbitrary<ModelChoice> = fc.record({
@@ -59,9 +67,10 @@ export const modelArb: fc.Arbitrary<ModelChoice> = fc.record({
 
 export const stepArb: fc.Arbitrary<Step> = fc.oneof(
   { weight: 5, arbitrary: fc.record({ op: fc.constant('apply' as const), manager: fc.constantFrom('a' as const, 'b' as const), model: modelArb, force: fc.boolean() }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('rename' as const), manager: fc.constantFrom('a' as const, 'b' as const) }) },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant('rename' as const), manager: fc.constantFrom('a' as const, 'b' as const) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('scim-group' as const), members: fc.subarray([...USERS]) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('raw' as const), force: fc.boolean() }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('console' as const), action: fc.constantFrom('create' as const, 'edit' as const) }) },
 );
 
 /** The model file of a choice; `renamed` gives portal its new name (previousName portal). */
@@ -90,6 +99,35 @@ export function modelText(port: number, c: ModelChoice, renamed = false): string
       ...(apps.length > 0 ? { applications: apps } : {}), ...(assignments.length > 0 ? { assignments } : {}),
     }],
   });
+}
+
+const CONSOLE_ADMIN = 'u-console-op';
+
+/**
+ * A console session of an administrator made by hand (no manager: the next apply removes it as drift,
+ * which ends the session), signed in as a browser does, through the tenant's own sign-in.
+ */
+async function consoleSignIn(h: Harness, admin: AdminClient) {
+  await admin.call('putUser', { tenant: TENANT, userId: CONSOLE_ADMIN }, { body: { email: `${CONSOLE_ADMIN}@doors.example`, scopes: ['admin'], initialPassword: PASSWORD } });
+  const origin = `http://${TENANT}.localhost:${h.server.port}`;
+  const browser = new Browser();
+  const never = 'never:';
+  const start = await browser.follow(`${origin}/console/`, never);
+  if (start.html === undefined) throw new Error(`no console sign-in page at ${start.url}`);
+  const done = await browser.submit(start.url, start.html, '/login', { email: `${CONSOLE_ADMIN}@doors.example`, password: PASSWORD }, never);
+  const csrf = /name="csrf" value="([^"]+)"/.exec(done.html ?? '')?.[1];
+  const sid = browser.cookie(origin, 'idforge_console');
+  if (csrf === undefined || sid === undefined || sid === '') throw new Error(`console sign-in did not complete at ${done.url} (${done.response?.status})`);
+  return {
+    async post(path: string, fields: Record<string, string>) {
+      const r = await localhostFetch(`${origin}${path}`, {
+        method: 'POST', redirect: 'manual',
+        headers: { cookie: `idforge_console=${sid}`, origin, 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ csrf, ...fields }).toString(),
+      });
+      return { status: r.status, location: r.headers.get('location') ?? undefined, text: await r.text() };
+    },
+  };
 }
 
 /** What an object is and who keeps it, for comparing states across a step. */
@@ -129,6 +167,8 @@ export interface Harness {
   readonly server: RunningServer & { dataDir: string; dispose(): Promise<void> };
   /** Steps run, for the soak's report. */
   tried: number;
+  /** Steps that acted (not skipped for want of a tenant or an application), by door. */
+  readonly ran: Record<string, number>;
 }
 
 /** Runs one sequence against a fresh tenant on `server`; throws with what broke. */
@@ -158,6 +198,17 @@ export async function runSequence(h: Harness, steps: readonly Step[]): Promise<v
           if (/internal|HTTP 5\d\d/.test(r.stderr) || !/HTTP 4\d\d|is managed by|refusing/.test(r.stderr)) throw new Error(`${where}: apply failed for another reason: ${r.stderr}`);
           if (JSON.stringify([...after]) !== JSON.stringify([...before])) throw new Error(`${where}: a refused apply changed the server`);
           continue;
+        }
+        // Invariant 6: what another manager keeps is never deleted by an apply, but as the child of
+        // what the writer deletes of its own (an assignment goes with its user or its application).
+        const cascaded = (key: string) => {
+          const m = /^assignment ([^/]+)\/(.+)$/.exec(key);
+          return m !== null && (!after.has(`application ${m[1]}`) || !after.has(`user ${m[2]}`));
+        };
+        for (const [key, was] of before) {
+          if (was.manager !== undefined && was.manager !== `apply:${manager}` && !after.has(key) && !cascaded(key) && !(step.op === 'rename' && key.startsWith('application portal'))) {
+            throw new Error(`${where}: ${key} of ${was.manager} was deleted`);
+          }
         }
         // Invariant 2: each object it declares keeps its owner, or is the writer's.
         for (const [key, now] of after) {
@@ -202,6 +253,24 @@ export async function runSequence(h: Harness, steps: readonly Step[]): Promise<v
         // The model's objects are untouched by a SCIM group.
         const after = await snapshot(admin);
         for (const [key, was] of before) if (JSON.stringify(after.get(key)) !== JSON.stringify(was)) throw new Error(`${where}: SCIM changed ${key}`);
+      } else if (step.op === 'console') {
+        if ((await admin.find('getTenant', { tenant: TENANT })) === undefined) continue;
+        const c = await consoleSignIn(h, admin);
+        if (step.action === 'create') {
+          const made = `c-${i}`;
+          const r = await c.post('/console/marketplace/spa', { name: made, origin: `http://${made}.localhost:5173` });
+          if (r.status !== 303 || r.location !== `/console/applications/${made}/created`) throw new Error(`${where}: the console did not create ${made}: ${r.status} ${r.text.slice(0, 500)}`);
+          const app = await admin.find('getApplication', { tenant: TENANT, application: made });
+          if (app?.manager !== 'console') throw new Error(`${where}: the console's application has manager ${String(app?.manager)}`);
+        } else {
+          const managed = (await admin.listAll('listApplications', { tenant: TENANT }))?.find((a) => a.manager?.startsWith('apply:') && a.kind === 'web');
+          if (managed === undefined) continue;
+          const before2 = await snapshot(admin);
+          const r = await c.post(`/console/applications/${managed.name}`, { displayName: `console ${i}`, origin: 'http://portal.localhost:3000' });
+          if (r.status >= 500) throw new Error(`${where}: the console answered ${r.status}`);
+          const after = await snapshot(admin);
+          if (JSON.stringify([...after]) !== JSON.stringify([...before2])) throw new Error(`${where}: the console changed a Git-managed application (${r.status})`);
+        }
       } else {
         const app = (await admin.listAll('listApplications', { tenant: TENANT }).catch(() => undefined))?.find((a) => a.manager !== undefined);
         if (app === undefined) continue;
@@ -216,6 +285,7 @@ export async function runSequence(h: Harness, steps: readonly Step[]): Promise<v
         }
         // The next apply of the last model is a change again (its displayName): the model wins it back.
       }
+      h.ran[step.op] = (h.ran[step.op] ?? 0) + 1;
       oneManager(await snapshot(admin), [
         ...((await admin.listAll('listApplications', { tenant: TENANT }).catch(() => [])) ?? []),
         ...((await admin.listAll('listUsers', { tenant: TENANT }).catch(() => [])) ?? []),

@@ -11,7 +11,8 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdminClient } from '../../src/admin-client/index.ts';
-import type { ApplicationBody } from '../../src/contract/index.ts';
+import { scimBaseUrl, type ApplicationBody } from '../../src/contract/index.ts';
+import { localhostFetch } from '../server/_support.ts';
 import { isOurProcess, PID_FILE } from '../../src/provider/_local-server.ts';
 import { ACME_PASSWORDS as PASSWORDS, PulumiProject, acmeStack, urnName, waitFor } from './_pulumi.ts';
 
@@ -45,6 +46,16 @@ describe('a plain pulumi preview sees drift', { timeout: 300_000 }, () => {
     await admin.call('putApplication', { tenant: 'acme', application: 'console-reports' }, {
       body: { kind: 'spa', clientId: 'console-reports', redirectUris: ['http://reports.localhost:5174'], scopes: ['openid'], managedBy: 'console' } as ApplicationBody,
     });
+    // An identity provider's group (made through SCIM, with a member) assigned to a Git-managed application: access the model does not declare.
+    const { token } = await admin.call('createScimToken', { tenant: 'acme' }, { body: {} });
+    const port = Number(new URL(await admin.server()).port);
+    const made = await localhostFetch(`${scimBaseUrl({ scheme: 'http', baseDomain: 'localhost', port }, 'acme')}/Groups`, {
+      method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/scim+json' },
+      body: JSON.stringify({ schemas: ['urn:ietf:params:scim:schemas:core:2.0:Group'], displayName: 'contractors', members: [{ value: 'u-bob' }] }),
+    });
+    expect(made.status).toBe(201);
+    const group = ((await made.json()) as { id: string }).id;
+    await admin.call('putGroupAssignment', { tenant: 'acme', application: 'portal', group }, {});
 
     const plain = await p.run(['preview', '--json'], PASSWORDS);
     expect(plain.code, plain.stderr).toBe(0);
@@ -53,6 +64,7 @@ describe('a plain pulumi preview sees drift', { timeout: 300_000 }, () => {
     expect(changed.map((s) => `${s.op} ${urnName(s.urn)}`)).toEqual(['update acme']);
     expect(changed[0]?.detailedDiff).toEqual({
       'applications.wiki': { kind: 'update', inputDiff: true },
+      'drift.grants': { kind: 'delete', inputDiff: true },
       'drift.secrets': { kind: 'delete', inputDiff: true },
       'drift.users': { kind: 'delete', inputDiff: true },
     });
@@ -60,6 +72,7 @@ describe('a plain pulumi preview sees drift', { timeout: 300_000 }, () => {
     expect(said).toContain('acme/wiki: redirectUris[0] changed');
     expect(said).toContain("acme/portal: the client secret on the server is not the stack's: set again");
     expect(said).toContain('acme: user u-mallory is in the tenant but not in the model: removed');
+    expect(said).toContain(`acme/portal: group ${group} grants access the model does not declare: removed`);
     expect(said).toContain('tenant acme holds objects this stack does not declare, kept by other managers (reported, never removed): the admin console: application console-reports');
     expect((await p.run(['preview', '--expect-no-changes'], PASSWORDS)).code).not.toBe(0);
 
@@ -70,6 +83,9 @@ describe('a plain pulumi preview sees drift', { timeout: 300_000 }, () => {
     expect(secret).toBeDefined();
     const portalSecret = (JSON.parse(await readFile(join(stack.clients, 'acme/portal/grant.json'), 'utf8')) as { acme: { secret: string } }).acme.secret;
     expect(await admin.call('verifyClientSecret', { tenant: 'acme', application: 'portal' }, { body: { clientSecret: portalSecret } })).toMatchObject({ matches: true });
+    // The undeclared access is gone; the identity provider's group itself stays (SCIM keeps it).
+    expect(await admin.find('getGroupAssignment', { tenant: 'acme', application: 'portal', group })).toBeUndefined();
+    expect(await admin.find('getGroup', { tenant: 'acme', group })).toBeDefined();
     // The console's application is reported, never removed, and is no change.
     expect(await admin.find('getApplication', { tenant: 'acme', application: 'console-reports' })).toBeDefined();
     await p.must(['preview', '--expect-no-changes'], PASSWORDS);

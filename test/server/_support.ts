@@ -73,6 +73,11 @@ export async function adminClient(server: Pick<RunningServer, 'url' | 'adminCred
 export class Browser {
   readonly #jar = new Map<string, Map<string, string>>();
 
+  /** The cookie `name` the browser holds for `url`'s host. */
+  cookie(url: string, name: string): string | undefined {
+    return this.#jar.get(new URL(url).host)?.get(name);
+  }
+
   async request(url: string, init: RequestInit = {}): Promise<Response> {
     const u = new URL(url);
     const jar = this.#jar.get(u.host) ?? new Map<string, string>();
