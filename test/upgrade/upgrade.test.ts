@@ -166,7 +166,8 @@ describe.each(cases)('upgrade from $release.name ($release.commit) on $backend',
     expect(refreshed.refreshToken).toBeDefined();
   });
 
-  it.runIf(release.scim)("keeps SCIM's token, user and group: the token still reads them", async () => {
+  // Releases before SCIM (schema 1) have no SCIM objects to keep: the case exists only for those that do.
+  if (release.scim) it("keeps SCIM's token, user and group: the token still reads them", async () => {
     const scim = manifest.scim!;
     const get = (path: string) => localhostFetch(`http://initech.localhost:${server.port}/scim/v2${path}`, { headers: { authorization: `Bearer ${scim.token}` } });
     const user = await get(`/Users/${scim.userId}`);
