@@ -21,7 +21,7 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import express, { type Request, type Response, type Router } from 'express';
 import * as oidc from 'openid-client';
 import { AdminApiError } from '../admin-client/index.ts';
-import { RESERVED_TENANTS, type EdgeApp, type EdgeHost, type EdgeTenant, type UserFactorsView, type UserSessionsView } from '../contract/index.ts';
+import { RESERVED_TENANTS, type EdgeApp, type EdgeHost, type EdgeTenant, type EventView, type UserFactorsView, type UserSessionsView } from '../contract/index.ts';
 import { tenantOrigin } from '../console/client.ts';
 import { CONSOLE_HEADERS, STYLE, alert, esc, html, notice, raw, send, type Html } from '../console/pages.ts';
 import { relyingParties } from '../console/relying-party.ts';
@@ -188,8 +188,12 @@ ${body.text}
   });
 
   const overview = async (res: Response, w: Who, status: number, errors: Errors = {}, noticeCode?: string) => {
-    const [factors, sessions] = await Promise.all([w.admin.call('getUserFactors', me(w)), w.admin.call('listUserSessions', me(w))]);
-    show(res, status, w.tenant, 'Your account', accountView(w, factors, sessions, errors, noticeCode), w.csrf);
+    const [factors, sessions, signIns] = await Promise.all([
+      w.admin.call('getUserFactors', me(w)), w.admin.call('listUserSessions', me(w)),
+      // The event log's sign-ins of this person, newest first.
+      w.admin.call('listEvents', {}, { query: { type: 'login.success', object: `user:${w.session.sub}`, order: 'desc', limit: RECENT_SIGN_INS } }),
+    ]);
+    show(res, status, w.tenant, 'Your account', accountView(w, factors, sessions, signIns.items, errors, noticeCode), w.csrf);
   };
 
   router.get(`${ACCOUNT_PATH}/`, signedIn(async (req, res, w) => {
@@ -256,7 +260,10 @@ function sentence(message: string, field: keyof Errors): string {
 
 const when = (iso: string | null) => (iso === null ? 'unknown' : `${iso.slice(0, 16).replace('T', ' ')} UTC`);
 
-function accountView(w: { readonly email: string; readonly csrf: string }, f: UserFactorsView, s: UserSessionsView, errors: Errors, noticeCode: string | undefined): Html {
+/** Sign-ins the account page lists. */
+const RECENT_SIGN_INS = 10;
+
+function accountView(w: { readonly email: string; readonly csrf: string }, f: UserFactorsView, s: UserSessionsView, signIns: readonly EventView[], errors: Errors, noticeCode: string | undefined): Html {
   const csrf = html`<input type="hidden" name="csrf" value="${w.csrf}">`;
   const fieldError = (field: keyof Errors) => (errors[field] === undefined ? '' : html`<p id="${field}-error" class="field-error">${errors[field]}</p>`);
   const invalid = (field: keyof Errors) => (errors[field] === undefined ? '' : raw(` aria-invalid="true" aria-describedby="${field}-error"`));
@@ -299,6 +306,12 @@ ${fieldError('confirm')}
 <tbody>${apps.map((a) => html`<tr><td>${a.name}</td><td>${when(a.since)}</td>
 <td><form method="post" action="${ACCOUNT_PATH}/applications/end">${csrf}<input type="hidden" name="application" value="${a.application!}"><button type="submit" class="danger" aria-label="End access of ${a.name}">End access</button></form></td></tr>`)}</tbody>
 </table>${fieldError('application')}`;
+  const recent = signIns.length === 0 ? html`<p>No sign-ins recorded yet.</p>` : html`<table>
+<caption>Your last ${signIns.length === 1 ? 'sign-in' : `${signIns.length} sign-ins`}</caption>
+<thead><tr><th scope="col">When</th><th scope="col">To</th></tr></thead>
+<tbody>${signIns.map((e) => html`<tr><td>${when(e.time)}</td><td>${typeof e.details?.client === 'string' ? e.details.client : 'this tenant'}</td></tr>`)}</tbody>
+</table>
+<p class="help">A sign-in you do not recognise? Change your password and sign out everywhere.</p>`;
   return html`<p>Signed in as <strong>${w.email}</strong>.</p>
 ${anyError ? alert('Nothing was changed. See the message below.') : ''}${noticeCode === undefined ? '' : notice(NOTICES[noticeCode]!)}
 <h2>Password</h2>
@@ -311,5 +324,7 @@ ${passkeys}
 ${sessions}
 ${everywhere}
 <h2>Applications</h2>
-${applications}`;
+${applications}
+<h2>Recent sign-ins</h2>
+${recent}`;
 }

@@ -90,6 +90,12 @@ describe('the account page', () => {
     expect(await page.getByRole('table', { name: 'Your passkeys' }).locator('tbody tr').count()).toBe(1);
     expect(await page.getByRole('table', { name: 'Where you are signed in' }).innerText()).toContain('acct app');
     expect(await page.getByRole('table', { name: 'Applications with access' }).innerText()).toContain('app');
+    // Recent sign-ins come from the event log: the one made above, to the app's client, today.
+    const signIns = page.getByRole('table', { name: /^Your last/ });
+    expect(await signIns.locator('tbody tr').count()).toBe(1);
+    const signInRow = await signIns.locator('tbody tr').first().innerText();
+    expect(signInRow).toContain(new Date().toISOString().slice(0, 10));
+    expect(signInRow).not.toContain('this tenant');
     await axeScan(page, 'account page');
     await screenshot(page, 'account-overview');
   });
