@@ -11,7 +11,8 @@
 import type { Request, Response, Router } from 'express';
 import express from 'express';
 import { AdminApiError } from '../admin-client/index.ts';
-import { MANAGED_BY_CONSOLE, USER_ID, type EdgeTenant, type UserBody, type UserView } from '../contract/index.ts';
+import { MANAGED_BY_CONSOLE, USER_ID, type EdgeTenant, type EventView, type UserBody, type UserView } from '../contract/index.ts';
+import { historyPath } from './activity.ts';
 import { CONSOLE_PATH } from './client.ts';
 import { CONSOLE_HEADERS, alert, html, notice, type Html, type Section } from './pages.ts';
 import type { TenantAdmin } from './tenant-admin.ts';
@@ -123,13 +124,23 @@ export function mountPeople(router: Router, host: PeopleHost): void {
   }));
 
   const person = async (a: Admin, id: string) => a.admin.find('getUser', { userId: id });
+  /** What the person's page shows besides the person: factors, sessions, the applications they are assigned to, their last sign-ins. */
+  const around = async (a: Admin, u: UserView): Promise<Around> => {
+    const [factors, sessions, apps, signIns] = await Promise.all([
+      a.admin.call('getUserFactors', { userId: u.id }),
+      a.admin.call('listUserSessions', { userId: u.id }),
+      a.admin.listAll('listApplications', {}),
+      a.admin.call('listEvents', {}, { query: { type: 'login.success', object: `user:${u.id}`, order: 'desc', limit: RECENT_SIGN_INS } }),
+    ]);
+    const clients = (apps ?? []).filter((x) => x.kind !== 'api');
+    const found = await Promise.all(clients.map((x) => a.admin.find('getAssignment', { application: x.name, userId: u.id })));
+    return { factors, sessions: sessions.sessions.length, assigned: clients.filter((_, i) => found[i] !== undefined).map((x) => x.name), signIns: signIns.items };
+  };
 
   router.get(`${PEOPLE}/:id`, host.authed(async (req, res, a) => {
     const u = await person(a, String(req.params.id));
     if (u === undefined) return show(res, 404, a, 'No such person', 'people', html`<p>There is no such person in this tenant.</p><p><a href="${PEOPLE}">All people</a></p>`);
-    const factors = await a.admin.call('getUserFactors', { userId: u.id });
-    const sessions = await a.admin.call('listUserSessions', { userId: u.id });
-    show(res, 200, a, u.displayName ?? u.email, 'people', personView(a.csrf, u, factors, sessions.sessions.length, typeof req.query.done === 'string' ? NOTICES[req.query.done] : undefined));
+    show(res, 200, a, u.displayName ?? u.email, 'people', personView(a.csrf, u, await around(a, u), typeof req.query.done === 'string' ? NOTICES[req.query.done] : undefined));
   }));
 
   /** One action on a person: refused with a message on the person's page when the directory or the owner says no. */
@@ -138,9 +149,7 @@ export function mountPeople(router: Router, host: PeopleHost): void {
       const u = await person(a, String(req.params.id));
       if (u === undefined) return show(res, 404, a, 'No such person', 'people', html`<p>There is no such person in this tenant.</p>`);
       const refuse = async (status: number, why: string) => {
-        const factors = await a.admin.call('getUserFactors', { userId: u.id });
-        const sessions = await a.admin.call('listUserSessions', { userId: u.id });
-        show(res, status, a, u.displayName ?? u.email, 'people', html`${alert(why)}${personView(a.csrf, u, factors, sessions.sessions.length, undefined)}`);
+        show(res, status, a, u.displayName ?? u.email, 'people', html`${alert(why)}${personView(a.csrf, u, await around(a, u), undefined)}`);
       };
       if (needsEditable && !ownerOf(u).editable) return refuse(409, `${ownerOf(u).label}: this person is read only here. Change them where they are managed.`);
       try {
@@ -195,7 +204,21 @@ ${field('displayName', 'Name (optional)', 'Shown in ID tokens and in the console
 </form>`;
 }
 
-function personView(csrf: string, u: UserView, f: { readonly hasPassword: boolean; readonly totp: unknown; readonly passkeys: readonly unknown[] }, sessions: number, flash: string | undefined): Html {
+/** Sign-ins a person's page lists. */
+const RECENT_SIGN_INS = 10;
+
+interface Around {
+  readonly factors: { readonly hasPassword: boolean; readonly totp: unknown; readonly passkeys: readonly unknown[] };
+  readonly sessions: number;
+  /** Applications the person is assigned to directly (groups assigned to an application let their members in too). */
+  readonly assigned: readonly string[];
+  readonly signIns: readonly EventView[];
+}
+
+const at = (iso: string) => `${iso.slice(0, 16).replace('T', ' ')} UTC`;
+
+function personView(csrf: string, u: UserView, around: Around, flash: string | undefined): Html {
+  const { factors: f, sessions, assigned, signIns } = around;
   const owner = ownerOf(u);
   const button = (name: string, label: string, cls = 'secondary') => html`<form method="post" action="${personPath(u.id)}/${name}" class="inline">${csrfField(csrf)}<button type="submit" class="${cls}">${label}</button></form>`;
   return html`${flash === undefined ? '' : notice(flash)}
@@ -213,5 +236,13 @@ ${owner.editable && !f.hasPassword && !u.disabled ? button('invitation', 'Send a
 ${button('unlock', 'Unlock')}
 ${owner.editable ? button('reset-factors', 'Reset factors', 'danger') : ''}
 ${owner.editable ? (u.disabled ? button('enable', 'Enable') : button('disable', 'Disable', 'danger')) : ''}
-<p><a href="${PEOPLE}">All people</a></p>`;
+<h2>Applications</h2>
+${assigned.length === 0 ? html`<p>Not assigned to any application directly.</p>` : html`<ul class="assigned">${assigned.map((n) => html`<li><a href="${CONSOLE_PATH}/applications/${n}">${n}</a></li>`)}</ul>`}
+<h2>Recent sign-ins</h2>
+${signIns.length === 0 ? html`<p>No sign-ins recorded.</p>` : html`<table>
+<caption>Last ${signIns.length === 1 ? 'sign-in' : `${signIns.length} sign-ins`}</caption>
+<thead><tr><th scope="col">When</th><th scope="col">To</th></tr></thead>
+<tbody>${signIns.map((e) => html`<tr><td>${at(e.time)}</td><td>${typeof e.details?.client === 'string' ? e.details.client : 'this tenant'}</td></tr>`)}</tbody>
+</table>`}
+<p><a href="${historyPath('user', u.id)}">Everything that happened to this person</a> · <a href="${PEOPLE}">All people</a></p>`;
 }

@@ -36,15 +36,14 @@ describe('the rule', () => {
     expect(messages('zebulonquix', undefined, 'zebulonquix@acme.test')).toEqual([expect.stringMatching(/^password-context:/)]);
   });
 
-  it('answers hostile input at once, without repeating it', () => {
-    const started = performance.now();
+  // A hang fails by the test's deadline; the time is no assertion (house rule: no timing assertions).
+  it('answers hostile input without repeating it', { timeout: 30_000 }, () => {
     const huge = 'x'.repeat(1_000_000);
     expect(messages(huge)).toEqual(['password-too-long: must be at most 1024 characters long']);
     expect(messages(`abc\u0000defghij`)).toEqual(['password-invalid: must not contain NUL characters']);
     const lone = '\ud800'.repeat(20);
     expect(messages(lone).every((m) => !m.includes(lone))).toBe(true);
-    for (let i = 0; i < 1000; i++) messages(`${'ab'.repeat(500)}${i}`);
-    expect(performance.now() - started).toBeLessThan(2000);
+    for (let i = 0; i < 1000; i++) expect(messages(`${'ab'.repeat(500)}${i}`)).toEqual(messages(`${'ab'.repeat(500)}0`));
   });
 });
 
