@@ -7,7 +7,7 @@ import { ApplicationBody, AssignmentBody, GroupBody, RotateKeysBody, TenantBody,
 import { TenantBatchBody } from './batch.ts';
 import { ErrorBody } from './errors.ts';
 import { ADMIN_AUDIENCE, ADMIN_SCOPE, SYSTEM_TENANT } from './names.ts';
-import { ADMIN_ROUTES, PAGE_LIMIT, PATH_PARAMS, type RouteSpec } from './routes.ts';
+import { ADMIN_ROUTES, MAX_PEOPLE_QUERY, PAGE_LIMIT, PATH_PARAMS, type RouteSpec } from './routes.ts';
 import { ACTOR_HEADERS, EVENT_QUERY } from './events.ts';
 import { adminBaseUrl, issuerUrl, type ServerAddress } from './urls.ts';
 
@@ -48,11 +48,14 @@ function parameters(spec: RouteSpec): object[] {
     const p = PATH_PARAMS[name.slice(1, -1) as keyof typeof PATH_PARAMS];
     out.push({ name: name.slice(1, -1), in: 'path', required: true, description: `${p.what}: ${p.rule}`, schema: { type: 'string', pattern: p.pattern.source } });
   }
-  if (spec.query === 'page' || spec.query === 'events') {
+  if (spec.query === 'page' || spec.query === 'people' || spec.query === 'events') {
     out.push(
       { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: PAGE_LIMIT.max, default: PAGE_LIMIT.default } },
       { name: 'cursor', in: 'query', required: false, description: 'nextCursor of the previous page', schema: { type: 'string' } },
     );
+  }
+  if (spec.query === 'people') {
+    out.push({ name: 'q', in: 'query', required: false, description: `text the id, email or display name holds, case-insensitive (at most ${MAX_PEOPLE_QUERY} characters; blank: everyone)`, schema: { type: 'string', maxLength: MAX_PEOPLE_QUERY } });
   }
   if (spec.query === 'events') for (const q of EVENT_QUERY) out.push({ name: q.name, in: 'query', required: false, description: q.description, schema: q.schema });
   if (spec.method !== 'GET') out.push(...ACTOR_PARAMETERS);

@@ -31,8 +31,20 @@ export const PATH_PARAMS = {
 export type PathParam = keyof typeof PATH_PARAMS;
 
 /** Query parameters an operation takes: a page of a collection, or a dry run of a change. */
-export type QueryKind = 'page' | 'dryRun' | 'events';
+export type QueryKind = 'page' | 'people' | 'dryRun' | 'events';
 export const PAGE_LIMIT = { default: 100, max: 500 } as const;
+/** The longest `q` of a people search (listUsers). */
+export const MAX_PEOPLE_QUERY = 200;
+
+/** A people search's `q` as the storage compares it (trimmed, lower case), undefined for everyone; a problem when too long or not text. */
+export function parsePeopleQuery(q: unknown): { search?: string; problem?: string } {
+  if (q === undefined) return {};
+  if (typeof q !== 'string') return { problem: 'q must be given once, as text' };
+  const t = q.trim().toLowerCase();
+  if (t.length > MAX_PEOPLE_QUERY) return { problem: `q must be at most ${MAX_PEOPLE_QUERY} characters long` };
+  if (t.includes('\u0000')) return { problem: 'q must not contain NUL characters' };
+  return t === '' ? {} : { search: t };
+}
 
 export interface RouteSpec {
   readonly method: 'GET' | 'PUT' | 'POST' | 'DELETE';
@@ -110,7 +122,7 @@ export const ADMIN_ROUTES = {
     summary: 'Replace the client secret; the new one is returned once', response: SecretRotation,
   }),
 
-  listUsers: route({ method: 'GET', path: '/tenants/{tenant}/users', tag: 'user', summary: 'List users', query: 'page', response: Page(UserView) }),
+  listUsers: route({ method: 'GET', path: '/tenants/{tenant}/users', tag: 'user', summary: 'List users, by id; `q` keeps those whose id, email or display name holds it (case-insensitive)', query: 'people', response: Page(UserView) }),
   getUser: route({ method: 'GET', path: '/tenants/{tenant}/users/{userId}', tag: 'user', summary: 'Get one user', response: UserView }),
   putUser: route({
     method: 'PUT', path: '/tenants/{tenant}/users/{userId}', tag: 'user', summary: 'Create or replace a user (full desired state; idempotent)',
@@ -292,6 +304,7 @@ export type RouteParsedBody<R extends RouteName> = AdminRoutes[R] extends { body
 export type RouteResponse<R extends RouteName> = AdminRoutes[R] extends { response: infer S extends z.ZodType } ? z.output<S> : undefined;
 export type RouteQuery<R extends RouteName> = AdminRoutes[R] extends { query: 'page' }
   ? { readonly cursor?: string | undefined; readonly limit?: number | undefined }
+  : AdminRoutes[R] extends { query: 'people' } ? { readonly cursor?: string | undefined; readonly limit?: number | undefined; readonly q?: string | undefined }
   : AdminRoutes[R] extends { query: 'dryRun' } ? { readonly dryRun?: boolean | undefined; readonly force?: boolean | undefined }
   : AdminRoutes[R] extends { query: 'events' } ? EventQuery : Record<string, never>;
 

@@ -293,7 +293,9 @@ const queryPairs = fc.array(fc.oneof(
   fc.tuple(fc.constant('limit'), numberish),
   fc.tuple(fc.constant('cursor'), cursorish),
   fc.tuple(fc.constant('dryRun'), dryRunish),
-  fc.tuple(fc.constantFrom('limit[]', 'cursor[a]', 'dryRun[]', '__proto__', 'constructor', '', '%00', 'LIMIT'), hStr),
+  // A people search (listUsers): any text, SQL and LIKE metacharacters, NULs, the bound and past it.
+  fc.tuple(fc.constant('q'), fc.oneof(hStr, fc.constantFrom("%", "_", "' OR 1=1 --", '\\', '%00', 'a%00b', ' ', 'x'.repeat(200), 'x'.repeat(201), '\u0130', 'ǅ'))),
+  fc.tuple(fc.constantFrom('limit[]', 'cursor[a]', 'dryRun[]', 'q[]', '__proto__', 'constructor', '', '%00', 'LIMIT'), hStr),
 ), { maxLength: 5 });
 /** Pairs as given (each value already what goes on the wire, or encoded here), then maybe raw junk. */
 const queryText = fc.tuple(queryPairs, fc.boolean(), fc.option(fc.constantFrom('&&', '=', '&=&', 'limit', 'limit=%', 'cursor=%zz', '&%00=%00', '&limit=1&limit=2', '&cursor=&cursor=')))
@@ -466,8 +468,8 @@ describe.each(['sqlite', 'postgres'] as const)('the admin API never answers a 5x
       }, 300);
   });
 
-  it('hostile query parameters: limit, cursor and dryRun', async () => {
-    const paged = (Object.entries(ADMIN_ROUTES) as [string, RouteSpec][]).filter(([, r]) => r.query === 'page');
+  it('hostile query parameters: limit, cursor, q and dryRun', async () => {
+    const paged = (Object.entries(ADMIN_ROUTES) as [string, RouteSpec][]).filter(([, r]) => r.query === 'page' || r.query === 'people');
     const VALID: Readonly<Record<string, string>> = {
       putTenant: '{"displayName":"doors-p","scopes":[{"name":"admin","description":"administer"}]}', putApplication: '{"kind":"api","identifier":"https://api.doors-p.test","scopes":["admin"]}',
       putUser: '{"email":"alice@doors-p.test","displayName":"alice","scopes":["admin"]}', putAssignment: '{}', putGroup: '{"displayName":"Staff","members":["u-alice","u-carol"]}',
@@ -481,7 +483,7 @@ describe.each(['sqlite', 'postgres'] as const)('the admin API never answers a 5x
     });
     const page = fc.constantFrom(...paged).map(([, route]) => ({ method: 'GET', path: `/admin/v1${route.path.replace(/\{(\w+)\}/g, (_, p: string) => SEGMENT_NAMES[p]!)}`, body: undefined as string | undefined }));
     const statuses = new Set<number>();
-    await fuzz(`admin API: query parameters limit, cursor, dryRun (${backend})`, fc.tuple(fc.oneof({ weight: 3, arbitrary: page }, { weight: 1, arbitrary: dry }), queryText), async ([{ method, path, body }, q]) => {
+    await fuzz(`admin API: query parameters limit, cursor, q, dryRun (${backend})`, fc.tuple(fc.oneof({ weight: 3, arbitrary: page }, { weight: 1, arbitrary: dry }), queryText), async ([{ method, path, body }, q]) => {
       const r = await call(method, `${path}?${q}`, body);
       statuses.add(r.status);
       expectAdminAnswer(r, `${method} ${path}?${q} ${body ?? ''}`, method);

@@ -7,7 +7,7 @@
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { z } from 'zod';
 import {
-  ADMIN_ROUTES, DEFAULT_MAX_BODY_BYTES, PAGE_LIMIT, PATH_PARAMS, formatPath, openApiDocument,
+  ADMIN_ROUTES, DEFAULT_MAX_BODY_BYTES, PAGE_LIMIT, PATH_PARAMS, formatPath, openApiDocument, parsePeopleQuery,
   type PathParam, type RouteName, type RouteParams, type RouteParsedBody, type RouteResponse, type RouteSpec,
 } from '../../contract/index.ts';
 import type { ServerContext } from '../_context.ts';
@@ -60,7 +60,11 @@ function handlers(svc: AdminService, groups: GroupAdmin, ctx: ServerContext): Ha
     verifyClientSecret: ({ params, body }) => svc.verifyClientSecret(params.tenant, params.application, body.clientSecret),
     rotateClientSecret: ({ params }) => svc.rotateClientSecret(params.tenant, params.application),
 
-    listUsers: ({ params, page }) => svc.listUsers(params.tenant, page),
+    listUsers: ({ params, page, query }) => {
+      const { search, problem } = parsePeopleQuery(query.q);
+      if (problem !== undefined) throw errors.invalidRequest(`query.q: ${problem}`, 'query.q');
+      return svc.listUsers(params.tenant, page, search);
+    },
     getUser: ({ params }) => svc.getUser(params.tenant, params.userId),
     putUser: ({ params, body, dryRun, force }) => svc.putUser(params.tenant, params.userId, body, dryRun, force),
     deleteUser: ({ params, dryRun }) => svc.deleteUser(params.tenant, params.userId, dryRun),
@@ -191,7 +195,7 @@ export function adminRouter(ctx: ServerContext): Router {
       const dryRun = req.query.dryRun === 'true' || req.query.dryRun === '1';
       const force = req.query.force === 'true' || req.query.force === '1';
       const result = await (handle[name] as (i: HandlerInput<RouteName>) => Promise<unknown>)({
-        params: params as never, body: body as never, page: spec.query === 'page' || spec.query === 'events' ? page(req) : { cursor: undefined, limit: PAGE_LIMIT.default }, dryRun, force,
+        params: params as never, body: body as never, page: spec.query === 'page' || spec.query === 'people' || spec.query === 'events' ? page(req) : { cursor: undefined, limit: PAGE_LIMIT.default }, dryRun, force,
         query: Object.fromEntries(Object.entries(req.query).map(([k, v]) => [k, typeof v === 'string' ? v : undefined])),
       });
       if (spec.response === undefined) res.status(204).end();

@@ -230,9 +230,10 @@ export class AdminService {
     return userView(requireUser(tenant, id, await this.#s.users.get(tenant, id)));
   }
 
-  async listUsers(tenant: string, page: PageRequest) {
+  /** `search`: lower-case text the id, email or display name holds (peopleQuery). */
+  async listUsers(tenant: string, page: PageRequest, search?: string) {
     await this.#tenant(tenant);
-    const p = await this.#s.users.list(tenant, page);
+    const p = await this.#s.users.list(tenant, page, search);
     return { items: p.items.map(userView), nextCursor: p.nextCursor };
   }
 

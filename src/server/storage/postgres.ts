@@ -443,9 +443,12 @@ class Users implements UserStore {
     const r = await this.d.one('SELECT * FROM users WHERE tenant = $1 AND email = $2 ORDER BY id LIMIT 1', [tenant, email.toLowerCase()]);
     return r && userRow(r);
   }
-  async list(tenant: string, page: PageRequest): Promise<Page<UserRecord>> {
+  async list(tenant: string, page: PageRequest, search?: string): Promise<Page<UserRecord>> {
     const [after = ''] = decodeCursor(page.cursor, 1) ?? [];
-    const { rows } = await this.d.q('SELECT * FROM users WHERE tenant = $1 AND id > $2 ORDER BY id LIMIT $3', [tenant, after, page.limit + 1]);
+    const { rows } = search === undefined
+      ? await this.d.q('SELECT * FROM users WHERE tenant = $1 AND id > $2 ORDER BY id LIMIT $3', [tenant, after, page.limit + 1])
+      : await this.d.q(`SELECT * FROM users WHERE tenant = $1 AND id > $2 AND (strpos(lower(id), $4) > 0 OR strpos(email, $4) > 0
+          OR strpos(lower(coalesce(body::json->>'displayName', '')), $4) > 0) ORDER BY id LIMIT $3`, [tenant, after, page.limit + 1, search]);
     return toPage(rows, page.limit, userRow, (r) => [String(r.id)]);
   }
   async put(tenant: string, id: string, body: Omit<UserBody, 'initialPassword'>, passwordHash: string | null, options: { readonly revokeArtifacts?: boolean } = {}): Promise<UserRecord> {

@@ -354,9 +354,13 @@ class Users implements UserStore {
     const r = this.d.q('SELECT * FROM users WHERE tenant = ? AND email = ? ORDER BY id LIMIT 1').get(tenant, email.toLowerCase()) as Row | undefined;
     return r && userRow(r);
   }
-  async list(tenant: string, page: PageRequest): Promise<Page<UserRecord>> {
+  async list(tenant: string, page: PageRequest, search?: string): Promise<Page<UserRecord>> {
     const [after = ''] = decodeCursor(page.cursor, 1) ?? [];
-    const rows = this.d.q('SELECT * FROM users WHERE tenant = ? AND id > ? ORDER BY id LIMIT ?').all(tenant, after, page.limit + 1) as Row[];
+    const rows = (search === undefined
+      ? this.d.q('SELECT * FROM users WHERE tenant = ? AND id > ? ORDER BY id LIMIT ?').all(tenant, after, page.limit + 1)
+      : this.d.q(`SELECT * FROM users WHERE tenant = ? AND id > ? AND (instr(lower(id), @s) > 0 OR instr(email, @s) > 0
+          OR instr(lower(coalesce(json_extract(body, '$.displayName'), '')), @s) > 0) ORDER BY id LIMIT ?`)
+        .all({ s: search }, tenant, after, page.limit + 1)) as Row[];
     return toPage(rows, page.limit, userRow, (r) => [String(r.id)]);
   }
   async put(tenant: string, id: string, body: Omit<UserBody, 'initialPassword'>, passwordHash: string | null, options: { readonly revokeArtifacts?: boolean } = {}): Promise<UserRecord> {

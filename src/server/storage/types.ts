@@ -264,7 +264,8 @@ export interface UserStore {
   /** Case-insensitive; the lowest id when several users share the address. */
   getByEmail(tenant: string, email: string): Promise<UserRecord | undefined>;
   /** Ordered by id (bytewise). */
-  list(tenant: string, page: PageRequest): Promise<Page<UserRecord>>;
+  /** By id; `search` (lower case) keeps the users whose id, email or display name holds it, ignoring case. */
+  list(tenant: string, page: PageRequest, search?: string): Promise<Page<UserRecord>>;
   /**
    * Upsert (createdAt kept on update). With `revokeArtifacts` the user's grants, sessions and
    * tokens are deleted in the same transaction: a scope removed or an account disabled must never

@@ -355,6 +355,25 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
         await expect(s.users.list('acme', { limit: 3, cursor: 'x' })).rejects.toThrow('invalid cursor');
       });
 
+      it('list with a search keeps those whose id, email or display name holds it, ignoring case, paged in id order', async () => {
+        await parents(s, { acme: {}, globex: {} });
+        const people: [string, string, string | undefined][] = [
+          ['u-ada', 'ada.lovelace@acme.test', 'Ada Lovelace'], ['u-alan', 'alan@acme.test', 'Alan Turing'], ['U-GRACE', 'grace@acme.test', undefined],
+          ['u-pct', '100%_off@acme.test', 'Per_cent'], ['u-love', 'love@acme.test', 'Lovelace Fan'], ['u-x', 'x@acme.test', 'Nobody'],
+        ];
+        for (const [id, email, displayName] of people) await s.users.put('acme', id, { ...userBody(email), ...(displayName === undefined ? {} : { displayName }) }, null);
+        await s.users.put('globex', 'u-ada2', userBody('ada@globex.test'), null);
+        const ids = async (search: string, limit = 50) => (await allPages((cursor) => s.users.list('acme', { cursor, limit }, search))).flat().map((u) => u.id);
+        expect(await ids('lovelace')).toEqual(['u-ada', 'u-love']); // email of one, display name of both
+        expect(await ids('lovelace', 1)).toEqual(['u-ada', 'u-love']); // one a page, the cursor keeps the search
+        expect(await ids('u-grace')).toEqual(['U-GRACE']); // the id, ignoring case
+        expect(await ids('turing')).toEqual(['u-alan']);
+        expect(await ids('%_')).toEqual(['u-pct']); // literal text, no pattern
+        expect(await ids('_')).toEqual(['u-pct']);
+        expect(await ids('nobody here')).toEqual([]);
+        expect(await ids('ada')).toEqual(['u-ada']); // another tenant's people never
+      });
+
       it('put with revokeArtifacts deletes the user\'s sessions, grants and tokens in that tenant; without it they stay', async () => {
         await parents(s, { acme: { users: ['u2'] }, globex: { users: ['u1'] } });
         await s.users.put('acme', 'u1', userBody('u1@acme.test', ['admin']), null);
