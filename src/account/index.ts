@@ -20,6 +20,8 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import express, { type Request, type Response, type Router } from 'express';
 import * as oidc from 'openid-client';
+import { generateSecret, generateURI } from 'otplib';
+import QRCode from 'qrcode';
 import { AdminApiError } from '../admin-client/index.ts';
 import { RESERVED_TENANTS, type EdgeApp, type EdgeHost, type EdgeTenant, type EventView, type UserFactorsView, type UserSessionsView } from '../contract/index.ts';
 import { tenantOrigin } from '../console/client.ts';
@@ -37,16 +39,22 @@ input[type=password]{display:block;width:100%;max-width:28rem;padding:.45rem;fon
 input[type=password][aria-invalid=true]{border:2px solid #b3261e}`;
 const SESSION_COOKIE = 'idforge_account';
 const LOGIN_COOKIE = 'idforge_account_login';
+/** The key of an authenticator app being set up, between the page that shows it and the code that confirms it. */
+const TOTP_COOKIE = 'idforge_account_totp';
+const TOTP_SETUP_SECONDS = 10 * 60;
 const SESSION_SECONDS = 30 * 60;
 const LOGIN_SECONDS = 10 * 60;
 
 interface Session { readonly sub: string; readonly sid: string; readonly exp: number }
 interface Login { readonly state: string; readonly nonce: string; readonly verifier: string; readonly exp: number }
+/** Bound to the page's session: another session (or person) cannot finish it. */
+interface TotpSetup { readonly secret: string; readonly sid: string; readonly exp: number }
 
 /** Notices after a redirect, named by a fixed code (never text from the query string). */
 const NOTICES: Readonly<Record<string, string>> = {
   password: 'Your password is changed.',
   totp: 'Your authenticator app is removed. The next sign-in that needs it sets one up again.',
+  'totp-added': 'Your authenticator app is set up: sign-ins that ask for a second step accept its codes.',
   passkey: 'The passkey is removed. Remove it from your device too (its passkey settings), or it will still be offered there.',
   session: 'The session is ended, with the access of the applications signed in to in it.',
   application: 'The application\'s access is ended: it must ask you to sign in again.',
@@ -224,6 +232,45 @@ ${body.text}
       body: { currentPassword: text('currentPassword'), newPassword: text('newPassword'), clientAddress: req.ip ?? 'unknown' },
     }));
   }));
+  /** Setting up an authenticator app: its key as a QR code (inline SVG: the page's CSP loads no images) and as text, then a code it shows. */
+  const totpSetupPage = async (res: Response, w: Who, status: number, secret: string, error?: string) => {
+    const uri = generateURI({ issuer: w.tenant.displayName, label: w.email, secret });
+    const svg = await QRCode.toString(uri, { type: 'svg', errorCorrectionLevel: 'M', margin: 1, width: 200 });
+    show(res, status, w.tenant, 'Set up an authenticator app', html`${error === undefined ? '' : alert('Nothing was set up. See the message below.')}
+<p>Scan this QR code with your authenticator app, or type the key into it. Then enter the code it shows.</p>
+<figure class="qr" role="img" aria-label="QR code that adds ${w.email} at ${w.tenant.displayName} to an authenticator app">${raw(svg)}</figure>
+<p>Key: <code id="totp-secret">${secret}</code></p>
+<form method="post" action="${ACCOUNT_PATH}/totp">${raw(`<input type="hidden" name="csrf" value="${esc(w.csrf)}">`)}
+<label for="code">Code the app shows (6 digits)</label>
+<input id="code" name="code" type="text" inputmode="numeric" autocomplete="one-time-code" required${error === undefined ? '' : raw(' aria-invalid="true" aria-describedby="code-error"')}>
+${error === undefined ? '' : html`<p id="code-error" class="field-error">${error}</p>`}
+<button type="submit">Finish setup</button>
+</form>
+<p><a href="${ACCOUNT_PATH}/">Back to your account</a></p>`, w.csrf);
+  };
+  router.get(`${ACCOUNT_PATH}/totp`, signedIn(async (req, res, w) => {
+    if ((await w.admin.call('getUserFactors', me(w))).totp !== null) return res.set(CONSOLE_HEADERS).redirect(303, `${ACCOUNT_PATH}/`);
+    const pending = opened<TotpSetup>(req, w.tenant.name, TOTP_COOKIE);
+    const secret = pending !== undefined && pending.sid === w.session.sid ? pending.secret : generateSecret();
+    cookie(res, TOTP_COOKIE, sealed(w.tenant.name, TOTP_COOKIE, { secret, sid: w.session.sid, exp: now() + TOTP_SETUP_SECONDS } satisfies TotpSetup), TOTP_SETUP_SECONDS, 'Strict');
+    return totpSetupPage(res, w, 200, secret);
+  }));
+  router.post(`${ACCOUNT_PATH}/totp`, form, signedIn(async (req, res, w) => {
+    const pending = opened<TotpSetup>(req, w.tenant.name, TOTP_COOKIE);
+    if (pending === undefined || pending.sid !== w.session.sid) {
+      return show(res, 400, w.tenant, 'The setup expired', html`<p>The key shown for this setup is no longer valid, so nothing was set up.</p><p><a href="${ACCOUNT_PATH}/totp">Start again</a></p>`, w.csrf);
+    }
+    const code = String(req.body?.code ?? '').replace(/\s+/g, '');
+    if (!/^\d{6}$/.test(code)) return totpSetupPage(res, w, 400, pending.secret, 'Enter the 6 digits the app shows.');
+    try {
+      await w.admin.call('enrolUserTotp', me(w), { body: { secret: pending.secret, code } });
+    } catch (err) {
+      if (!(err instanceof AdminApiError) || err.status !== 400) throw err;
+      return totpSetupPage(res, w, 400, pending.secret, 'That code does not match the key: check that the app shows this key and that its clock is right, then enter its new code.');
+    }
+    cookie(res, TOTP_COOKIE, '', 0, 'Strict');
+    res.set(CONSOLE_HEADERS).redirect(303, `${ACCOUNT_PATH}/?done=totp-added`);
+  }));
   router.post(`${ACCOUNT_PATH}/totp/remove`, form, signedIn((_req, res, w) => attempt(res, w, 'totp', 'totp', () => w.admin.call('deleteUserTotp', me(w)))));
   router.post(`${ACCOUNT_PATH}/passkeys/remove`, form, signedIn((req, res, w) => attempt(res, w, 'passkey', 'passkey', () =>
     w.admin.call('deleteUserPasskey', { ...me(w), credentialId: String(req.body?.id ?? '') }))));
@@ -282,7 +329,8 @@ ${fieldError('confirm')}
 <button type="submit">Change password</button>
 </form>`;
   const totp = f.totp === null
-    ? html`<p>No authenticator app is set up.${f.secondFactorRequired ? ' One is set up at the next sign-in that asks for it.' : ''}</p>`
+    ? html`<p>No authenticator app is set up.${f.secondFactorRequired ? ' One is set up at the next sign-in that asks for it, or here.' : ''}</p>
+<p><a class="button secondary" href="${ACCOUNT_PATH}/totp">Set up an authenticator app</a></p>`
     : html`<p>Set up ${when(f.totp.createdAt)}.</p>
 <form method="post" action="${ACCOUNT_PATH}/totp/remove">${csrf}<button type="submit" class="danger">Remove the authenticator app</button></form>${fieldError('totp')}`;
   const passkeys = f.passkeys.length === 0 ? html`<p>You have no passkeys. Where the sign-in offers passkeys, you are asked to add one after you sign in.</p>` : html`<table>

@@ -341,6 +341,14 @@ export const UserFactorsView = z.object({
 export type UserFactorsView = z.infer<typeof UserFactorsView>;
 
 /** POST .../users/{userId}/password: a person changes their own password. */
+/** POST .../users/{userId}/factors/totp: an authenticator app the person set up (the account page), confirmed by a code it shows. */
+export const TotpEnrolmentBody = z.strictObject({
+  /** The key the app was given (RFC 4648 base32, as otpauth URIs carry it). */
+  secret: z.string().regex(/^[A-Z2-7]{16,128}$/, { error: 'must be the base32 key (16 to 128 of A-Z and 2-7)' }),
+  code: z.string().regex(/^\d{6}$/, { error: 'must be the 6 digits the app shows' }),
+});
+export type TotpEnrolmentBody = z.infer<typeof TotpEnrolmentBody>;
+
 export const ChangePasswordBody = z.strictObject({
   currentPassword: z.string().max(4096),
   newPassword: z.string().max(4096),

@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import {
   ApplicationBody, ApplicationView, ConsoleSessionBody, ConsoleSessionCreated, ConsoleSessionView, AssignmentBatchBody, AssignmentBatchResult, AssignmentBody, AssignmentView, GroupAssignmentBody,
-  GroupAssignmentList, GroupAssignmentView, GroupBody, GroupSummaryView, GroupView, KeyList, Page, PasswordLinkSent, ChangePasswordBody, UserFactorsView, UserSessionsView, PutResult, RenameBody, RotateKeysBody, TenantRenameBody, ScimTokenBody,
+  GroupAssignmentList, GroupAssignmentView, GroupBody, GroupSummaryView, GroupView, KeyList, Page, PasswordLinkSent, ChangePasswordBody, TotpEnrolmentBody, UserFactorsView, UserSessionsView, PutResult, RenameBody, RotateKeysBody, TenantRenameBody, ScimTokenBody,
   ScimTokenCreated, ScimTokenList, SecretRotation, SecretVerification, SecretVerificationResult, TenantBody, TenantView, UserBody, UserView,
 } from './bodies.ts';
 import { BATCH_MAX_BYTES, TenantBatchBody, TenantBatchRefusal, TenantBatchResult } from './batch.ts';
@@ -147,6 +147,11 @@ export const ADMIN_ROUTES = {
     body: ChangePasswordBody, conflicts: 'the user has no password (send an invitation)',
   }),
   getUserFactors: route({ method: 'GET', path: '/tenants/{tenant}/users/{userId}/factors', tag: 'user', summary: "A user's sign-in factors: password, authenticator app, passkeys (never a secret)", response: UserFactorsView }),
+  enrolUserTotp: route({
+    method: 'POST', path: '/tenants/{tenant}/users/{userId}/factors/totp', tag: 'user', status: 201,
+    summary: "Set up a user's authenticator app from its key and a code it shows now (400 when the code does not match the key)",
+    body: TotpEnrolmentBody, response: UserFactorsView, conflicts: 'the user has an authenticator app already (remove it first)',
+  }),
   deleteUserTotp: route({
     method: 'DELETE', path: '/tenants/{tenant}/users/{userId}/factors/totp', tag: 'user', summary: "Remove a user's authenticator app",
     conflicts: "it is the last factor the tenant's required second step or the user's sign-in needs",

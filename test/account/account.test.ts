@@ -10,6 +10,7 @@ import { generate } from 'otplib';
 import * as oidc from 'openid-client';
 import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core';
 import { axeScan } from '../console/_support.ts';
+import { adminClient } from '../server/_support.ts';
 import { launchBrowser, newContext, screenshot } from '../support/browser.ts';
 import { PASSWORD, alertText, alice, applyModel, beginSignIn, loginServer, startApp, stopApp, tenantYaml, type LoginServer } from '../login/_support.ts';
 
@@ -162,6 +163,32 @@ describe('the account page', () => {
     expect(await page.getByRole('status').textContent()).toBe('Your password is changed.');
     expect(server.audit().some((a) => a.audit === 'password.set' && a.via === 'change' && a.user === user.id)).toBe(true);
     expect(server.audit().some((a) => a.audit === 'login.failure' && a.factor === 'password-change')).toBe(true);
+  });
+
+  it('sets up an authenticator app from the page: its key as a QR code and as text, confirmed by a code', async () => {
+    // A lost phone: the administrator resets the person's factors; the page offers a new app at once.
+    await (await adminClient(server)).typed.call('resetUserFactors', { tenant: TENANT, userId: user.id });
+    await page.goto(accountUrl());
+    await page.getByRole('link', { name: 'Set up an authenticator app' }).click();
+    await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('Set up an authenticator app');
+    expect(await page.locator('figure.qr svg').count()).toBe(1);
+    const key = (await page.locator('#totp-secret').textContent())!.trim();
+    await axeScan(page, 'authenticator app setup');
+    // A wrong code sets nothing up and says so at the field; the same key stays on the page.
+    await page.getByLabel('Code the app shows (6 digits)').fill('000000' === (await generate({ secret: key, epoch: nowSeconds() })) ? '111111' : '000000');
+    await page.getByRole('button', { name: 'Finish setup' }).click();
+    expect(await page.locator('#code-error').textContent()).toContain('That code does not match the key');
+    expect((await page.locator('#totp-secret').textContent())!.trim()).toBe(key);
+    expect((await (await adminClient(server)).typed.call('getUserFactors', { tenant: TENANT, userId: user.id })).totp).toBeNull();
+    await page.getByLabel('Code the app shows (6 digits)').fill(await generate({ secret: key, epoch: nowSeconds() }));
+    await page.getByRole('button', { name: 'Finish setup' }).click();
+    await page.waitForURL((u) => u.search === '?done=totp-added');
+    expect(await page.getByRole('status').textContent()).toContain('Your authenticator app is set up');
+    expect((await (await adminClient(server)).typed.call('getUserFactors', { tenant: TENANT, userId: user.id })).totp).not.toBeNull();
+    // The setup is over: the page offers none while one is set up.
+    await page.goto(`${new URL(accountUrl()).origin}/account/totp`);
+    await page.waitForURL(accountUrl());
+    expect(await page.getByRole('link', { name: 'Set up an authenticator app' }).count()).toBe(0);
   });
 
   it('signs out everywhere, and a signed-out browser is sent to sign in again', async () => {

@@ -9,7 +9,7 @@ import { SignJWT } from 'jose';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser, newContext, screenshot, visibleText } from '../support/browser.ts';
-import { reachableAt, startProcess, waitForPort } from '../support/processes.ts';
+import { reachableAt, startProcess, waitForPort, waitForPortClosed } from '../support/processes.ts';
 import { isLoginPage, signIn, startStack, type Stack, type TestUser } from './_stack.ts';
 
 const ADMIN_MESSAGE = 'Insufficient privileges: this route needs the admin scope.';
@@ -209,6 +209,7 @@ describe('single-page app (oidc-client-ts) and protected API (jose)', () => {
   it('without cache_type (in-memory cache, the default) a reload forgets the user', async () => {
     const dashboard = stack.app('dashboard');
     await dashboard.process.stop();
+    await waitForPortClosed(Number(new URL(spa).port));
     const configFile = join(dashboard.dir, 'spa-config.json');
     const { cache_type: _persisted, ...config } = JSON.parse(readFileSync(configFile, 'utf8')) as Record<string, unknown>;
     writeFileSync(configFile, `${JSON.stringify(config, null, 2)}\n`);

@@ -192,6 +192,19 @@ export async function waitForPort(port: number, options: WaitOptions = {}): Prom
 }
 
 /** Waits until `url` answers with a status below 500 (the app is up and routing). */
+/**
+ * Waits until nothing listens on the port any more: a process group's leader may exit before the child
+ * holding the port closes it, and a restart on the same port must not take the old listener for the new.
+ */
+export async function waitForPortClosed(port: number, options: WaitOptions = {}): Promise<void> {
+  const host = options.host ?? '127.0.0.1';
+  const deadline = Date.now() + (options.timeoutMs ?? 30_000);
+  while (await canConnect(host, port)) {
+    if (Date.now() > deadline) throw new Error(`something still listens on ${host}:${port}`);
+    await sleep(100);
+  }
+}
+
 export async function waitForHttp(url: string, options: WaitOptions = {}): Promise<void> {
   const deadline = Date.now() + (options.timeoutMs ?? 60_000);
   for (;;) {

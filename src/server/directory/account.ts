@@ -16,6 +16,7 @@ import type { UserFactorsView, UserSessionsView } from '../../contract/index.ts'
 import type { ServerContext } from '../_context.ts';
 import { verifyPassword } from '../_crypto.ts';
 import { ServerError, errors } from '../errors.ts';
+import { totpSealedFor, totpStep } from '../login/factor-totp.ts';
 import { GuessingDefence } from '../login/throttle.ts';
 import { normalizeEmail } from '../login/types.ts';
 import type { TenantRecord, UserRecord } from '../storage/types.ts';
@@ -55,6 +56,21 @@ export function removalRefusal(t: TenantRecord, hasPassword: boolean, after: { r
   // An emailed code can always follow a password; a passkey is two factors by itself.
   const second = methods.includes('otp') || (methods.includes('totp') && after.totp) || passkey;
   return second ? undefined : `${t.body.displayName} requires a second step at sign-in, and this is your last one: add another first`;
+}
+
+/**
+ * An authenticator app the person set up elsewhere than at sign-in (the account page): its key, and a
+ * code it shows now, checked as at sign-in (±1 time step); that step is recorded, so the code does not
+ * work again. One app a person: another is refused until the first is removed.
+ */
+export async function enrolTotp(ctx: ServerContext, tenant: string, userId: string, secret: string, code: string): Promise<UserFactorsView> {
+  await load(ctx, tenant, userId);
+  if ((await ctx.storage.users.getTotp(tenant, userId)) !== undefined) throw errors.conflict(`user '${userId}' has an authenticator app already: remove it first`, 'totp');
+  const step = await totpStep(secret, code);
+  if (step === undefined) throw errors.invalidRequest('body.code: that code does not match the key: check that the app shows this key and that its clock is right', 'body.code');
+  await ctx.storage.users.putTotp(tenant, userId, ctx.master.seal(secret, totpSealedFor(tenant, userId)), step);
+  ctx.login.audit({ audit: 'totp.enrolled', tenant, user: userId, factor: 'totp', via: 'account' });
+  return factorsOf(ctx, tenant, userId);
 }
 
 export async function removeTotp(ctx: ServerContext, tenant: string, userId: string): Promise<void> {

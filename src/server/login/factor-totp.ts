@@ -32,7 +32,8 @@ const codeField = (hint: string) => `
 <label for="totp-code">${escapeHtml(hint)}</label>
 <input id="totp-code" name="code" type="text" inputmode="numeric" pattern="[0-9 ]{6,8}" autocomplete="one-time-code" required autofocus>`;
 
-async function check(secret: string, code: string): Promise<number | undefined> {
+/** The time step a code matches for `secret` (±1 step), or undefined: one check for sign-in and for the account page. */
+export async function totpStep(secret: string, code: string): Promise<number | undefined> {
   if (!/^\d{6}$/.test(code)) return undefined;
   const r = await verify({ strategy: 'totp', secret, token: code, epochTolerance: TOLERANCE_SECONDS });
   // The matched time step (TOTP results carry it): what the replay guard records.
@@ -70,14 +71,14 @@ ${codeField('Code the app now shows (6 digits), to finish setup')}
     if (enrolled === undefined) {
       const secret = await pendingSecret(ctx, user.id, false);
       if (secret === undefined) return { ok: false, message: 'The setup expired. Scan the new QR code and enter its code.', reason: 'no enrolment' };
-      const step = await check(secret, code);
+      const step = await totpStep(secret, code);
       if (step === undefined) return { ok: false, message: 'That code is not right. Check that the app shows the key above and that its clock is correct, then try again.', reason: 'wrong totp (enrolment)' };
       await ctx.storage.users.putTotp(ctx.tenant, user.id, ctx.master.seal(secret, sealedFor(ctx, user.id)), step);
       await ctx.storage.grants.destroy(ctx.tenant, ENROLMENT_MODEL, ctx.uid);
       ctx.settings.audit({ audit: 'totp.enrolled', tenant: ctx.tenant, user: user.id, factor: 'totp' });
       return { ok: true, user };
     }
-    const step = await check(ctx.master.unseal(enrolled.sealedSecret, sealedFor(ctx, user.id)), code);
+    const step = await totpStep(ctx.master.unseal(enrolled.sealedSecret, sealedFor(ctx, user.id)), code);
     if (step === undefined) return { ok: false, message: 'That code is not right. Enter the code your authenticator app shows now.', reason: 'wrong totp' };
     if (!(await ctx.storage.users.claimTotpStep(ctx.tenant, user.id, step))) {
       return { ok: false, message: 'That code was already used. Wait for the app to show a new code, then enter it.', reason: 'replayed totp' };
