@@ -6,8 +6,8 @@
  * Why not a resource per application any more (issue 23): the engine pays per resource (8 to 18 ms
  * for one that does nothing, bench/pulumi's engine row), and a fleet of 500 tenants × 20
  * applications made 10,000 Application and 10,000 StableSecret resources; a tenant's applications
- * go to the server in the tenant's one batch anyway. The preview still names each application and
- * field (`applications.portal.redirectUris[1]`, Tenant's detailed diff).
+ * go to the server in the tenant's one batch anyway. The preview still names each application (the
+ * Tenant's detailed diff: `applications.portal`) and field (a line each: `acme/portal: redirectUris[1] added`).
  *
  * Tenant, name, kind and client id identify a registration: a new kind or client id deletes the old
  * registration before the new one is made (the server fixes a client id at creation); a declared

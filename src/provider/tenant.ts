@@ -8,8 +8,8 @@
  * for one that does nothing and a rewrite of the whole state after each step with checkpoints on;
  * a fleet of 500 tenants × 20 applications × 200 users made 21,500 resources (9 hours from empty).
  * Per tenant it is now this resource and its TenantSecrets. A preview still names every
- * application, user and field that changes (the detailed diff: `applications.portal.redirectUris[1]`),
- * and says it in one line each (`acme/portal: redirectUris[1] added`).
+ * application and user that changes (the detailed diff: `applications.portal`), and each field in
+ * one line (`acme/portal: redirectUris[1] added`).
  *
  * Every write is idempotent and every object carries the stack's manager (`pulumi:<project>/<stack>`),
  * so the engine may run without a checkpoint per step (PULUMI_SKIP_CHECKPOINTS): an `up` killed
