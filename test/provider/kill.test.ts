@@ -2,7 +2,7 @@
  * Crash safety of `pulumi up` with per-step checkpoints off (PULUMI_SKIP_CHECKPOINTS=true, what the
  * dev stack and the README's scale section use: the engine writes the state once, at the end): the
  * up of a many-tenant model is SIGKILLed three times at random points (chosen by how far the server
- * got, plus a random delay, so kills land between a request and the state write too), each time the
+ * got, plus a random delay of up to 40 ms, so kills land inside a tenant's request too), each time the
  * whole process group at once. Each kill leaves nothing running (language host, program and provider
  * hosts watch the engine). After each kill the stack's lock is released (`pulumi cancel`, what the
  * DIY backend asks for after a crash) and `up` runs again; the next run converges with no other
@@ -19,7 +19,8 @@ import { census, killModel, killModelCensus, progress, runAndKill, seeded } from
 import { freePort } from '../support/processes.ts';
 import { PulumiProject, REPO, markedProcesses, waitFor } from './_pulumi.ts';
 
-const TENANTS = 12;
+/** Enough tenants that a run is still at work after its kill point (a tenant batch lands in about 30 ms here). */
+const TENANTS = 24;
 const USERS = 20;
 const SEED = Number(process.env.IDFORGE_KILL_SEED ?? Date.now() % 100_000);
 
@@ -52,11 +53,14 @@ describe('pulumi up killed with SIGKILL at random points, checkpoints off', { ti
     for (let i = 0; i < 3; i++) {
       const mark = `kill-${process.pid}-${i}-${Date.now()}`;
       const env = p.environment({ IDFORGE_CRASH_MARK: mark });
-      // Each kill in its own sixth of the work (objects on the server), later than the one before and
-      // within the first half: what the delay lets a run do after the mark never finishes the work,
-      // so every run is killed.
-      const atObjects = Math.max(progress(dataDir) + 1, Math.floor(total * (i + random()) / 6));
-      const delayMs = Math.floor(random() * 250);
+      // Each kill in its own eighth of the work (objects on the server), later than the one before and
+      // within the first three eighths. The work lands a tenant batch at a time (a Tenant resource
+      // is one batch, about 30 ms each here), so a run may be a few tenants past its mark when
+      // killed; what the delay (up to 40 ms: with checkpoints off there is no state write to land
+      // between) lets it do then never finishes the work, so every run is killed (CI once saw a
+      // third run of 12 tenants end first with kills in the first half and delays up to 250 ms).
+      const atObjects = Math.max(progress(dataDir) + 1, Math.floor(total * (i + random()) / 8));
+      const delayMs = Math.floor(random() * 40);
       const r = await runAndKill('pulumi', ['up', '--yes', '--skip-preview', '--non-interactive'], { cwd: p.dir, env, dataDir, atObjects, delayMs });
       kills.push(r.killed ? `killed at ${r.objectsAtKill}/${total} objects + ${delayMs} ms` : `ended first (${r.code})`);
       expect(r.killed, `${kills.join('; ')}\n${r.output}`).toBe(true);
