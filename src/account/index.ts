@@ -25,7 +25,7 @@ import QRCode from 'qrcode';
 import { AdminApiError } from '../admin-client/index.ts';
 import { RESERVED_TENANTS, type EdgeApp, type EdgeHost, type EdgeTenant, type EventView, type UserFactorsView, type UserSessionsView } from '../contract/index.ts';
 import { tenantOrigin } from '../console/client.ts';
-import { CONSOLE_HEADERS, STYLE, alert, esc, html, notice, raw, send, type Html } from '../console/pages.ts';
+import { CONSOLE_HEADERS, STYLE, alert, esc, html, notice, raw, send, signInsTable, utcMinute, type Html } from '../console/pages.ts';
 import { relyingParties } from '../console/relying-party.ts';
 import { readCookie } from '../console/session.ts';
 import { TenantAdmin, adminClientFor } from '../console/tenant-admin.ts';
@@ -305,7 +305,7 @@ function sentence(message: string, field: keyof Errors): string {
   return `${message[0]!.toUpperCase()}${message.slice(1)}.`;
 }
 
-const when = (iso: string | null) => (iso === null ? 'unknown' : `${iso.slice(0, 16).replace('T', ' ')} UTC`);
+const when = (iso: string | null) => (iso === null ? 'unknown' : utcMinute(iso));
 
 /** Sign-ins the account page lists. */
 const RECENT_SIGN_INS = 10;
@@ -354,11 +354,7 @@ ${fieldError('confirm')}
 <tbody>${apps.map((a) => html`<tr><td>${a.name}</td><td>${when(a.since)}</td>
 <td><form method="post" action="${ACCOUNT_PATH}/applications/end">${csrf}<input type="hidden" name="application" value="${a.application!}"><button type="submit" class="danger" aria-label="End access of ${a.name}">End access</button></form></td></tr>`)}</tbody>
 </table>${fieldError('application')}`;
-  const recent = signIns.length === 0 ? html`<p>No sign-ins recorded yet.</p>` : html`<table>
-<caption>Your last ${signIns.length === 1 ? 'sign-in' : `${signIns.length} sign-ins`}</caption>
-<thead><tr><th scope="col">When</th><th scope="col">To</th></tr></thead>
-<tbody>${signIns.map((e) => html`<tr><td>${when(e.time)}</td><td>${typeof e.details?.client === 'string' ? e.details.client : 'this tenant'}</td></tr>`)}</tbody>
-</table>
+  const recent = html`${signInsTable(signIns, 'Your last')}
 <p class="help">A sign-in you do not recognise? Change your password and sign out everywhere.</p>`;
   return html`<p>Signed in as <strong>${w.email}</strong>.</p>
 ${anyError ? alert('Nothing was changed. See the message below.') : ''}${noticeCode === undefined ? '' : notice(NOTICES[noticeCode]!)}

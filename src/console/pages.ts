@@ -7,6 +7,7 @@
  * everything works without it), forms only to the tenant's own origin, no framing.
  */
 import type { Response } from 'express';
+import type { EventView } from '../contract/index.ts';
 import { CONSOLE_PATH } from './client.ts';
 
 export function esc(s: string): string {
@@ -160,3 +161,19 @@ document.querySelectorAll('button.copy[data-copy]').forEach(function (button) {
   });
 });
 `;
+
+/** An ISO time to the minute, as the console and the account page show times (`2026-11-26 03:05 UTC`). */
+export const utcMinute = (iso: string): string => `${iso.slice(0, 16).replace('T', ' ')} UTC`;
+
+/**
+ * A person's last sign-ins (login.success events, newest first), one table for the account page
+ * ("Your last …") and a person's page in the console ("Last …").
+ */
+export function signInsTable(signIns: readonly EventView[], caption: 'Your last' | 'Last'): Html {
+  if (signIns.length === 0) return html`<p>No sign-ins recorded yet.</p>`;
+  return html`<table>
+<caption>${caption} ${signIns.length === 1 ? 'sign-in' : `${signIns.length} sign-ins`}</caption>
+<thead><tr><th scope="col">When</th><th scope="col">To</th></tr></thead>
+<tbody>${signIns.map((e) => html`<tr><td>${utcMinute(e.time)}</td><td>${typeof e.details?.client === 'string' ? e.details.client : 'this tenant'}</td></tr>`)}</tbody>
+</table>`;
+}

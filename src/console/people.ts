@@ -14,7 +14,7 @@ import { AdminApiError } from '../admin-client/index.ts';
 import { MANAGED_BY_CONSOLE, MAX_PEOPLE_QUERY, USER_ID, type EdgeTenant, type EventView, type UserBody, type UserView } from '../contract/index.ts';
 import { historyPath } from './activity.ts';
 import { CONSOLE_PATH } from './client.ts';
-import { CONSOLE_HEADERS, alert, html, notice, type Html, type Section } from './pages.ts';
+import { CONSOLE_HEADERS, alert, html, notice, signInsTable, type Html, type Section } from './pages.ts';
 import type { TenantAdmin } from './tenant-admin.ts';
 
 /** What the console's router lends these pages: the signed-in administrator, and its page frame. */
@@ -194,7 +194,6 @@ interface Around {
   readonly signIns: readonly EventView[];
 }
 
-const at = (iso: string) => `${iso.slice(0, 16).replace('T', ' ')} UTC`;
 
 function personView(csrf: string, u: UserView, around: Around, flash: string | undefined): Html {
   const { factors: f, sessions, assigned, signIns } = around;
@@ -218,10 +217,6 @@ ${owner.editable ? (u.disabled ? button('enable', 'Enable') : button('disable', 
 <h2>Applications</h2>
 ${assigned.length === 0 ? html`<p>Not assigned to any application directly.</p>` : html`<ul class="assigned">${assigned.map((n) => html`<li><a href="${CONSOLE_PATH}/applications/${n}">${n}</a></li>`)}</ul>`}
 <h2>Recent sign-ins</h2>
-${signIns.length === 0 ? html`<p>No sign-ins recorded.</p>` : html`<table>
-<caption>Last ${signIns.length === 1 ? 'sign-in' : `${signIns.length} sign-ins`}</caption>
-<thead><tr><th scope="col">When</th><th scope="col">To</th></tr></thead>
-<tbody>${signIns.map((e) => html`<tr><td>${at(e.time)}</td><td>${typeof e.details?.client === 'string' ? e.details.client : 'this tenant'}</td></tr>`)}</tbody>
-</table>`}
+${signInsTable(signIns, 'Last')}
 <p><a href="${historyPath('user', u.id)}">Everything that happened to this person</a> · <a href="${PEOPLE}">All people</a></p>`;
 }
