@@ -1,23 +1,30 @@
 /**
- * Token timing that the server and the generated clients must agree on.
+ * Token timing that the server and the generated clients must agree on, and how fast a revocation
+ * (an assignment, a user or an application removed, a user disabled) ends access in each pattern.
  *
- * Removing an assignment, a user or an application must end that user's access everywhere within
- * REVOCATION_DEADLINE. The server revokes refresh tokens at once, but an access token is a JWT
- * that APIs verify offline, so it stays valid until it expires: its lifetime is the bound. Every
- * generated client refreshes well before that (the web template and the SPA at half the token's
- * life, oauth2-proxy at its cookie refresh period), and the refresh is where a revoked user is
- * turned away.
+ * Access tokens are JWTs that APIs verify offline, so nothing can recall one: its lifetime bounds
+ * how long a verifier that hears of nothing (a third party's API) accepts it. That lifetime is the
+ * industry's usual 5 minutes (Keycloak 5 min, Okta 1 h), because clients keep a margin before expiry
+ * (Authlib and Spring Security refresh a token that expires within 60 s) and a shorter token is one
+ * they treat as expired on arrival. Revocation no longer rests on it: the server pushes it.
+ * - The web template ends the session when the server's back-channel logout token arrives (OpenID
+ *   Connect Back-Channel Logout 1.0, sent from a durable outbox): within EVENT_REVOCATION_TARGET.
+ * - The API template hears SSF `session-revoked` and refuses the subject's tokens at once.
+ * - oauth2-proxy receives no events: it asks the server every `cookieRefresh` seconds (its own
+ *   setting, DEFAULT_PROXY_COOKIE_REFRESH), and the refused refresh ends the session.
+ * - The SPA learns it at its next renewal (half the token's life).
+ * - A third party's offline verifier accepts a token until it expires: at most the lifetime.
  */
 
-/** Seconds within which a revocation reaches every pattern (the integration contract's bound). */
-export const REVOCATION_DEADLINE = 60;
+/** Seconds within which a revocation should reach the templates that receive events (the bench's target). */
+export const EVENT_REVOCATION_TARGET = 5;
 
 /**
- * Default access token lifetime, seconds (`idforge serve --access-token-lifetime`). 50 s plus the
- * 5 s clock tolerance the API template allows stays inside REVOCATION_DEADLINE. The price is one
- * refresh per signed-in user and application about every 25 s.
+ * Default access token lifetime, seconds (`idforge serve --access-token-lifetime`): 5 minutes, so
+ * a client with a 60 s expiry margin (Authlib's and Spring Security's default) uses a token for
+ * four minutes before refreshing it. It bounds only the offline verifiers that receive no events.
  */
-export const DEFAULT_ACCESS_TOKEN_LIFETIME = 50;
+export const DEFAULT_ACCESS_TOKEN_LIFETIME = 300;
 
 /**
  * Default seconds a used refresh token may be used again (`idforge serve --refresh-reuse-grace`):
@@ -26,5 +33,16 @@ export const DEFAULT_ACCESS_TOKEN_LIFETIME = 50;
  */
 export const DEFAULT_REFRESH_REUSE_GRACE = 5;
 
-/** Default seconds between oauth2-proxy's refreshes of a session (half the access token's life). */
-export const DEFAULT_PROXY_COOKIE_REFRESH = Math.floor(DEFAULT_ACCESS_TOKEN_LIFETIME / 2);
+/** The longest refresh reuse grace the server takes: Okta's and Cognito's bound. */
+export const MAX_REFRESH_REUSE_GRACE = 60;
+
+/**
+ * Default seconds between oauth2-proxy's refreshes of a session (`cookieRefresh` in the model,
+ * OAUTH2_PROXY_COOKIE_REFRESH). The proxy receives no events, so this check is how it learns of a
+ * revocation; it is its own figure, not derived from the token lifetime. 30 s costs one refresh
+ * per signed-in user and proxy twice a minute. oauth2-proxy keeps a session whose refresh was
+ * refused until its access token expires (its stored-session loader validates the session, which
+ * holds while the token does), so a revoked user's proxy session ends at the first refresh past the
+ * removal for sessions whose token is expiring, and at the latest when the token expires.
+ */
+export const DEFAULT_PROXY_COOKIE_REFRESH = 30;

@@ -137,8 +137,9 @@ export const ProxyAppSpec = z.strictObject({
   audience: audience('proxy'),
   /**
    * Seconds after which oauth2-proxy refreshes a session's tokens at the server (its
-   * `cookie_refresh`). A refused refresh (the user lost the assignment) ends the session when its
-   * access token expires. Keep it below the server's access token lifetime. Default: 25.
+   * `cookie_refresh`): the proxy receives no events, so this is how it learns of a revocation. A
+   * refused refresh (the user lost the assignment) ends the session when its access token expires
+   * (src/contract/tokens.ts). Keep it below the server's access token lifetime. Default: 30.
    */
   cookieRefresh: z.int().min(1).max(86_400).default(DEFAULT_PROXY_COOKIE_REFRESH),
   /** Requested scopes; `offline` is always added (refresh tokens for cookie refresh). Default: openid, email, profile. */

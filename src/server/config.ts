@@ -1,7 +1,7 @@
 /**
  * Server settings and their defaults, one block per key.
  */
-import { DEFAULT_ACCESS_TOKEN_LIFETIME, DEFAULT_REFRESH_REUSE_GRACE, REVOCATION_DEADLINE, type EdgeApp, type SigningAlg } from '../contract/index.ts';
+import { DEFAULT_ACCESS_TOKEN_LIFETIME, DEFAULT_REFRESH_REUSE_GRACE, MAX_REFRESH_REUSE_GRACE, type EdgeApp, type SigningAlg } from '../contract/index.ts';
 import { StartupError } from './errors.ts';
 import type { LoginOptions } from './login/options.ts';
 import type { NamedLocks } from './storage/_keyed-locks.ts';
@@ -15,8 +15,8 @@ import type { WebhookOptions } from './webhooks/options.ts';
  */
 export const LIFETIMES = {
   /**
-   * JWT access tokens for users: 50 s by default (`accessTokenLifetime`), so a revoked user's
-   * tokens are worthless within the contract's 60 s (src/contract/tokens.ts).
+   * JWT access tokens for users: 5 minutes by default (`accessTokenLifetime`), which clients with a
+   * 60 s expiry margin can use; revocation is pushed instead (src/contract/tokens.ts).
    */
   AccessToken: DEFAULT_ACCESS_TOKEN_LIFETIME,
   /** client_credentials JWTs (machine clients, the admin bootstrap client): 10 minutes. */
@@ -139,9 +139,9 @@ export interface ServerOptions {
   /** Lockout, backoff, emailed-code lifetime, mail delivery: defaults in login/options.ts. */
   readonly login?: LoginOptions;
   /**
-   * Seconds a user's JWT access token lives. Default 50 (LIFETIMES.AccessToken): APIs accept a
-   * token until it expires, so this bounds how long access outlives a revoked assignment, and
-   * the generated clients refresh at half of it. At most 3600 (signing keys are published for
+   * Seconds a user's JWT access token lives. Default 300 (LIFETIMES.AccessToken): an API that hears
+   * of no revocation accepts a token until it expires, so this bounds how long access outlives a
+   * revoked assignment there; the generated clients refresh at half of it. At most 3600 (signing keys are published for
    * the longest token life after retirement).
    */
   readonly accessTokenLifetime?: number;
@@ -180,8 +180,8 @@ export function tokenSettings(o: Pick<ServerOptions, 'accessTokenLifetime' | 're
   };
   return {
     accessTokenLifetime: seconds('accessTokenLifetime', o.accessTokenLifetime, TOKEN_DEFAULTS.accessTokenLifetime, 1, LIFETIMES.IdToken),
-    // Longer than the revocation deadline would let a stolen token outlive a revocation check.
-    refreshTokenReuseGrace: seconds('refreshTokenReuseGrace', o.refreshTokenReuseGrace, TOKEN_DEFAULTS.refreshTokenReuseGrace, 0, REVOCATION_DEADLINE),
+    // Longer would let a stolen token be used for minutes after its rightful use.
+    refreshTokenReuseGrace: seconds('refreshTokenReuseGrace', o.refreshTokenReuseGrace, TOKEN_DEFAULTS.refreshTokenReuseGrace, 0, MAX_REFRESH_REUSE_GRACE),
   };
 }
 

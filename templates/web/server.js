@@ -11,7 +11,7 @@
 // half of the access token's life has passed, the next request renews the tokens with the refresh
 // token; when the service refuses (the user's assignment, the user or this application was
 // removed), the session ends there and then. So access ends within half an access token's life
-// (25 s by default), and the access token in the session is always valid for calling the API.
+// (150 s by default), and the access token in the session is always valid for calling the API.
 import { readFileSync } from 'node:fs';
 import express from 'express';
 import session from 'express-session';

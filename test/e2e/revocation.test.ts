@@ -1,14 +1,14 @@
 /**
  * Removing an assignment, a user or an application ends that user's access in every pattern
- * within the contract's 60 s (src/contract/tokens.ts): the oauth2-proxy session, the web
+ * (src/contract/tokens.ts): the oauth2-proxy session, the web
  * template's session, the SPA. Measured in Chromium against the real server, oauth2-proxy and
  * scaffolded apps: the test asserts that access ends, and prints how long it took. The delays are
  * figures, not assertions (a loaded machine stretches them): `node bin/run.js tsx
  * bench/e2e/revocation.ts` prints each beside the contract's bound.
  *
  * The periods are shortened so the file runs quickly, through the same settings an operator has:
- * `idforge serve --access-token-lifetime 20` (default 50) and the proxy's `cookieRefresh: 5` in
- * the model (default 25). With them the expected delays are: web and SPA at most 10 s (they renew
+ * `idforge serve --access-token-lifetime 20` (default 300) and the proxy's `cookieRefresh: 5` in
+ * the model (default 30). With them the expected delays are: web and SPA at most 10 s (they renew
  * at half the token's life), proxy at most 20 s (a refused refresh ends the session when its
  * access token expires). REVOCATION_ACCESS_TOKEN_LIFETIME and REVOCATION_COOKIE_REFRESH set
  * others (the bench uses them to measure the shipped defaults).
@@ -16,13 +16,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REVOCATION_DEADLINE } from '../../src/contract/index.ts';
 import { launchBrowser, newContext, screenshot, visibleText } from '../support/browser.ts';
 import { toolPath } from '../support/tools.ts';
 import { signIn, startStack, TENANT, type Stack, type TestUser } from './_stack.ts';
 
 const ACCESS_TOKEN_LIFETIME = Number(process.env.REVOCATION_ACCESS_TOKEN_LIFETIME ?? 20);
 const PROXY_COOKIE_REFRESH = Number(process.env.REVOCATION_COOKIE_REFRESH ?? 5);
+/** Past this, access that has not ended fails the test: every pattern ends by its token's expiry. */
+const GIVE_UP_SECONDS = ACCESS_TOKEN_LIFETIME + 15;
 
 /** Measured delays, printed at the end. */
 const measured: { pattern: string; removed: string; seconds: number }[] = [];
@@ -50,7 +51,7 @@ describe('removing access ends it in every pattern', { timeout: 180_000 }, () =>
     await stack?.stop();
     if (measured.length > 0) {
       console.log(
-        `revocation delays (access tokens ${ACCESS_TOKEN_LIFETIME} s, proxy cookie refresh ${PROXY_COOKIE_REFRESH} s; contract bound ${REVOCATION_DEADLINE} s):\n` +
+        `revocation delays (access tokens ${ACCESS_TOKEN_LIFETIME} s, proxy cookie refresh ${PROXY_COOKIE_REFRESH} s; token lifetime ${ACCESS_TOKEN_LIFETIME} s):\n` +
           measured.map((m) => `  ${m.pattern.padEnd(6)} ${m.removed.padEnd(28)} ${m.seconds.toFixed(1)} s`).join('\n'),
       );
     }
@@ -58,15 +59,15 @@ describe('removing access ends it in every pattern', { timeout: 180_000 }, () =>
 
   /**
    * Runs `remove`, then asks `stillIn` once a second until it answers false; records and returns
-   * the seconds between the removal and the first refusal. Gives up 15 s after the bound: access
-   * that has not ended by then fails the test.
+   * the seconds between the removal and the first refusal. Gives up 15 s after the token lifetime:
+   * access that has not ended by then fails the test.
    */
   async function measure(pattern: string, removed: string, remove: () => Promise<void>, stillIn: () => Promise<boolean>): Promise<number> {
     expect(await stillIn(), `${pattern}: signed in before the removal`).toBe(true);
     await remove();
     const start = performance.now();
     let seconds = Number.POSITIVE_INFINITY;
-    while (performance.now() - start < (REVOCATION_DEADLINE + 15) * 1000) {
+    while (performance.now() - start < GIVE_UP_SECONDS * 1000) {
       if (!(await stillIn())) {
         seconds = (performance.now() - start) / 1000;
         break;
@@ -75,7 +76,7 @@ describe('removing access ends it in every pattern', { timeout: 180_000 }, () =>
     }
     measured.push({ pattern, removed, seconds });
     console.log(`${pattern}: access ended ${seconds.toFixed(1)} s after ${removed} was removed`);
-    expect(Number.isFinite(seconds), `${pattern}: still signed in ${REVOCATION_DEADLINE + 15} s after ${removed} was removed`).toBe(true);
+    expect(Number.isFinite(seconds), `${pattern}: still signed in ${GIVE_UP_SECONDS} s after ${removed} was removed`).toBe(true);
     return seconds;
   }
 

@@ -121,8 +121,8 @@ describe.each(INTEROP_CLIENTS)('%s', (name) => {
     }
     expect(result.refreshTokenNew).toBe(true);
     record(name, ['code flow', 'ID token', 'userinfo', 'access token at an API', 'refresh']);
-    // Authlib refreshes on its own a token that expires within its 60 s leeway: with access tokens
-    // shorter than that it does so before each use. Shown, not judged (a lifetime, not a rule).
+    // Authlib refreshes on its own a token that expires within its 60 s leeway (with the default
+    // lifetime it does not here: authlib-defaults.test.ts). Shown, not judged.
     if (result.autoRefreshes !== undefined) matrix.get(name)!.note = `refreshed on its own ${result.autoRefreshes} time(s) (access tokens live ${DEFAULT_ACCESS_TOKEN_LIFETIME} s)`;
   });
 

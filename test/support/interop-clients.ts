@@ -213,7 +213,7 @@ export interface RunningInteropClient {
 }
 
 /** Starts a built client with `env` and waits for its "listening" line. */
-export async function startInteropClient(program: InteropProgram, env: Readonly<Record<string, string>>, label = program.name): Promise<RunningInteropClient> {
+export async function startInteropClient(program: InteropProgram, env: Readonly<Record<string, string>>, label: string = program.name): Promise<RunningInteropClient> {
   const proc = startProcess(`interop-${label}`, program.command, program.args, { env });
   const deadline = Date.now() + 60_000;
   for (;;) {
