@@ -28,7 +28,7 @@ if (!existsSync(join(ROOT, 'node_modules/@pulumi/pulumi/package.json'))) {
 sh('bash', [join(ROOT, 'scripts/ensure-tools.sh')]);
 
 const { load } = await import('./_load.js');
-const { DEV_STACK, configFileArgs, demoPaths, devPulumiEnv, releaseStaleLock, runOrExit, writeDemoStackConfig } = await load('provider/_dev-stack');
+const { DEV_STACK, configFileArgs, demoPaths, devPulumiEnv, preparePulumiHome, releaseStaleLock, runOrExit, writeDemoStackConfig } = await load('provider/_dev-stack');
 const { loadModel, formatProblems } = await load('schema/index');
 const { formatAppLines, sampleAppsOf } = await load('demo/sample-apps');
 const { runApps } = await load('demo/app-processes');
@@ -65,7 +65,8 @@ for (const t of loaded.model.tenants) {
 }
 writeFileSync(passwordFile, `${JSON.stringify(devPasswords, null, 2)}\n`, { mode: 0o600 });
 
-mkdirSync(env.PULUMI_HOME, { recursive: true });
+// The engine writes no automatic debug log there: most of its work on a big stack (README, "Scale").
+preparePulumiHome(env.PULUMI_HOME);
 const selected = runOrExit('pulumi', ['stack', 'select', DEV_STACK], env, { capture: true, allowFailure: true });
 if (selected.status !== 0) runOrExit('pulumi', ['stack', 'init', DEV_STACK, '--secrets-provider', 'passphrase'], env);
 // A demo killed during its `pulumi up` left the file backend's lock behind: released when its process is gone.

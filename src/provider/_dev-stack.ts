@@ -4,6 +4,7 @@
  * the clone, and the documented dev-only passphrase.
  */
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import { lstatSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { delimiter, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -108,6 +109,32 @@ export function devPulumiEnv(base: NodeJS.ProcessEnv = process.env): NodeJS.Proc
  * (README, "Scale"), and a killed run leaves no pending operations to clear.
  */
 export const SKIP_CHECKPOINTS = 'true';
+
+/**
+ * Makes a PULUMI_HOME for idforge's stacks (the dev stack, tests, bench/pulumi), without the engine's
+ * automatic log. Pulumi 3.259 writes every engine event at debug level, each resource's properties
+ * included, gzipped and encrypted, to PULUMI_HOME/logs on every command (pkg/logging, StartLogging);
+ * it has no switch. For a stack of big resources that is most of the engine's work: a no-op preview
+ * of 100 tenants of the bench model spent 10.3 of its 13.5 s of engine CPU writing a 38 MB log
+ * (`pulumi preview --profiling`: compress/flate under logging.VerboseLogger). Where `logs` is not a
+ * directory the engine says "automatic logging unavailable" and logs nothing; `pulumi -v` and
+ * `--logflow` still work. Delete the file to have the log back.
+ */
+export function preparePulumiHome(home: string): void {
+  mkdirSync(home, { recursive: true });
+  const logs = join(home, 'logs');
+  const kind = (() => {
+    try {
+      return lstatSync(logs).isDirectory() ? 'dir' : 'other';
+    } catch {
+      return 'none';
+    }
+  })();
+  if (kind === 'other') return;
+  // The engine's own logs of earlier runs in this (idforge's own) home.
+  if (kind === 'dir') rmSync(logs, { recursive: true, force: true });
+  writeFileSync(logs, 'idforge: a file, not a directory, so the Pulumi engine writes no automatic log here (src/provider/_dev-stack.ts, preparePulumiHome)\n');
+}
 
 /** `--config-file <demo dir's stack config>` for `pulumi up` and `destroy`, when there is one. */
 export function configFileArgs(paths: DemoPaths): string[] {

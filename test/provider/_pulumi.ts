@@ -8,7 +8,7 @@ import { mkdir, mkdtemp, readFile, readdir, rm, symlink, writeFile } from 'node:
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { devPulumiEnv, fileBackendUrl } from '../../src/provider/_dev-stack.ts';
+import { devPulumiEnv, fileBackendUrl, preparePulumiHome } from '../../src/provider/_dev-stack.ts';
 
 export const REPO = resolve(import.meta.dirname, '../..');
 
@@ -42,7 +42,7 @@ export class PulumiProject {
     const backend = join(root, 'backend');
     await mkdir(dir);
     await mkdir(backend);
-    await mkdir(join(root, 'home'));
+    preparePulumiHome(join(root, 'home'));
     await writeFile(
       join(dir, 'Pulumi.yaml'),
       'name: idforge\nruntime:\n  name: nodejs\n  options:\n    typescript: false\nmain: index.js\n',
