@@ -19,6 +19,7 @@ import { checkScopeDefinitions } from './scopes.ts';
 import { LastApplied } from './last-applied.ts';
 import { MANAGER, MANAGER_RULE } from './managers.ts';
 import { TenantEventsBody } from './events.ts';
+import { TenantMailBody } from './mail.ts';
 
 export { LoginPolicyBody } from './login-policy.ts';
 
@@ -60,6 +61,8 @@ export const TenantBody = z
     passwordPolicy: PasswordPolicyBody.optional(),
     /** The event log's settings (src/contract/events.ts). Default (absent): events kept 90 days. */
     events: TenantEventsBody.optional(),
+    /** Outgoing mail (src/contract/mail.ts). Default (absent): the server's own (--smtp-url, or the outbox on localhost). */
+    mail: TenantMailBody.optional(),
     managedBy: ManagedBy,
     stack: Stack,
     manager: Manager,

@@ -15,6 +15,7 @@ export * from './env-file.ts';
 export * from './scopes.ts';
 export * from './login-policy.ts';
 export * from './password-policy.ts';
+export * from './mail.ts';
 export * from './kinds.ts';
 export * from './pkce.ts';
 export * from './tokens.ts';

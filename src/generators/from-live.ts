@@ -16,7 +16,7 @@ import {
 } from '../contract/index.ts';
 import { TenantSpec as TenantSchema, type ModelFileSpec, type TenantSpec } from '../schema/model.ts';
 import { assembleTenantEntry, identifiedUser, namedApplication } from '../schema/normal-form.ts';
-import { tenantSteps } from './plan.ts';
+import { mailBodyOf, tenantSteps } from './plan.ts';
 
 export type TenantSpecInput = z.input<typeof TenantSpec>;
 export type ModelFileInput = z.input<typeof ModelFileSpec>;
@@ -168,8 +168,8 @@ function declaredSpecOfLive(live: LiveTenant, at: Path): { spec: TenantSpecInput
   const t = steps.find((s) => s.kind === 'tenant');
   if (!(t?.op === 'put' && sameServed(t.body, live.tenant))) {
     notes.push({ path: at, message: 'the tenant changed on the server since it was last applied: its settings are written from its live state' });
-    const { scopes, login, passwordPolicy, events, displayName } = fromLive.spec;
-    tenantPart = { ...tenantPart, displayName, scopes, login, passwordPolicy, events };
+    const { scopes, login, passwordPolicy, events, mail, displayName } = fromLive.spec;
+    tenantPart = { ...tenantPart, displayName, scopes, login, passwordPolicy, events, mail };
   }
   const madeAssignments = new Set(steps.flatMap((s) => (s.kind === 'assignment' ? [`${s.application}/${s.user}`] : [])));
   const liveAssignments = new Set(Object.entries(live.assignments).flatMap(([app, xs]) => xs.map((x) => `${app}/${x.userId}`)));
@@ -213,6 +213,7 @@ function liveSpecOf(live: LiveTenant, at: Path): { spec: TenantSpecInput; notes:
     ...(t.login === undefined ? {} : { login: { methods: [...t.login.methods], requireSecondFactor: t.login.requireSecondFactor } }),
     ...(t.passwordPolicy === undefined ? {} : { passwordPolicy: { minLength: t.passwordPolicy.minLength } }),
     ...(t.events?.retentionDays === undefined ? {} : { events: { retentionDays: t.events.retentionDays } }),
+    ...(t.mail === undefined ? {} : { mail: mailBodyOf(t.mail) }),
     ...(userSpecs.length > 0 ? { users: userSpecs } : {}),
     ...(applications.length > 0 ? { applications } : {}),
     ...(assignments.length > 0 ? { assignments } : {}),

@@ -3,7 +3,7 @@
  * (tenants, APIs, clients, users, assignments) and sorted by name within each, so a reordered
  * model yields the same plan. Deletions need the live state and are planned by `idforge plan`.
  */
-import { MANAGED_BY, type ApplicationBody, type PlanStep, type ProvisioningPlan, type UserBody } from '../contract/index.ts';
+import { MANAGED_BY, type ApplicationBody, type TenantMailBody, type PlanStep, type ProvisioningPlan, type UserBody } from '../contract/index.ts';
 import type { Model, TenantSpec } from '../schema/model.ts';
 import { applicationEntry, tenantEntry, userEntry } from '../schema/normal-form.ts';
 import { assignmentsOf, audienceOf, byName, clientIdOf, originOf, redirectUrisOf, scopesOf, userScopesOf } from './_app-facts.ts';
@@ -37,6 +37,18 @@ function applicationBody(tenant: TenantSpec, app: TenantSpec['applications'][num
   return { kind: app.kind, ...common, audience: audienceOf(tenant, app), ...(clientSecret === undefined ? {} : { clientSecret }) };
 }
 
+/** The mail settings in one key order, whatever the model's order. */
+export const mailBodyOf = (m: TenantMailBody): TenantMailBody => ({
+  from: m.from,
+  smtp: {
+    host: m.smtp.host,
+    ...(m.smtp.port === undefined ? {} : { port: m.smtp.port }),
+    security: m.smtp.security,
+    ...(m.smtp.username === undefined ? {} : { username: m.smtp.username }),
+    ...(m.smtp.passwordEnv === undefined ? {} : { passwordEnv: m.smtp.passwordEnv }),
+  },
+});
+
 export function tenantSteps(tenant: TenantSpec, resolved: Resolved, index = 0): PlanStep[] {
   const t = tenant.name;
   const steps: PlanStep[] = [
@@ -52,6 +64,7 @@ export function tenantSteps(tenant: TenantSpec, resolved: Resolved, index = 0): 
         ...(tenant.login === undefined ? {} : { login: { methods: [...tenant.login.methods], requireSecondFactor: tenant.login.requireSecondFactor } }),
         ...(tenant.passwordPolicy === undefined ? {} : { passwordPolicy: { minLength: tenant.passwordPolicy.minLength } }),
         ...(tenant.events?.retentionDays === undefined ? {} : { events: { retentionDays: tenant.events.retentionDays } }),
+        ...(tenant.mail === undefined ? {} : { mail: mailBodyOf(tenant.mail) }),
         managedBy: MANAGED_BY,
         lastApplied: { entry: tenantEntry(tenant), index },
       },

@@ -5,7 +5,7 @@
  * checks.ts, so that one pass reports every problem. Defaults are documented where defined.
  */
 import { z } from 'zod';
-import { DEFAULT_PKCE, DEFAULT_PROXY_COOKIE_REFRESH, DNS_LABEL, KINDS, PKCE_POLICIES, LoginPolicyBody, NAME, PasswordPolicyBody, TenantEventsBody, NAME_RULES, SCOPE, UNMANAGED_POLICIES, USER_ID, isLocalHost, type ClientKind } from '../contract/index.ts';
+import { DEFAULT_PKCE, DEFAULT_PROXY_COOKIE_REFRESH, DNS_LABEL, KINDS, PKCE_POLICIES, LoginPolicyBody, NAME, PasswordPolicyBody, TenantEventsBody, TenantMailBody, NAME_RULES, SCOPE, UNMANAGED_POLICIES, USER_ID, isLocalHost, type ClientKind } from '../contract/index.ts';
 
 const dnsLabel = z.string().regex(DNS_LABEL, { error: NAME_RULES.dnsLabel });
 const name = z.string().regex(NAME, { error: NAME_RULES.name });
@@ -239,6 +239,14 @@ export const TenantSpec = z.strictObject({
    * how long the server keeps the tenant's events (1 to 3650; default 90).
    */
   events: TenantEventsBody.optional(),
+  /**
+   * Outgoing mail (sign-in codes, recovery links, invitations): `from`, the sender people see, and
+   * `smtp` ({host, port, security: tls | starttls | none, username, passwordEnv}). The password is
+   * never in the model: `passwordEnv` names the server's environment variable that holds it
+   * (IDFORGE_SMTP_<NAME>). Default (absent): the server's own mail (--smtp-url; on localhost, the
+   * file outbox), and on a server with neither, sending is a clear error.
+   */
+  mail: TenantMailBody.optional(),
   /**
    * Objects of this tenant on the server that the model does not declare (users, assignments,
    * applications made by hand): `remove` them (default), `report` them as drift, or `keep` them.

@@ -127,10 +127,10 @@ export const SERVE_OPTIONS: readonly OptionRow[] = [
     flag: '--provider-cache-size', key: 'providerCacheSize', kind: 'positive', meta: '<n>', default: 1000, group: 'operations',
     help: "tenants' oidc-provider instances kept built per process (least recently used go first); discovery and JWKS never need one",
   },
-  { flag: '--smtp-url', key: 'login.smtpUrl', kind: 'text', meta: '<url>', group: 'sign-in', help: 'send emailed sign-in codes by SMTP, e.g. smtps://user:pass@mail.example.com' },
+  { flag: '--smtp-url', key: 'login.smtpUrl', kind: 'text', meta: '<url>', group: 'sign-in', help: "the server's own SMTP relay, for tenants that declare no mail settings, e.g. smtps://user:pass@mail.example.com" },
   {
-    flag: '--mail-outbox', key: 'login.mailOutbox', kind: 'path', meta: '<dir>', group: 'sign-in', defaultText: '<data-dir>/outbox',
-    help: 'without --smtp-url, write each message as a .eml file here',
+    flag: '--mail-outbox', key: 'login.mailOutbox', kind: 'path', meta: '<dir>', group: 'sign-in', defaultText: '<data-dir>/outbox on localhost',
+    help: 'without --smtp-url, write the mail of tenants without mail settings as .eml files here (the default only for a localhost base domain; elsewhere such mail is refused with a clear error)',
   },
   { flag: '--mail-from', key: 'login.mailFrom', kind: 'text', meta: '<addr>', group: 'sign-in', defaultText: 'idforge <no-reply@<base-domain>>', help: 'sender address' },
   { flag: '--otp-lifetime', key: 'login.otpLifetimeSeconds', kind: 'positive', meta: '<s>', default: LOGIN_DEFAULTS.otpLifetimeSeconds, group: 'sign-in', help: 'seconds an emailed code stays valid' },

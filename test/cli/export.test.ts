@@ -37,7 +37,10 @@ beforeAll(async () => {
   const c = admin.typed;
   const tenant = 'studio';
   const o = (app: string) => `http://${app}.localhost:3000`;
-  await c.call('putTenant', { tenant }, { body: { displayName: 'Studio', scopes: [{ name: 'admin', description: 'administer' }, { name: 'billing' }], login: { methods: ['password', 'otp'], requireSecondFactor: false } } });
+  await c.call('putTenant', { tenant }, { body: {
+    displayName: 'Studio', scopes: [{ name: 'admin', description: 'administer' }, { name: 'billing' }], login: { methods: ['password', 'otp'], requireSecondFactor: false },
+    mail: { from: 'Studio <no-reply@studio.example>', smtp: { host: 'smtp.studio.example', security: 'tls', username: 'studio', passwordEnv: 'IDFORGE_SMTP_STUDIO' } },
+  } });
   await c.call('putApplication', { tenant, application: 'ledger' }, { body: { kind: 'api', identifier: 'https://ledger.studio.example', scopes: ['billing'], managedBy: 'console' } });
   await c.call('putApplication', { tenant, application: 'crm' }, {
     body: { kind: 'web', displayName: 'CRM', clientId: 'crm', redirectUris: [`${o('crm')}/connect/studio/callback`], postLogoutRedirectUris: [`${o('crm')}/`], scopes: ['openid', 'profile', 'email', 'offline'], audience: [], clientSecret: SECRETS.crm, managedBy: 'console' },
@@ -71,6 +74,9 @@ describe('idforge export', () => {
     expect(text).toMatch(/id: u-ann # has a password on the server/);
     expect(text).not.toContain(SECRETS.crm);
     expect(text).not.toMatch(/password:|clientSecret/);
+    // The tenant's mail settings come back whole; the password stays a variable's name.
+    expect(text).toContain('passwordEnv: IDFORGE_SMTP_STUDIO');
+    expect(text).toContain('host: smtp.studio.example');
     const v = await idforge(['validate', join(work.path, 'studio.yaml')]);
     if (process.env.IDFORGE_SHOW_EXPORT) console.log(text);
     expect(v.code, v.stderr).toBe(0);
@@ -138,7 +144,10 @@ describe('idforge export', () => {
   it('a tenant applied from examples/acme.yaml (all four kinds) exports to a model that plans no changes', async () => {
     const other = await testServer();
     try {
-      const example = acmeModel(other.port);
+      // With mail settings of the tenant's own, which export must give back as declared.
+      const example = acmeModel(other.port).replace('    displayName: Acme Corporation\n',
+        '    displayName: Acme Corporation\n    mail:\n      smtp: { security: starttls, host: smtp.acme.example, port: 2587 }\n      from: Acme <no-reply@acme.example>\n');
+      expect(example).toContain('smtp.acme.example');
       writeFileSync(join(work.path, 'acme.yaml'), example);
       const env = { ACME_ALICE_PASSWORD: 'alice-password-1', ACME_BOB_PASSWORD: 'bob-password-12' };
       const applied = await idforge(['apply', 'acme.yaml', '--data-dir', other.dataDir], env);

@@ -11,6 +11,10 @@ import { SMTPServer } from 'smtp-server';
 export interface ReceivedMail {
   readonly to: readonly string[];
   readonly from: string;
+  /** The user the client authenticated as (AUTH PLAIN/LOGIN), when the sink asks for it. */
+  readonly user?: string;
+  /** The From header as sent. */
+  readonly fromHeader: string;
   readonly subject: string;
   readonly text: string;
   readonly html: string;
@@ -29,13 +33,25 @@ export interface SmtpSink {
   close(): Promise<void>;
 }
 
-export async function smtpSink(): Promise<SmtpSink> {
+export interface SmtpSinkOptions {
+  /** Ask for AUTH (PLAIN or LOGIN, allowed without TLS: loopback) and take only this user and password. */
+  readonly auth?: { readonly user: string; readonly pass: string };
+}
+
+export async function smtpSink(options: SmtpSinkOptions = {}): Promise<SmtpSink> {
   const messages: ReceivedMail[] = [];
+  const auth = options.auth;
   const server = new SMTPServer({
-    // Loopback only, no TLS, no authentication: a test mail server, reached by nothing else.
+    // Loopback only, no TLS: a test mail server, reached by nothing else. Authentication only when asked.
     secure: false,
-    authOptional: true,
-    disabledCommands: ['STARTTLS', 'AUTH'],
+    authOptional: auth === undefined,
+    allowInsecureAuth: true,
+    authMethods: ['PLAIN', 'LOGIN'],
+    disabledCommands: auth === undefined ? ['STARTTLS', 'AUTH'] : ['STARTTLS'],
+    onAuth(a, _session, callback) {
+      if (auth !== undefined && a.username === auth.user && a.password === auth.pass) callback(null, { user: a.username });
+      else callback(new Error('Invalid username or password'));
+    },
     logger: false,
     onData(stream, session, callback) {
       const chunks: Buffer[] = [];
@@ -46,6 +62,8 @@ export async function smtpSink(): Promise<SmtpSink> {
           messages.push({
             to: session.envelope.rcptTo.map((r) => r.address.toLowerCase()),
             from: typeof session.envelope.mailFrom === 'object' && session.envelope.mailFrom !== null ? session.envelope.mailFrom.address : '',
+            ...(typeof session.user === 'string' ? { user: session.user } : {}),
+            fromHeader: m.from?.text ?? '',
             subject: m.subject ?? '',
             text: m.text ?? '',
             html: typeof m.html === 'string' ? m.html : '',

@@ -17,6 +17,7 @@ import { RESERVED_TENANTS, issuerUrl } from '../../contract/index.ts';
 import type { ServerContext } from '../_context.ts';
 import { ServerError, errors } from '../errors.ts';
 import { passwordLinkMail } from '../login/mail-templates.ts';
+import { MailNotConfigured } from '../login/mailer.ts';
 import { LOGIN_DEFAULTS } from '../login/options.ts';
 import type { TenantRecord, UserRecord } from '../storage/types.ts';
 import { requireUser, reserved } from './rules.ts';
@@ -73,7 +74,7 @@ export async function sendPasswordLink(
   const stored: Stored = { accountId: user.id, kind, ...(options.uid === undefined ? {} : { uid: options.uid }) };
   await s.upsert(tenant.name, PASSWORD_LINK_MODEL, storedId(ctx, tenant.name, token), stored, lifetime);
   const url = `${new URL(issuerUrl(ctx.address(), tenant.name)).origin}${PASSWORD_LINK_PATH}/${token}`;
-  const mail = ctx.login.mailer.send({ to: user.body.email, ...passwordLinkMail(kind, tenant.body.displayName, user.body.email, url, lifetime) });
+  const mail = ctx.login.mailer.send({ name: tenant.name, mail: tenant.body.mail }, { to: user.body.email, ...passwordLinkMail(kind, tenant.body.displayName, user.body.email, url, lifetime) });
   if (options.awaitDelivery) {
     try {
       await mail;
@@ -82,7 +83,8 @@ export async function sendPasswordLink(
       await s.destroy(tenant.name, PASSWORD_LINK_MODEL, storedId(ctx, tenant.name, token));
       await s.destroy(tenant.name, RECENT_MAIL_MODEL, recentKey);
       ctx.login.audit({ audit: 'mail.failure', tenant: tenant.name, user: user.id, error: (err as Error).message });
-      throw new ServerError(502, 'mail_not_sent', `the ${kind === 'invitation' ? 'invitation' : 'recovery link'} could not be mailed to ${user.body.email}: the mail server (${ctx.login.mailer.describe}) refused or could not be reached; nothing was sent, try again`, true);
+      if (err instanceof MailNotConfigured) throw new ServerError(409, 'mail_not_configured', err.message);
+      throw new ServerError(502, 'mail_not_sent', `the ${kind === 'invitation' ? 'invitation' : 'recovery link'} could not be mailed to ${user.body.email}: the mail server (${ctx.login.mailer.describeFor({ name: tenant.name, mail: tenant.body.mail })}) refused or could not be reached; nothing was sent, try again`, true);
     }
   } else {
     mail.catch((err: unknown) => ctx.login.audit({ audit: 'mail.failure', tenant: tenant.name, user: user.id, error: (err as Error).message }));

@@ -31,7 +31,7 @@ async function send(ctx: FactorContext, user: UserRecord): Promise<void> {
   const code = randomInt(0, 1_000_000).toString().padStart(6, '0');
   await ctx.storage.users.putOtp(ctx.tenant, user.id, hash(ctx, user.id, code), Date.now() + ctx.settings.otpLifetimeSeconds * 1000);
   ctx.settings.mailer
-    .send({ to: user.body.email, ...signInCodeMail(ctx.tenantDisplayName, code, ctx.settings.otpLifetimeSeconds) })
+    .send({ name: ctx.tenant, mail: ctx.tenantMail }, { to: user.body.email, ...signInCodeMail(ctx.tenantDisplayName, code, ctx.settings.otpLifetimeSeconds) })
     .catch((err: unknown) => ctx.settings.audit({ audit: 'mail.failure', tenant: ctx.tenant, user: user.id, error: (err as Error).message }));
 }
 

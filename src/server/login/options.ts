@@ -3,6 +3,7 @@
  * block per key; `idforge serve` exposes each as a flag (see src/server/README.md).
  */
 import { join } from 'node:path';
+import { isLocalHost } from '../../contract/index.ts';
 import { createMailer, type Mailer } from './mailer.ts';
 
 export interface LoginOptions {
@@ -34,11 +35,11 @@ export interface LoginOptions {
   /** Wrong entries that void an emailed code. Default 5. */
   readonly otpMaxAttempts?: number;
   /**
-   * SMTP URL for real mail, e.g. `smtps://user:pass@mail.example.com` (nodemailer). When unset,
-   * mail goes to the file outbox.
+   * The server's own SMTP relay, e.g. `smtps://user:pass@mail.example.com` (nodemailer), for tenants
+   * without mail settings of their own. When unset, their mail goes to the file outbox.
    */
   readonly smtpUrl?: string;
-  /** Directory that receives one .eml file per message when no SMTP URL is set. Default `<dataDir>/outbox`. */
+  /** Directory that receives one .eml file per message when no SMTP URL is set. Default `<dataDir>/outbox` on a localhost server; elsewhere none. */
   readonly mailOutbox?: string;
   /** Sender address. Default `idforge <no-reply@<baseDomain>>`. */
   readonly mailFrom?: string;
@@ -98,7 +99,8 @@ export function loginSettings(o: LoginOptions, dataDir: string, baseDomain: stri
     otpMaxAttempts: positive('otpMaxAttempts', o.otpMaxAttempts, LOGIN_DEFAULTS.otpMaxAttempts),
     mailer: createMailer({
       smtpUrl: o.smtpUrl,
-      outboxDir: o.mailOutbox ?? join(dataDir, 'outbox'),
+      // The outbox by default only where nobody else could read the mail: a localhost server.
+      outboxDir: o.mailOutbox ?? (isLocalHost(baseDomain) ? join(dataDir, 'outbox') : undefined),
       from: o.mailFrom ?? `idforge <no-reply@${baseDomain}>`,
       log,
     }),

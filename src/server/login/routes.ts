@@ -89,7 +89,7 @@ export function interactionRouter(ctx: ServerContext): Router {
   const factorContext = (l: Locals, uid: string, user: UserRecord | undefined): FactorContext => {
     const origin = new URL(issuerUrl(ctx.address(), l.tenant.name)).origin;
     return {
-      storage: ctx.storage, master: ctx.master, settings: ctx.login, tenant: l.tenant.name, tenantDisplayName: l.tenant.body.displayName,
+      storage: ctx.storage, master: ctx.master, settings: ctx.login, tenant: l.tenant.name, tenantDisplayName: l.tenant.body.displayName, tenantMail: l.tenant.body.mail,
       uid, origin, rpId: new URL(origin).hostname, user,
     };
   };

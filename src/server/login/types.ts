@@ -2,6 +2,7 @@
  * What a login factor is and what it gets. The interaction routes (routes.ts) drive a tenant's
  * policy step by step; each factor only renders its fields and verifies what came back.
  */
+import type { TenantMailBody } from '../../contract/index.ts';
 import type { MasterKey } from '../_crypto.ts';
 import type { Storage, UserRecord } from '../storage/types.ts';
 import type { LoginSettings } from './options.ts';
@@ -12,6 +13,8 @@ export interface FactorContext {
   readonly settings: LoginSettings;
   readonly tenant: string;
   readonly tenantDisplayName: string;
+  /** The tenant's own mail settings, when it declares them (login/mailer.ts). */
+  readonly tenantMail: TenantMailBody | undefined;
   /** The interaction: challenges and enrolments in progress are bound to it. */
   readonly uid: string;
   /** The tenant's origin (WebAuthn expected origin) and host name (relying party id). */
