@@ -65,6 +65,13 @@ export const TenantBatchBody = z
      * would change one is refused, naming its manager. `idforge apply --force-conflicts`.
      */
     force: z.boolean().default(false),
+    /**
+     * Also answer `undeclared`: what the tenant holds that the batch neither lists nor deletes (its
+     * prune included), each object with its manager, and the group assignments on the applications
+     * the batch lists. With a dry run that is all a reader of the tenant needs, in one request (the
+     * Pulumi provider's read before every preview: the drift, and what other managers keep there).
+     */
+    undeclared: z.boolean().default(false),
   })
   .superRefine((b, ctx) => {
     // An object listed twice has no one desired state: refused at its second listing.
@@ -112,6 +119,19 @@ export const BatchEntryResult = z.object({
 });
 export type BatchEntryResult = z.infer<typeof BatchEntryResult>;
 
+/** An object of the tenant that a batch neither lists nor deletes, with its manager when it has one. */
+const Undeclared = <K extends z.ZodRawShape>(key: K) => z.array(z.object(key).extend({ manager: z.string().optional() }));
+
+/** What a batch that asks for it (`undeclared`) leaves in the tenant without naming it: the objects as the batch would leave them. */
+export const UndeclaredObjects = z.object({
+  applications: Undeclared({ application: z.string() }),
+  users: Undeclared({ user: z.string() }),
+  assignments: Undeclared({ application: z.string(), user: z.string() }),
+  /** Group assignments (`application/group`) on the applications the batch lists: access it does not declare. */
+  groupAssignments: Undeclared({ application: z.string(), group: z.string() }),
+});
+export type UndeclaredObjects = z.infer<typeof UndeclaredObjects>;
+
 export const TenantBatchResult = z.object({
   /** Whether the batch was written: false for a dry run and for a refused batch. */
   applied: z.boolean(),
@@ -121,6 +141,8 @@ export const TenantBatchResult = z.object({
   results: z.array(BatchEntryResult),
   /** How many entries were unchanged, listed in `results` or not. */
   unchanged: z.number().int(),
+  /** Only when the batch asks (`undeclared`). */
+  undeclared: UndeclaredObjects.optional(),
 });
 export type TenantBatchResult = z.infer<typeof TenantBatchResult>;
 

@@ -30,8 +30,8 @@
 import * as pulumi from '@pulumi/pulumi';
 import { z } from 'zod';
 import {
-  ApplicationName, MANAGED_BY_CONSOLE, SCIM_MANAGED_BY, TenantBody, TenantName, UNMANAGED_POLICIES, UserBody, UserId, applyManager, canonicalJson, formatPath, managerOf, managerWords,
-  type BatchEntryResult, type TenantBatchBody, type UnmanagedPolicy,
+  ApplicationName, TenantBody, TenantName, UNMANAGED_POLICIES, UserBody, UserId, canonicalJson, formatPath, managerOf, managerWords,
+  type BatchEntryResult, type TenantBatchBody, type UndeclaredObjects, type UnmanagedPolicy,
 } from '../contract/index.ts';
 import type { AdminConnection } from '../admin-client/index.ts';
 import { AdminConnectionSchema, AdoptSchema, checkWith, differences, isUnknown, jsonEqual, notAdopted, pickKeys, say, type Difference, type ProviderContext } from './_common.ts';
@@ -281,9 +281,6 @@ function byManager(objects: readonly Named[]): string {
   }).join('; ');
 }
 
-/** Managers whose objects a read lists without their names being known: the doors every tenant may have. */
-const DOORS = [MANAGED_BY_CONSOLE, SCIM_MANAGED_BY, applyManager()];
-
 async function readTenant(id: string, old: TenantOutputs, ctx: ProviderContext | undefined): Promise<pulumi.dynamic.ReadResult<TenantOutputs> & { refreshBeforeUpdate?: boolean }> {
   const { AdminClient, mapLimit } = await import('../admin-client/index.ts');
   const client = new AdminClient(old.connection);
@@ -291,21 +288,14 @@ async function readTenant(id: string, old: TenantOutputs, ctx: ProviderContext |
   const ours = managerOfInputs(old);
   const policy = old.unmanaged ?? 'remove';
   const look = policy !== 'keep';
-  // One dry run of what the stack declares, pruned as an up prunes (its own objects, and under
-  // remove or report nobody's) and by the doors' managers, only to name what they keep here.
-  const fixed = [...new Set([ours, ...(look ? DOORS : [])].filter((m): m is string => m !== undefined))];
-  const dry = (managers: string[]) => client.batch(name, tenantBatch(old, { prune: { managers, drift: look } }), { dryRun: true });
-  const [first, apps, users] = await Promise.all([
-    dry(fixed),
-    look ? client.listAll('listApplications', { tenant: name }) : undefined,
-    look ? client.listAll('listUsers', { tenant: name }) : undefined,
-  ]);
-  // Another stack or a named `idforge apply` is found by its applications and users; its assignments then by a second dry run.
-  const seen = [...new Set([...(apps ?? []), ...(users ?? [])].map((o) => managerOf(o as never)).filter((m): m is string => m !== undefined && !fixed.includes(m)))].sort();
-  const judged = seen.length > 0 ? await dry([...fixed, ...seen]) : first;
+  // One request per tenant: a dry run of what the stack declares, pruned as an up prunes (its own
+  // objects, and under remove or report nobody's), that also answers what the tenant holds and the
+  // stack does not declare (other managers' objects, group grants on its applications).
+  const judged = await client.batch(name, { ...tenantBatch(old, { prune: { managers: ours === undefined ? [] : [ours], drift: look } }), undeclared: look }, { dryRun: true });
   const f = findingsOf(judged.results, ours, policy);
   if (f.gone) return { id: '' }; // gone: refresh drops it, the next up makes it again
-  const grants = look ? await undeclaredGrants(client, name, Object.keys(old.applications)) : [];
+  const others = [...f.others, ...othersOf(judged.undeclared, ours)];
+  const grants = look ? (judged.undeclared?.groupAssignments ?? []).map((g) => ({ grant: `${g.application}/${g.group}`, manager: g.manager })) : [];
 
   // Only what differs is fetched, so the diff shows the live values.
   let body = old.body;
@@ -331,8 +321,8 @@ async function readTenant(id: string, old: TenantOutputs, ctx: ProviderContext |
   const gone = new Set(f.missing.assignments);
   const assignments = normalAssignments(Object.fromEntries(Object.entries(old.assignments).map(([app, ids]) => [app, ids.filter((u) => !gone.has(`${app}/${u}`))])));
 
-  if (f.others.length > 0) {
-    await say(ctx, 'warning', `tenant ${name} holds objects this stack does not declare, kept by other managers (reported, never removed): ${byManager(f.others)}`);
+  if (others.length > 0) {
+    await say(ctx, 'warning', `tenant ${name} holds objects this stack does not declare, kept by other managers (reported, never removed): ${byManager(others)}`);
   }
   const refused = f.held.filter((h) => h.reason !== undefined);
   const left = f.held.filter((h) => h.reason === undefined);
@@ -349,6 +339,17 @@ async function readTenant(id: string, old: TenantOutputs, ctx: ProviderContext |
   const now: TenantOutputs = { ...old, name, body, applications, users: userMap, assignments, drift };
   // Inputs as well as outputs, so the next diff compares the model with what is live (pulumi#13679).
   return { id, props: now, inputs: now, refreshBeforeUpdate: true };
+}
+
+/** Pure: the objects a read's dry run says the tenant holds undeclared that another manager keeps (what is nobody's or the stack's, the prune took). */
+export function othersOf(u: UndeclaredObjects | undefined, ours: string | undefined): Named[] {
+  if (u === undefined) return [];
+  const foreign = (m: string | undefined): m is string => m !== undefined && m !== ours;
+  return [
+    ...u.applications.filter((a) => foreign(a.manager)).map((a) => ({ kind: 'application' as const, name: a.application, manager: a.manager })),
+    ...u.users.filter((x) => foreign(x.manager)).map((x) => ({ kind: 'user' as const, name: x.user, manager: x.manager })),
+    ...u.assignments.filter((a) => foreign(a.manager)).map((a) => ({ kind: 'assignment' as const, name: `${a.application}/${a.user}`, manager: a.manager })),
+  ];
 }
 
 /** Group assignments on the applications the stack declares (`application/group`), with the group assignment's manager. A tenant not there yet has none. */

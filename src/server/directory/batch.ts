@@ -10,7 +10,7 @@
  * which the batch is judged again; a refused entry stops the batch before any hashing. A dry run
  * judges a snapshot of the contents and writes nothing.
  */
-import { type BatchEntryResult, type ParsedTenantBatch, type TenantBatchResult, RESERVED_TENANTS, managerOf } from '../../contract/index.ts';
+import { type BatchEntryResult, type ParsedTenantBatch, type TenantBatchResult, type UndeclaredObjects, RESERVED_TENANTS, managerOf } from '../../contract/index.ts';
 import type { ServerContext } from '../_context.ts';
 import { ServerError, errors } from '../errors.ts';
 import { newTenantKeys } from '../keys.ts';
@@ -60,7 +60,9 @@ const ATTEMPTS = 4;
 
 export async function applyTenantBatch(ctx: ServerContext, tenant: string, batch: ParsedTenantBatch, dryRun: boolean): Promise<TenantBatchResult> {
   if (RESERVED_TENANTS.includes(tenant)) throw reserved(tenant);
-  if (dryRun) return judged(judge(ctx, tenant, batch, await ctx.storage.tenants.contents(tenant), { dry: true }), false);
+  // Group assignments are not the batch's to write: read beside it, only when asked (`undeclared`).
+  const grants = batch.undeclared ? await groupAssignmentsOf(ctx, tenant, batch) : [];
+  if (dryRun) return judged(judge(ctx, tenant, batch, await ctx.storage.tenants.contents(tenant), { dry: true }, grants), false);
   // A tenant the batch creates needs its signing keys: made before the first judgement rather than
   // found missing by it (the common case when a model is applied to a new server).
   const keys = batch.tenant !== undefined && (await ctx.storage.tenants.get(tenant)) === undefined
@@ -71,7 +73,7 @@ export async function applyTenantBatch(ctx: ServerContext, tenant: string, batch
       // The events are the judgement's, made inside the transaction and written in it.
       let decided: Judgement | undefined;
       const j = await recordWith(ctx, () => decided?.events ?? [], () => ctx.storage.tenants.batch(tenant, (contents) => {
-        const j = judge(ctx, tenant, batch, contents, prepared);
+        const j = judge(ctx, tenant, batch, contents, prepared, grants);
         if (j.refused) throw new RefusedBatch(j.result(false));
         if (j.needs.keys || j.needs.passwords.length > 0) throw new Missing(j.needs);
         decided = j;
@@ -90,6 +92,24 @@ const judged = (j: Judgement, applied: boolean): TenantBatchResult => {
   if (j.refused) throw new RefusedBatch(j.result(false));
   return j.result(applied);
 };
+
+/** The group assignments on the client applications the batch lists (a reader's "access the model does not declare"). */
+async function groupAssignmentsOf(ctx: ServerContext, tenant: string, batch: ParsedTenantBatch): Promise<UndeclaredObjects['groupAssignments']> {
+  const out: UndeclaredObjects['groupAssignments'] = [];
+  for (const { name, body } of batch.applications) {
+    if (body.kind === 'api') continue;
+    let cursor: string | undefined;
+    do {
+      const p = await ctx.storage.groups.listAssignments(tenant, name, { cursor, limit: 500 });
+      for (const g of p.items) {
+        const manager = managerOf(g.body);
+        out.push({ application: g.application, group: g.group, ...(manager === undefined ? {} : { manager }) });
+      }
+      cursor = p.nextCursor ?? undefined;
+    } while (cursor !== undefined);
+  }
+  return out;
+}
 
 async function prepare(ctx: ServerContext, tenant: string, batch: ParsedTenantBatch, needs: Needs, before: Prepared): Promise<Prepared> {
   const had = before.dry ? undefined : before;
@@ -197,7 +217,7 @@ function index<K, V>(map: Map<K, Set<V>>, key: K): Set<V> {
 }
 
 /** Judges every entry in the batch's order (see the contract), against `contents`. Never throws a rule's refusal: it becomes the entry's outcome. */
-function judge(ctx: ServerContext, tenant: string, batch: ParsedTenantBatch, contents: TenantContents, prepared: Prepared): Judgement {
+function judge(ctx: ServerContext, tenant: string, batch: ParsedTenantBatch, contents: TenantContents, prepared: Prepared, grants: UndeclaredObjects['groupAssignments'] = []): Judgement {
   const state = new TenantState(contents);
   const now = Math.floor(Date.now() / 1000);
   // Another manager's objects change only when the batch says so (idforge apply --force-conflicts, Pulumi's idforge:adopt).
@@ -397,5 +417,20 @@ function judge(ctx: ServerContext, tenant: string, batch: ParsedTenantBatch, con
   const unchanged = results.filter((r) => r.outcome === 'unchanged').length;
   // With `changes`, the unchanged entries are only counted, but for those another manager keeps (a plan lists them).
   const listed = batch.report === 'changes' ? results.filter((r) => r.outcome !== 'unchanged' || r.manager !== undefined) : results;
-  return { events, refused, needs, changes, result: (applied) => ({ applied, before, results: listed, unchanged }) };
+  const undeclared = batch.undeclared ? { undeclared: undeclaredOf(state, listedApps, listedUsers, listedPairs, grants) } : {};
+  return { events, refused, needs, changes, result: (applied) => ({ applied, before, results: listed, unchanged, ...undeclared }) };
+}
+
+/** What the tenant holds, as the batch leaves it, that the batch does not list (the internal service client aside). */
+function undeclaredOf(state: TenantState, apps: ReadonlySet<string>, users: ReadonlySet<string>, pairs: ReadonlySet<string>, grants: UndeclaredObjects['groupAssignments']): UndeclaredObjects {
+  const by = (body: object) => {
+    const manager = managerOf(body);
+    return manager === undefined ? {} : { manager };
+  };
+  return {
+    applications: [...state.apps.values()].filter((a) => a.body.kind !== 'service' && !apps.has(a.name)).map((a) => ({ application: a.name, ...by(a.body) })),
+    users: [...state.users.values()].filter((u) => !users.has(u.id)).map((u) => ({ user: u.id, ...by(u.body) })),
+    assignments: [...state.assignments.values()].filter((a) => !pairs.has(pairKey(a.application, a.userId))).map((a) => ({ application: a.application, user: a.userId, ...by(a.body) })),
+    groupAssignments: grants.filter((g) => state.apps.has(g.application)),
+  };
 }
