@@ -30,6 +30,7 @@ export * from './batch.ts';
 export * from './routes.ts';
 export * from './events.ts';
 export * from './webhooks.ts';
+export * from './ssf.ts';
 export * from './urls.ts';
 export { openApiDocument } from './openapi.ts';
 export type { EdgeApp, EdgeClient, EdgeHandler, EdgeHost, EdgeTenant } from './edge.ts';

@@ -13,6 +13,7 @@ import { serveOps, type Ops } from './ops/index.ts';
 import { routeLabel } from './ops/metrics.ts';
 import { requestIdFrom, runInRequest } from './ops/request-context.ts';
 import { SCIM_PATH, scimRouter } from './scim/index.ts';
+import { isSsfPath } from './ssf/router.ts';
 import { PUBLISHED_PATHS, resolveHost, type ProviderCache, type PublishedPath } from './tenancy.ts';
 import type { TenantRecord } from './storage/types.ts';
 
@@ -102,7 +103,7 @@ function withinBudget(req: IncomingMessage, res: ServerResponse, budgetMs: numbe
   res.once('finish', () => clearTimeout(timer));
 }
 
-export function createApp(ctx: ServerContext, providers: ProviderCache, trustedProxies: number): express.Express {
+export function createApp(ctx: ServerContext, providers: ProviderCache, trustedProxies: number, ssf?: express.Router): express.Express {
   const app = express();
   app.disable('x-powered-by');
   // A hop count, never `true`: with `true` express takes the leftmost X-Forwarded-For entry,
@@ -142,6 +143,8 @@ export function createApp(ctx: ServerContext, providers: ProviderCache, trustedP
       const app = edge.find((e) => req.path === e.path || req.path.startsWith(`${e.path}/`));
       if (app !== undefined) return app.handle(req, res, next);
       if (req.path === SCIM_PATH || req.path.startsWith(`${SCIM_PATH}/`)) return scim(Object.assign(req, { url: req.url.slice(SCIM_PATH.length) || '/' }), res, next);
+      // The tenant's SSF transmitter (ssf/router.ts): discovery and /ssf/*.
+      if (ssf !== undefined && isSsfPath(req.path)) return ssf(req, res, next);
       return interactions(req, res, (err?: unknown) => {
         if (err !== undefined) return next(err);
         next(errors.notFound(`no route ${req.method} ${req.path} on tenant '${target.tenant}'`));

@@ -9,7 +9,7 @@
 import { mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { adminBaseUrl, issuerUrl, type ServerAddress } from '../contract/index.ts';
+import { SSF_LONG_POLL_SECONDS, adminBaseUrl, issuerUrl, type ServerAddress } from '../contract/index.ts';
 import type { ServerContext } from './_context.ts';
 import { createApp, createHandler } from './app.ts';
 import { ensureSystemTenant, openMasterKey, writeAdminCredentials } from './bootstrap.ts';
@@ -27,6 +27,9 @@ import { SYSTEM_TENANT } from './config.ts';
 import { scimSettings } from './scim/options.ts';
 import { auditToEvents, revocationEvent } from './events/audit.ts';
 import { WebhookDispatcher } from './webhooks/dispatcher.ts';
+import { SsfDispatcher } from './ssf/dispatcher.ts';
+import { ssfRouter } from './ssf/router.ts';
+import { SetSigner } from './ssf/sign.ts';
 import { webhookSettings } from './webhooks/options.ts';
 
 export type { ServerOptions, ClusterLink } from './config.ts';
@@ -180,10 +183,15 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   let server: Server | undefined;
   let timer: NodeJS.Timeout | undefined;
   const webhooks = new WebhookDispatcher(storage, master, webhookSettings(options.webhooks), log);
+  // The SSF transmitter pushes under the webhooks' rules (SSRF, timeout, retries) from the same outbox.
+  const ssfSigner = new SetSigner(storage, master);
+  const ssf = new SsfDispatcher(storage, ssfSigner, master, webhookSettings(options.webhooks), (t) => issuerUrl(ctx.address(), t), log);
   try {
     await ensureSystemTenant(ctx);
-    const app = createApp(ctx, cache, options.trustedProxies ?? (scheme === 'https' ? 1 : 0));
     const budgetMs = (options.requestTimeoutSeconds ?? DEFAULTS.requestTimeoutSeconds) * 1000;
+    // A long poll ends well within the request's budget.
+    const longPollMs = Math.max(0, Math.min(SSF_LONG_POLL_SECONDS * 1000, budgetMs - 2000));
+    const app = createApp(ctx, cache, options.trustedProxies ?? (scheme === 'https' ? 1 : 0), ssfRouter(ctx, ssf, ssfSigner, longPollMs));
     server = createServer(createHandler(ctx, cache, app, ops, budgetMs));
     // Keep-alive beyond typical proxy idle timeouts, so proxies never reuse a socket we just closed.
     server.keepAliveTimeout = 65_000;
@@ -216,6 +224,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     timer.unref();
     // Webhooks: the event log's outbox delivered in the background, never in a request's way.
     webhooks.start();
+    ssf.start();
 
     const addr = address;
     let closing: Promise<void> | undefined;
@@ -234,6 +243,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         closing ??= (async () => {
           clearInterval(timer);
           await webhooks.stop();
+          await ssf.stop();
           ops.startDraining();
           const closed = new Promise<void>((resolve) => srv.close(() => resolve()));
           // Idle keep-alive connections go now; busy ones after their response (Connection: close).
@@ -252,6 +262,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   } catch (err) {
     clearInterval(timer);
     await webhooks.stop();
+    await ssf.stop();
     unsubscribe();
     server?.close();
     await storage.close();

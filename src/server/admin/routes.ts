@@ -139,7 +139,7 @@ function deeperThan(value: unknown, max: number): boolean {
   return false;
 }
 
-function parseBody(schema: z.ZodType, value: unknown): unknown {
+export function parseBody(schema: z.ZodType, value: unknown): unknown {
   if (deeperThan(value, MAX_BODY_DEPTH)) throw errors.invalidRequest(`invalid body: nested more than ${MAX_BODY_DEPTH} levels deep`, '');
   const r = schema.safeParse(value);
   if (r.success) return r.data;

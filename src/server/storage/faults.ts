@@ -141,6 +141,7 @@ export function guardStorage(storage: Storage, watch: FaultWatch): Storage & { r
       after: (seq, limit) => g.after(seq, limit), lastSeq: () => g.lastSeq(), purge: (nowMs, days) => g.purge(nowMs, days),
     }))(guard(storage.events)),
     webhooks: guard(storage.webhooks),
+    ssf: guard(storage.ssf),
     changes: guard(storage.changes),
     ping: () => storage.ping().catch((err: unknown) => { throw convert(err); }),
     pingWrite: () => storage.pingWrite().catch((err: unknown) => { throw convert(err); }),

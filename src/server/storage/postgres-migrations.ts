@@ -171,6 +171,23 @@ CREATE TABLE webhook_deliveries (
 CREATE INDEX webhook_deliveries_due ON webhook_deliveries (status, next_attempt_ms);
 `,
   },
+  {
+    // The SSF transmitter (src/server/ssf): streams die with their tenant, their SETs with them.
+    version: 5,
+    name: 'SSF streams and their security event tokens',
+    sql: `
+CREATE TABLE ssf_streams (
+  tenant text COLLATE "C" NOT NULL, id text COLLATE "C" NOT NULL, body text NOT NULL, status text NOT NULL, reason text, sealed_authorization text,
+  token_hash text NOT NULL, cursor_seq bigint NOT NULL, created_at bigint NOT NULL, updated_at bigint NOT NULL, PRIMARY KEY (tenant, id), ${TO_TENANT});
+CREATE TABLE ssf_sets (
+  n bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, tenant text COLLATE "C" NOT NULL, stream text COLLATE "C" NOT NULL, jti text COLLATE "C" NOT NULL,
+  claims text NOT NULL, status text NOT NULL, attempts integer NOT NULL, next_attempt_ms bigint NOT NULL, lease_until_ms bigint NOT NULL, last_error text,
+  settled_at_ms bigint, created_at_ms bigint NOT NULL, UNIQUE (tenant, stream, jti),
+  FOREIGN KEY (tenant, stream) REFERENCES ssf_streams (tenant, id) ${CASCADE});
+CREATE INDEX ssf_sets_due ON ssf_sets (status, next_attempt_ms);
+CREATE INDEX ssf_sets_stream ON ssf_sets (tenant, stream, status, n);
+`,
+  },
 ];
 
 export const LATEST_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

@@ -68,7 +68,12 @@ import type {
   DueDelivery,
   WebhookRecord,
   WebhookStore,
+  SsfSetDraft,
+  SsfSetRecord,
+  SsfStore,
+  SsfStreamRecord,
 } from './types.ts';
+import { eventBody, ssfSetRow, ssfStreamRow, ssfStreamValues } from './_ssf.ts';
 import { DELIVERY_COLUMNS, deliveryRow, eventOf, takesType, webhookRow } from './_webhooks.ts';
 
 /**
@@ -1154,6 +1159,7 @@ export async function openPostgresStorage(url: string, options: PostgresOptions)
     meta: new Meta(d),
     events: new Events(d),
     webhooks: new Webhooks(d),
+    ssf: new Ssf(d),
     changes,
     ping: async () => {
       await d.q('SELECT 1');
@@ -1166,4 +1172,94 @@ export async function openPostgresStorage(url: string, options: PostgresOptions)
     description: `postgres ${label}`,
     close,
   };
+}
+
+class Ssf implements SsfStore {
+  constructor(private readonly d: Db) {}
+
+  async get(tenant: string, id: string): Promise<SsfStreamRecord | undefined> {
+    const r = await this.d.one('SELECT * FROM ssf_streams WHERE tenant = $1 AND id = $2', [tenant, id]);
+    return r && ssfStreamRow(r);
+  }
+  async list(tenant: string): Promise<readonly SsfStreamRecord[]> {
+    return (await this.d.q('SELECT * FROM ssf_streams WHERE tenant = $1 ORDER BY created_at, id', [tenant])).rows.map(ssfStreamRow);
+  }
+  async put(s: Omit<SsfStreamRecord, 'createdAt' | 'updatedAt'>): Promise<SsfStreamRecord> {
+    return this.d.tx(async (q) => ssfStreamRow((await q(`INSERT INTO ssf_streams (tenant, id, body, status, reason, sealed_authorization, token_hash, cursor_seq, created_at, updated_at)
+      VALUES ($1, $2, $3, $4, $5, $6, $7, (SELECT coalesce(max(seq), 0) FROM events), $8, $8)
+      ON CONFLICT (tenant, id) DO UPDATE SET body = excluded.body, status = excluded.status, reason = excluded.reason,
+        sealed_authorization = excluded.sealed_authorization, token_hash = excluded.token_hash, updated_at = excluded.updated_at
+      RETURNING *`, [...ssfStreamValues(s), now()])).rows[0]!));
+  }
+  async delete(tenant: string, id: string): Promise<boolean> {
+    return this.d.tx(async (q) => {
+      await q('DELETE FROM ssf_sets WHERE tenant = $1 AND stream = $2', [tenant, id]);
+      return (await q('DELETE FROM ssf_streams WHERE tenant = $1 AND id = $2', [tenant, id])).rowCount > 0;
+    });
+  }
+  async enqueue(nowMs: number, limit: number, translate: (stream: SsfStreamRecord, event: EventView) => readonly SsfSetDraft[]): Promise<number> {
+    return this.d.tx(async (q) => {
+      let queued = 0;
+      // Row locks: replicas enqueueing together take turns per stream (SKIP LOCKED: the other one's turn is its own).
+      for (const r of (await q('SELECT * FROM ssf_streams ORDER BY tenant, id FOR UPDATE SKIP LOCKED')).rows) {
+        const stream = ssfStreamRow(r);
+        const events = (await q('SELECT seq, body FROM events WHERE tenant = $1 AND seq > $2 ORDER BY seq LIMIT $3', [stream.tenant, Number(r.cursor_seq), limit])).rows;
+        if (events.length === 0) continue;
+        const sets = stream.status === 'disabled' ? [] : events.flatMap((e) => translate(stream, eventBody(e)));
+        if (sets.length > 0) {
+          queued += (await q(`INSERT INTO ssf_sets (tenant, stream, jti, claims, status, attempts, next_attempt_ms, lease_until_ms, created_at_ms)
+            SELECT $1, $2, j, c, 'pending', 0, $5, 0, $5 FROM unnest($3::text[], $4::text[]) WITH ORDINALITY AS x(j, c, o) ORDER BY o
+            ON CONFLICT (tenant, stream, jti) DO NOTHING`, [stream.tenant, stream.id, sets.map((s) => s.jti), sets.map((s) => JSON.stringify(s.claims)), nowMs])).rowCount;
+        }
+        await q('UPDATE ssf_streams SET cursor_seq = $1 WHERE tenant = $2 AND id = $3', [Number(events[events.length - 1]!.seq), stream.tenant, stream.id]);
+      }
+      return queued;
+    });
+  }
+  async add(tenant: string, stream: string, sets: readonly SsfSetDraft[], nowMs: number): Promise<void> {
+    await this.d.tx(async (q) => {
+      for (const set of sets) {
+        await q(`INSERT INTO ssf_sets (tenant, stream, jti, claims, status, attempts, next_attempt_ms, lease_until_ms, created_at_ms)
+          VALUES ($1, $2, $3, $4, 'pending', 0, $5, 0, $5) ON CONFLICT (tenant, stream, jti) DO NOTHING`, [tenant, stream, set.jti, JSON.stringify(set.claims), nowMs]);
+      }
+    });
+  }
+  async pending(tenant: string, stream: string, limit: number): Promise<{ readonly sets: readonly SsfSetRecord[]; readonly more: boolean }> {
+    const { rows } = await this.d.q(`SELECT * FROM ssf_sets WHERE tenant = $1 AND stream = $2 AND status = 'pending' ORDER BY n LIMIT $3`, [tenant, stream, limit + 1]);
+    return { sets: rows.slice(0, limit).map(ssfSetRow), more: rows.length > limit };
+  }
+  async acknowledge(tenant: string, stream: string, jtis: readonly string[], nowMs: number, error?: (jti: string) => string | undefined): Promise<void> {
+    if (jtis.length === 0) return;
+    await this.d.tx(async (q) => {
+      for (const jti of jtis) {
+        const e = error?.(jti);
+        await q(`UPDATE ssf_sets SET status = $1, last_error = $2, settled_at_ms = $3 WHERE tenant = $4 AND stream = $5 AND jti = $6 AND status = 'pending'`,
+          [e === undefined ? 'delivered' : 'failed', e ?? null, nowMs, tenant, stream, jti]);
+      }
+    });
+  }
+  async claim(nowMs: number, leaseMs: number, limit: number): Promise<readonly (SsfSetRecord & { readonly streamRecord: SsfStreamRecord })[]> {
+    return this.d.tx(async (q) => {
+      // SKIP LOCKED: replicas claiming together each take other SETs.
+      const rows = (await q(`UPDATE ssf_sets x SET lease_until_ms = $2, attempts = attempts + 1
+        FROM (SELECT d.n FROM ssf_sets d JOIN ssf_streams s ON s.tenant = d.tenant AND s.id = d.stream
+              WHERE d.status = 'pending' AND d.next_attempt_ms <= $1 AND d.lease_until_ms <= $1 AND s.status = 'enabled' AND (s.body::jsonb ->> 'method') = 'push'
+              ORDER BY d.next_attempt_ms, d.n LIMIT $3 FOR UPDATE OF d SKIP LOCKED) due
+        WHERE x.n = due.n RETURNING x.*`, [nowMs, nowMs + leaseMs, limit])).rows;
+      const out: (SsfSetRecord & { readonly streamRecord: SsfStreamRecord })[] = [];
+      for (const r of rows) {
+        const s = (await q('SELECT * FROM ssf_streams WHERE tenant = $1 AND id = $2', [String(r.tenant), String(r.stream)])).rows[0]!;
+        out.push({ ...ssfSetRow(r), streamRecord: ssfStreamRow(s) });
+      }
+      return out;
+    });
+  }
+  async settle(tenant: string, stream: string, jti: string, o: { readonly delivered: boolean; readonly error: string | null; readonly nextAttemptMs: number | null; readonly nowMs: number }): Promise<void> {
+    const status = o.delivered ? 'delivered' : o.nextAttemptMs === null ? 'failed' : 'pending';
+    await this.d.q(`UPDATE ssf_sets SET status = $1, last_error = $2, next_attempt_ms = $3, lease_until_ms = 0, settled_at_ms = $4 WHERE tenant = $5 AND stream = $6 AND jti = $7`,
+      [status, o.error, o.nextAttemptMs ?? o.nowMs, status === 'pending' ? null : o.nowMs, tenant, stream, jti]);
+  }
+  async purge(beforeMs: number): Promise<number> {
+    return (await this.d.q(`DELETE FROM ssf_sets WHERE status <> 'pending' AND settled_at_ms < $1`, [beforeMs])).rowCount;
+  }
 }

@@ -256,11 +256,42 @@ CREATE TABLE webhook_deliveries (
 CREATE INDEX webhook_deliveries_due ON webhook_deliveries (status, next_attempt_ms);
 `;
 
+/**
+ * Version 5: the SSF transmitter (src/server/ssf): streams die with their tenant, their SETs with
+ * them. A SET is queued from the event log like a webhook delivery; `n` orders a stream's SETs.
+ */
+const V5_SSF = `
+CREATE TABLE ssf_streams (
+  ${TENANT}, id TEXT NOT NULL, body TEXT NOT NULL, status TEXT NOT NULL, reason TEXT, sealed_authorization TEXT, token_hash TEXT NOT NULL,
+  cursor_seq INTEGER NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, PRIMARY KEY (tenant, id));
+CREATE TABLE ssf_sets (
+  n INTEGER PRIMARY KEY AUTOINCREMENT, tenant TEXT NOT NULL, stream TEXT NOT NULL, jti TEXT NOT NULL, claims TEXT NOT NULL, status TEXT NOT NULL,
+  attempts INTEGER NOT NULL, next_attempt_ms INTEGER NOT NULL, lease_until_ms INTEGER NOT NULL, last_error TEXT, settled_at_ms INTEGER,
+  created_at_ms INTEGER NOT NULL, UNIQUE (tenant, stream, jti),
+  FOREIGN KEY (tenant, stream) REFERENCES ssf_streams (tenant, id) ${CASCADE});
+CREATE INDEX ssf_sets_due ON ssf_sets (status, next_attempt_ms);
+CREATE INDEX ssf_sets_stream ON ssf_sets (tenant, stream, status, n);
+`;
+
+/**
+ * Version 6: the back-channel logout outbox (src/server/backchannel): logout tokens owed to clients,
+ * queued from the event log (its place in the log is a meta row) and from sign-outs. No foreign
+ * key: a deleted application's sessions are still ended.
+ */
+const V6_BACKCHANNEL = `
+CREATE TABLE backchannel_logouts (
+  n INTEGER PRIMARY KEY AUTOINCREMENT, tenant TEXT NOT NULL, jti TEXT NOT NULL UNIQUE, client_id TEXT NOT NULL, uri TEXT NOT NULL, sub TEXT NOT NULL,
+  sid TEXT, status TEXT NOT NULL, attempts INTEGER NOT NULL, next_attempt_ms INTEGER NOT NULL, lease_until_ms INTEGER NOT NULL, last_status INTEGER,
+  last_error TEXT, settled_at_ms INTEGER, created_at_ms INTEGER NOT NULL);
+CREATE INDEX backchannel_logouts_due ON backchannel_logouts (status, next_attempt_ms);
+`;
+
 export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   { version: 1, name: 'initial schema', up: sql(V1) },
   { version: 2, name: 'groups, group assignments, SCIM users and tokens', up: sql(V2) },
   { version: 3, name: 'foreign keys: rows die with their parents and follow renames in the database', up: foreignKeys },
   { version: 4, name: 'the event log and webhooks', up: sql(V4_EVENTS) },
+  { version: 5, name: 'SSF streams and their security event tokens', up: sql(V5_SSF) },
 ];
 
 export const SQLITE_LATEST_VERSION = SQLITE_MIGRATIONS[SQLITE_MIGRATIONS.length - 1]!.version;

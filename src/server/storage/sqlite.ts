@@ -64,7 +64,12 @@ import type {
   DueDelivery,
   WebhookRecord,
   WebhookStore,
+  SsfSetDraft,
+  SsfSetRecord,
+  SsfStore,
+  SsfStreamRecord,
 } from './types.ts';
+import { eventBody, ssfSetRow, ssfStreamRow, ssfStreamValues } from './_ssf.ts';
 import { DELIVERY_COLUMNS, deliveryRow, eventOf, takesType, webhookRow } from './_webhooks.ts';
 
 export const DATABASE_FILE = 'idforge.db';
@@ -948,6 +953,7 @@ export function openSqliteStorage(dataDir: string, options: SqliteOptions = {}):
     meta: new Meta(d),
     events: new Events(d),
     webhooks: new Webhooks(d),
+    ssf: new Ssf(d),
     changes,
     ping: async () => {
       d.q('SELECT 1').get();
@@ -964,4 +970,94 @@ export function openSqliteStorage(dataDir: string, options: SqliteOptions = {}):
       d.db.close();
     },
   };
+}
+
+class Ssf implements SsfStore {
+  constructor(private readonly d: Db) {}
+
+  async get(tenant: string, id: string): Promise<SsfStreamRecord | undefined> {
+    const r = this.d.q('SELECT * FROM ssf_streams WHERE tenant = ? AND id = ?').get(tenant, id) as Row | undefined;
+    return r && ssfStreamRow(r);
+  }
+  async list(tenant: string): Promise<readonly SsfStreamRecord[]> {
+    return (this.d.q('SELECT * FROM ssf_streams WHERE tenant = ? ORDER BY created_at, id').all(tenant) as Row[]).map(ssfStreamRow);
+  }
+  async put(s: Omit<SsfStreamRecord, 'createdAt' | 'updatedAt'>): Promise<SsfStreamRecord> {
+    const t = now();
+    this.d.tx(() => {
+      this.d.q(`INSERT INTO ssf_streams (tenant, id, body, status, reason, sealed_authorization, token_hash, cursor_seq, created_at, updated_at)
+        VALUES (?, ?, ?, ?, ?, ?, ?, (SELECT coalesce(max(seq), 0) FROM events), ?, ?)
+        ON CONFLICT (tenant, id) DO UPDATE SET body = excluded.body, status = excluded.status, reason = excluded.reason,
+          sealed_authorization = excluded.sealed_authorization, token_hash = excluded.token_hash, updated_at = excluded.updated_at`)
+        .run(...ssfStreamValues(s), t, t);
+    });
+    return (await this.get(s.tenant, s.id))!;
+  }
+  async delete(tenant: string, id: string): Promise<boolean> {
+    return this.d.tx(() => {
+      this.d.q('DELETE FROM ssf_sets WHERE tenant = ? AND stream = ?').run(tenant, id);
+      return this.d.q('DELETE FROM ssf_streams WHERE tenant = ? AND id = ?').run(tenant, id).changes > 0;
+    });
+  }
+  async enqueue(nowMs: number, limit: number, translate: (stream: SsfStreamRecord, event: EventView) => readonly SsfSetDraft[]): Promise<number> {
+    return this.d.tx(() => {
+      let queued = 0;
+      const insert = this.d.q(`INSERT INTO ssf_sets (tenant, stream, jti, claims, status, attempts, next_attempt_ms, lease_until_ms, created_at_ms)
+        VALUES (?, ?, ?, ?, 'pending', 0, ?, 0, ?) ON CONFLICT (tenant, stream, jti) DO NOTHING`);
+      for (const r of (this.d.q('SELECT * FROM ssf_streams').all() as Row[])) {
+        const stream = ssfStreamRow(r);
+        const events = this.d.q('SELECT seq, body FROM events WHERE tenant = ? AND seq > ? ORDER BY seq LIMIT ?').all(stream.tenant, r.cursor_seq, limit) as Row[];
+        if (events.length === 0) continue;
+        if (stream.status !== 'disabled') {
+          for (const e of events) {
+            for (const set of translate(stream, eventBody(e))) queued += insert.run(stream.tenant, stream.id, set.jti, JSON.stringify(set.claims), nowMs, nowMs).changes;
+          }
+        }
+        this.d.q('UPDATE ssf_streams SET cursor_seq = ? WHERE tenant = ? AND id = ?').run(events[events.length - 1]!.seq, stream.tenant, stream.id);
+      }
+      return queued;
+    });
+  }
+  async add(tenant: string, stream: string, sets: readonly SsfSetDraft[], nowMs: number): Promise<void> {
+    this.d.tx(() => {
+      for (const set of sets) {
+        this.d.q(`INSERT INTO ssf_sets (tenant, stream, jti, claims, status, attempts, next_attempt_ms, lease_until_ms, created_at_ms)
+          VALUES (?, ?, ?, ?, 'pending', 0, ?, 0, ?) ON CONFLICT (tenant, stream, jti) DO NOTHING`).run(tenant, stream, set.jti, JSON.stringify(set.claims), nowMs, nowMs);
+      }
+    });
+  }
+  async pending(tenant: string, stream: string, limit: number): Promise<{ readonly sets: readonly SsfSetRecord[]; readonly more: boolean }> {
+    const rows = this.d.q(`SELECT * FROM ssf_sets WHERE tenant = ? AND stream = ? AND status = 'pending' ORDER BY n LIMIT ?`).all(tenant, stream, limit + 1) as Row[];
+    return { sets: rows.slice(0, limit).map(ssfSetRow), more: rows.length > limit };
+  }
+  async acknowledge(tenant: string, stream: string, jtis: readonly string[], nowMs: number, error?: (jti: string) => string | undefined): Promise<void> {
+    if (jtis.length === 0) return;
+    this.d.tx(() => {
+      for (const jti of jtis) {
+        const e = error?.(jti);
+        this.d.q(`UPDATE ssf_sets SET status = ?, last_error = ?, settled_at_ms = ? WHERE tenant = ? AND stream = ? AND jti = ? AND status = 'pending'`)
+          .run(e === undefined ? 'delivered' : 'failed', e ?? null, nowMs, tenant, stream, jti);
+      }
+    });
+  }
+  async claim(nowMs: number, leaseMs: number, limit: number): Promise<readonly (SsfSetRecord & { readonly streamRecord: SsfStreamRecord })[]> {
+    return this.d.tx(() => {
+      const rows = this.d.q(`SELECT x.* FROM ssf_sets x JOIN ssf_streams s ON s.tenant = x.tenant AND s.id = x.stream
+        WHERE x.status = 'pending' AND x.next_attempt_ms <= ? AND x.lease_until_ms <= ? AND s.status = 'enabled' AND json_extract(s.body, '$.method') = 'push'
+        ORDER BY x.next_attempt_ms, x.n LIMIT ?`).all(nowMs, nowMs, limit) as Row[];
+      return rows.map((r) => {
+        this.d.q('UPDATE ssf_sets SET lease_until_ms = ?, attempts = attempts + 1 WHERE n = ?').run(nowMs + leaseMs, r.n);
+        const s = this.d.q('SELECT * FROM ssf_streams WHERE tenant = ? AND id = ?').get(r.tenant, r.stream) as Row;
+        return { ...ssfSetRow(r), attempts: Number(r.attempts) + 1, streamRecord: ssfStreamRow(s) };
+      });
+    });
+  }
+  async settle(tenant: string, stream: string, jti: string, o: { readonly delivered: boolean; readonly error: string | null; readonly nextAttemptMs: number | null; readonly nowMs: number }): Promise<void> {
+    const status = o.delivered ? 'delivered' : o.nextAttemptMs === null ? 'failed' : 'pending';
+    this.d.q(`UPDATE ssf_sets SET status = ?, last_error = ?, next_attempt_ms = ?, lease_until_ms = 0, settled_at_ms = ? WHERE tenant = ? AND stream = ? AND jti = ?`)
+      .run(status, o.error, o.nextAttemptMs ?? o.nowMs, status === 'pending' ? null : o.nowMs, tenant, stream, jti);
+  }
+  async purge(beforeMs: number): Promise<number> {
+    return this.d.q(`DELETE FROM ssf_sets WHERE status <> 'pending' AND settled_at_ms < ?`).run(beforeMs).changes;
+  }
 }

@@ -427,6 +427,7 @@ export interface Storage {
   readonly meta: MetaStore;
   readonly events: EventStore;
   readonly webhooks: WebhookStore;
+  readonly ssf: SsfStore;
   readonly changes: ChangeFeed;
   /** Resolves when the database answers a trivial query; rejects otherwise (readiness checks). */
   ping(): Promise<void>;
@@ -672,4 +673,74 @@ export interface WebhookStore {
   deliveries(tenant: string, name: string, page: PageRequest): Promise<Page<DeliveryRecord>>;
   /** Deletes settled deliveries (delivered or failed) created before `beforeMs`. */
   purgeDeliveries(beforeMs: number): Promise<number>;
+}
+
+// ------------------------------------------------------------------------------------------------
+// The SSF transmitter (src/contract/ssf.ts): streams per tenant, and their SETs from the event log.
+
+/** A stream as stored. `body` is what the receiver configured; the receiver token is kept as a hash. */
+export interface SsfStreamRecord {
+  readonly tenant: string;
+  readonly id: string;
+  readonly body: {
+    readonly method: 'push' | 'poll';
+    readonly endpointUrl?: string;
+    readonly eventsRequested: readonly string[];
+    readonly description?: string;
+    readonly aud: string | readonly string[];
+  };
+  readonly status: 'enabled' | 'paused' | 'disabled';
+  readonly reason?: string;
+  /** The push Authorization header, sealed with the master key; null: none. */
+  readonly sealedAuthorization: string | null;
+  /** SHA-256 (hex) of the stream's receiver token's secret part. */
+  readonly tokenHash: string;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+/** A SET to deliver: its claims (signed when sent, so a key rotation between is harmless). */
+export interface SsfSetDraft {
+  readonly jti: string;
+  readonly claims: Readonly<Record<string, unknown>>;
+}
+
+export interface SsfSetRecord extends SsfSetDraft {
+  readonly tenant: string;
+  readonly stream: string;
+  readonly attempts: number;
+}
+
+/**
+ * Streams and the SETs queued for them. SETs are queued from the event log (`enqueue`, the same
+ * outbox webhooks read), so a committed change is a queued SET whatever happens to the process; a
+ * push attempt claims its SET for a lease; a poll answers pending SETs until the receiver
+ * acknowledges them. At least once: a SET keeps its `jti` however often it goes.
+ */
+export interface SsfStore {
+  get(tenant: string, id: string): Promise<SsfStreamRecord | undefined>;
+  /** Ordered by creation. */
+  list(tenant: string): Promise<readonly SsfStreamRecord[]>;
+  /** Upsert; a new stream starts after the log's last event. */
+  put(s: Omit<SsfStreamRecord, 'createdAt' | 'updatedAt'>): Promise<SsfStreamRecord>;
+  /** With its queued SETs. */
+  delete(tenant: string, id: string): Promise<boolean>;
+  /**
+   * For each stream that is not disabled: the SETs `translate` makes of the tenant's events after
+   * the stream's place in the log, queued pending (due now); the places moved on; in one
+   * transaction. Disabled streams move on without queueing. At most `limit` events per stream.
+   */
+  enqueue(nowMs: number, limit: number, translate: (stream: SsfStreamRecord, event: EventView) => readonly SsfSetDraft[]): Promise<number>;
+  /** Queues SETs made outside the log (verification). */
+  add(tenant: string, stream: string, sets: readonly SsfSetDraft[], nowMs: number): Promise<void>;
+  /** Up to `limit` pending SETs of a stream, oldest first, and whether more are pending. */
+  pending(tenant: string, stream: string, limit: number): Promise<{ readonly sets: readonly SsfSetRecord[]; readonly more: boolean }>;
+  /** Marks SETs of a stream acknowledged (`error` undefined) or refused by the receiver. */
+  acknowledge(tenant: string, stream: string, jtis: readonly string[], nowMs: number, error?: (jti: string) => string | undefined): Promise<void>;
+  /** Claims up to `limit` pending SETs of enabled push streams, due by `nowMs`, for `leaseMs` (each attempt counted). */
+  claim(nowMs: number, leaseMs: number, limit: number): Promise<readonly (SsfSetRecord & { readonly streamRecord: SsfStreamRecord })[]>;
+  /** An attempt's outcome: delivered; pending again at `nextAttemptMs`; or failed (null). */
+  settle(tenant: string, stream: string, jti: string, o: { readonly delivered: boolean; readonly error: string | null; readonly nextAttemptMs: number | null; readonly nowMs: number }): Promise<void>;
+  /** Deletes settled SETs settled before `beforeMs`. */
+  purge(beforeMs: number): Promise<number>;
 }

@@ -13,69 +13,17 @@
  * a delivery: they only write the outbox, in their own transaction; a receiver that hangs holds one
  * of `concurrency` attempt slots for at most the timeout.
  */
-import http from 'node:http';
-import https from 'node:https';
-import type { LookupFunction } from 'node:net';
 import type { MasterKey } from '../_crypto.ts';
 import type { DueDelivery, Storage } from '../storage/types.ts';
-import { RefusedDestination, destinationOf } from './destination.ts';
+import { post } from './post.ts';
 import type { WebhookSettings } from './options.ts';
 import { signedHeaders } from './sign.ts';
 
 /** The associated data a webhook's secret is sealed under. */
 export const webhookSecretSealedFor = (name: string) => `webhook-secret:${name}`;
 
-/** Events read per webhook per turn, and the answer bytes read (then dropped). */
+/** Events read per webhook per turn. */
 const ENQUEUE_BATCH = 500;
-const MAX_ANSWER_BYTES = 64 * 1024;
-
-interface Attempt {
-  readonly status: number | null;
-  readonly error: string | null;
-}
-
-/** One POST to the checked address, within `timeoutMs`; never follows a redirect. */
-async function post(url: URL, body: string, headers: Record<string, string>, s: WebhookSettings): Promise<Attempt> {
-  let dest;
-  try {
-    dest = await destinationOf(url, s.allowPrivateAddresses);
-  } catch (err) {
-    if (err instanceof RefusedDestination) return { status: null, error: err.message };
-    throw err;
-  }
-  // The connection goes to the address that was checked, whatever the name resolves to by then.
-  const pinned = ((_host: string, options: { all?: boolean }, cb: (...a: unknown[]) => void) => {
-    if (options?.all === true) cb(null, [{ address: dest.address, family: dest.family }]);
-    else cb(null, dest.address, dest.family);
-  }) as unknown as LookupFunction;
-  return new Promise<Attempt>((resolve) => {
-    const mod = url.protocol === 'https:' ? https : http;
-    const req = mod.request(url, {
-      method: 'POST', agent: false, lookup: pinned,
-      headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), 'user-agent': 'idforge-webhooks/1' },
-    }, (res) => {
-      let read = 0;
-      res.on('data', (chunk: Buffer) => {
-        read += chunk.length;
-        if (read > MAX_ANSWER_BYTES) res.destroy();
-      });
-      const done = () => {
-        clearTimeout(timer);
-        const status = res.statusCode ?? null;
-        resolve({ status, error: status !== null && status >= 200 && status < 300 ? null : `the receiver answered HTTP ${status}` });
-      };
-      res.on('end', done);
-      res.on('close', done);
-      res.on('error', done);
-    });
-    const timer = setTimeout(() => req.destroy(new Error(`no answer within ${s.timeoutMs / 1000} s`)), s.timeoutMs);
-    req.on('error', (err: NodeJS.ErrnoException) => {
-      clearTimeout(timer);
-      resolve({ status: null, error: err.code === undefined ? err.message : `${err.code}: ${err.message}` });
-    });
-    req.end(body);
-  });
-}
 
 export class WebhookDispatcher {
   #timer: NodeJS.Timeout | undefined;
