@@ -17,6 +17,7 @@ const SCHEMA_2_DUMP = join(import.meta.dirname, '..', '..', 'upgrade', 'fixtures
 import { storageContract } from './contract.ts';
 import { groupsAndScimContract } from './contract-groups.ts';
 import { eventsContract } from './contract-events.ts';
+import { ssfContract } from './contract-ssf.ts';
 
 let server: TestPostgres;
 beforeAll(async () => {
@@ -48,6 +49,7 @@ const postgresBackend = async () => {
 storageContract('postgres', postgresBackend);
 groupsAndScimContract('postgres', postgresBackend);
 eventsContract('postgres', postgresBackend);
+ssfContract('postgres', postgresBackend);
 
 describe('postgres migrations', () => {
   it('replicas starting together on a fresh database all succeed, and each migration is applied once', async () => {

@@ -10,6 +10,7 @@ import { tempDir } from '../_support.ts';
 import { storageContract } from './contract.ts';
 import { groupsAndScimContract } from './contract-groups.ts';
 import { eventsContract } from './contract-events.ts';
+import { ssfContract } from './contract-ssf.ts';
 
 const sqliteBackend = async () => {
   const dir = tempDir('idforge-storage-');
@@ -41,3 +42,4 @@ const sqliteBackend = async () => {
 storageContract('sqlite', sqliteBackend);
 groupsAndScimContract('sqlite', sqliteBackend);
 eventsContract('sqlite', sqliteBackend);
+ssfContract('sqlite', sqliteBackend);
