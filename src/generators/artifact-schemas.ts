@@ -24,6 +24,8 @@ export const ApiConfig = z.strictObject({
   origin: z.url().optional(),
   public_routes: z.array(z.string().regex(/^\//)),
   routes: z.array(z.strictObject({ path: z.string().regex(/^\//), scopes: z.array(z.string()) })),
+  /** The tenant's OpenID Shared Signals discovery: the API polls its stream there for revoked sessions. */
+  ssf_configuration_url: z.url().optional(),
 });
 export type ApiConfig = z.infer<typeof ApiConfig>;
 

@@ -1,8 +1,10 @@
 // HTTP API (resource server) that accepts only access tokens of one tenant, verified offline with
 // jose (https://github.com/panva/jose) against the tenant's published keys.
 //
-// api-config.json  issuer, jwks_uri, audience, origin, public_routes, routes (path + scopes)
+// api-config.json  issuer, jwks_uri, audience, origin, public_routes, routes (path + scopes),
+//                  ssf_configuration_url (the tenant's Shared Signals transmitter)
 // api.env          CORS_ORIGINS: browser origins (single-page apps) allowed to call this API
+// environment      SSF_RECEIVER_TOKEN: the receiver token of this API's SSF stream (optional; see README)
 import { readFileSync } from 'node:fs';
 import express from 'express';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
@@ -56,6 +58,16 @@ app.use((_req, res) => res.status(404).json({ message: 'Not found.' }));
 
 app.listen(port, host, () => console.log(`listening on ${host}:${port}; accepting tokens of ${config.issuer} for ${config.audience}`));
 
+// Revocation pushed by the tenant (OpenID Shared Signals, CAEP session-revoked): a subject whose
+// access was removed is refused at once, not when its token expires. Kept in memory: after a
+// restart, tokens issued before an event the API missed are refused again as soon as the stream's
+// unacknowledged events arrive (the transmitter holds them until acknowledged); one received before
+// a restart is forgotten, and such a token is taken again until it expires (minutes).
+const revoked = createRevocations();
+if (process.env.SSF_RECEIVER_TOKEN && config.ssf_configuration_url) {
+  receiveSignals(process.env.SSF_RECEIVER_TOKEN).catch((err) => console.error(`shared signals stopped: ${err.message}`));
+}
+
 /** RFC 6750: the token travels in the Authorization header as `Bearer <token>`. */
 async function authenticate(req, res, next) {
   const header = req.get('authorization');
@@ -81,6 +93,10 @@ async function authenticate(req, res, next) {
       algorithms: ['RS256', 'ES256'],
       clockTolerance: 5,
     });
+    if (revoked.refuses(payload)) {
+      challenge(res, 401, { error: 'invalid_token', error_description: 'the session was revoked' }, 'The access token is invalid.');
+      return;
+    }
     req.auth = { claims: payload, scopes: scopesOf(payload) };
     next();
   } catch (err) {
@@ -149,4 +165,93 @@ function cors(req, res, next) {
     }
   }
   next();
+}
+
+const SESSION_REVOKED = 'https://schemas.openid.net/secevent/caep/event-type/session-revoked';
+const ACCOUNT_DISABLED = 'https://schemas.openid.net/secevent/risc/event-type/account-disabled';
+const ACCOUNT_PURGED = 'https://schemas.openid.net/secevent/risc/event-type/account-purged';
+const POLL = 'urn:ietf:rfc:8936';
+
+/**
+ * Subjects and clients whose sessions were revoked, with when (Unix seconds): a token issued at or
+ * before that moment is refused; one issued later (the person signed in again, or was assigned
+ * again) is taken. Entries outlive every token they could refuse (a day), then go.
+ */
+function createRevocations() {
+  const subjects = new Map();
+  const clients = new Map();
+  const DAY = 86_400;
+  const note = (map, key, at) => {
+    if (typeof key !== 'string' || !Number.isFinite(at)) return;
+    map.set(key, Math.max(map.get(key) ?? 0, at));
+  };
+  setInterval(() => {
+    const old = Date.now() / 1000 - DAY;
+    for (const map of [subjects, clients]) for (const [k, at] of map) if (at < old) map.delete(k);
+  }, 3_600_000).unref();
+  return {
+    /** RFC 8417 SET claims: session-revoked (and account-disabled or -purged) about a subject of this issuer. */
+    take(claims) {
+      const events = claims.events ?? {};
+      const type = [SESSION_REVOKED, ACCOUNT_DISABLED, ACCOUNT_PURGED].find((t) => t in events);
+      if (type === undefined) return;
+      const at = Number(events[type].event_timestamp ?? claims.iat);
+      // RFC 9493 subject identifiers: the person as iss_sub (alone or as the `user` of a complex
+      // subject), an application as the opaque client id its tokens carry as `client_id`.
+      const subject = claims.sub_id ?? {};
+      const user = subject.format === 'complex' ? subject.user : subject;
+      if (user?.format === 'iss_sub' && user.iss === config.issuer) note(subjects, user.sub, at);
+      const application = subject.format === 'complex' ? subject.application : undefined;
+      if (application?.format === 'opaque') note(clients, application.id, at);
+    },
+    refuses(payload) {
+      const iat = Number(payload.iat ?? 0);
+      const bySubject = subjects.get(payload.sub);
+      const byClient = clients.get(payload.client_id);
+      return (bySubject !== undefined && iat <= bySubject) || (byClient !== undefined && iat <= byClient);
+    },
+  };
+}
+
+/**
+ * The API as an SSF receiver by poll (RFC 8936), which works behind NAT: discovery, the stream this
+ * receiver token opens, then long polls that acknowledge what the previous one brought. Each SET is
+ * verified like a token (the tenant's keys, `typ: secevent+jwt`, `iss`, and the stream's `aud`).
+ */
+async function receiveSignals(token) {
+  const auth = { authorization: `Bearer ${token}` };
+  const getJson = async (url, init = {}) => {
+    const res = await fetch(url, { ...init, headers: { ...auth, 'content-type': 'application/json', ...init.headers }, signal: AbortSignal.timeout(60_000) });
+    if (!res.ok) throw new Error(`${init.method ?? 'GET'} ${url}: HTTP ${res.status} ${await res.text()}`);
+    return res.json();
+  };
+  let wait = 1;
+  for (;;) {
+    try {
+      const discovery = await getJson(config.ssf_configuration_url);
+      if (discovery.issuer !== config.issuer) throw new Error(`the transmitter's issuer is ${discovery.issuer}, not ${config.issuer}`);
+      const [stream] = await getJson(discovery.configuration_endpoint);
+      if (stream?.delivery?.method !== POLL) throw new Error('the receiver token opens no poll stream');
+      console.log(`receiving shared signals of ${config.issuer} (stream ${stream.stream_id})`);
+      let ack = [];
+      for (;;) {
+        const { sets = {} } = await getJson(stream.delivery.endpoint_url, { method: 'POST', body: JSON.stringify({ ack, returnImmediately: false, maxEvents: 100 }) });
+        ack = [];
+        for (const [jti, set] of Object.entries(sets)) {
+          try {
+            const { payload } = await jwtVerify(set, keys, { issuer: config.issuer, audience: stream.aud, typ: 'secevent+jwt', algorithms: ['RS256', 'ES256'] });
+            revoked.take(payload);
+          } catch (err) {
+            console.error(`a security event did not verify (${err.code ?? err.message}); dropped`);
+          }
+          ack.push(jti);
+        }
+        wait = 1;
+      }
+    } catch (err) {
+      console.error(`shared signals: ${err.message}; retrying in ${wait} s`);
+      await new Promise((r) => setTimeout(r, wait * 1000));
+      wait = Math.min(wait * 2, 30);
+    }
+  }
 }
