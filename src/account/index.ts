@@ -4,6 +4,7 @@
  * second factor apply) and manages their own account:
  *
  * - change their password (the current one required; the tenant's password policy judges the new one);
+ * - set up an authenticator app and add passkeys (where the tenant's sign-in offers them);
  * - see their authenticator app and passkeys and remove them (never the last one the tenant's
  *   required second step needs: the directory refuses, in words shown at the factor);
  * - see their sessions and the applications holding their grants, and end them (ending a session or
@@ -15,7 +16,8 @@
  * every request, so a disabled or deleted account is signed out at once. Every POST carries a CSRF
  * token bound to the session and must come from the tenant's own origin; every answer to a POST is a
  * redirect (POST-redirect-GET) or the page again with field-level messages. Pages have the console's
- * headers: a strict CSP (own style sheet, no script), no framing, no caching.
+ * headers: a strict CSP (own style sheet, own scripts only: the login pages' two for passkeys), no
+ * framing, no caching.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import express, { type Request, type Response, type Router } from 'express';
@@ -55,6 +57,7 @@ const NOTICES: Readonly<Record<string, string>> = {
   password: 'Your password is changed.',
   totp: 'Your authenticator app is removed. The next sign-in that needs it sets one up again.',
   'totp-added': 'Your authenticator app is set up: sign-ins that ask for a second step accept its codes.',
+  'passkey-added': 'Your passkey is added: sign in with it where the sign-in offers passkeys.',
   passkey: 'The passkey is removed. Remove it from your device too (its passkey settings), or it will still be offered there.',
   session: 'The session is ended, with the access of the applications signed in to in it.',
   application: 'The application\'s access is ended: it must ask you to sign in again.',
@@ -271,6 +274,44 @@ ${error === undefined ? '' : html`<p id="code-error" class="field-error">${error
     cookie(res, TOTP_COOKIE, '', 0, 'Strict');
     res.set(CONSOLE_HEADERS).redirect(303, `${ACCOUNT_PATH}/?done=totp-added`);
   }));
+  /**
+   * Adding a passkey: the admin API's WebAuthn options in a JSON block (data, not script), and the
+   * login pages' two scripts from the tenant host (CSP `script-src 'self'`) that hand them to the
+   * browser and put its answer in the form, which posts as every other form here (CSRF included).
+   */
+  const passkeyPage = async (res: Response, w: Who, status: number, error?: string) => {
+    const { options } = await w.admin.call('startUserPasskeyEnrolment', me(w));
+    show(res, status, w.tenant, 'Add a passkey', html`${error === undefined ? '' : alert(error)}
+<p>A passkey signs you in with this device's fingerprint, face or PIN, or with your phone, instead of a password.</p>
+${raw(`<script type="application/json" id="passkey-register-options">${JSON.stringify(options).replace(/</g, '\\u003c')}</script>`)}
+<form method="post" action="${ACCOUNT_PATH}/passkeys">${raw(`<input type="hidden" name="csrf" value="${esc(w.csrf)}">`)}
+<input type="hidden" name="credential" value="">
+<button type="button" data-passkey="register" data-options="passkey-register-options" hidden>Create the passkey</button>
+<p class="detail" id="passkey-status" role="status" aria-live="polite"></p>
+<noscript><p class="detail">Adding a passkey needs JavaScript in this browser.</p></noscript>
+</form>
+<p><a href="${ACCOUNT_PATH}/">Back to your account</a></p>
+${raw('<script src="/static/login/simplewebauthn-browser.js" defer></script>\n<script src="/static/login/passkey.js" defer></script>')}`, w.csrf);
+  };
+  router.get(`${ACCOUNT_PATH}/passkeys`, signedIn(async (_req, res, w) => {
+    if (!(await w.admin.call('getUserFactors', me(w))).passkeysAllowed) return res.set(CONSOLE_HEADERS).redirect(303, `${ACCOUNT_PATH}/`);
+    return passkeyPage(res, w, 200);
+  }));
+  router.post(`${ACCOUNT_PATH}/passkeys`, form, signedIn(async (req, res, w) => {
+    let credential: unknown;
+    try {
+      credential = JSON.parse(String(req.body?.credential ?? ''));
+    } catch {
+      credential = undefined;
+    }
+    try {
+      await w.admin.call('enrolUserPasskey', me(w), { body: { credential: credential as never } });
+    } catch (err) {
+      if (!(err instanceof AdminApiError) || err.status !== 400) throw err;
+      return passkeyPage(res, w, 400, 'The passkey was not saved: the request was incomplete, expired or could not be verified. Try again.');
+    }
+    res.set(CONSOLE_HEADERS).redirect(303, `${ACCOUNT_PATH}/?done=passkey-added`);
+  }));
   router.post(`${ACCOUNT_PATH}/totp/remove`, form, signedIn((_req, res, w) => attempt(res, w, 'totp', 'totp', () => w.admin.call('deleteUserTotp', me(w)))));
   router.post(`${ACCOUNT_PATH}/passkeys/remove`, form, signedIn((req, res, w) => attempt(res, w, 'passkey', 'passkey', () =>
     w.admin.call('deleteUserPasskey', { ...me(w), credentialId: String(req.body?.id ?? '') }))));
@@ -333,12 +374,13 @@ ${fieldError('confirm')}
 <p><a class="button secondary" href="${ACCOUNT_PATH}/totp">Set up an authenticator app</a></p>`
     : html`<p>Set up ${when(f.totp.createdAt)}.</p>
 <form method="post" action="${ACCOUNT_PATH}/totp/remove">${csrf}<button type="submit" class="danger">Remove the authenticator app</button></form>${fieldError('totp')}`;
-  const passkeys = f.passkeys.length === 0 ? html`<p>You have no passkeys. Where the sign-in offers passkeys, you are asked to add one after you sign in.</p>` : html`<table>
+  const add = f.passkeysAllowed ? html`<p><a class="button secondary" href="${ACCOUNT_PATH}/passkeys">Add a passkey</a></p>` : '';
+  const passkeys = f.passkeys.length === 0 ? html`<p>You have no passkeys.</p>${add}` : html`<table>
 <caption>Your passkeys</caption>
 <thead><tr><th scope="col">Passkey</th><th scope="col">Added</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead>
 <tbody>${f.passkeys.map((p, i) => html`<tr><td>Passkey ${i + 1} <code>${p.id.slice(0, 10)}…</code></td><td>${when(p.createdAt)}</td>
 <td><form method="post" action="${ACCOUNT_PATH}/passkeys/remove">${csrf}<input type="hidden" name="id" value="${p.id}"><button type="submit" class="danger" aria-label="Remove passkey ${i + 1}">Remove</button></form></td></tr>`)}</tbody>
-</table>${fieldError('passkey')}`;
+</table>${fieldError('passkey')}${add}`;
   const sessions = s.sessions.length === 0 ? html`<p>No sessions.</p>` : html`<table>
 <caption>Where you are signed in</caption>
 <thead><tr><th scope="col">Signed in</th><th scope="col">Applications</th><th scope="col">Ends</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead>

@@ -340,6 +340,7 @@ export const UserFactorsView = z.object({
   totp: z.object({ createdAt: z.iso.datetime() }).nullable().describe('the authenticator app, when enrolled'),
   passkeys: z.array(z.object({ id: z.string().describe('the credential id (base64url)'), createdAt: z.iso.datetime() })),
   secondFactorRequired: z.boolean().describe("the tenant's login policy asks for a second step"),
+  passkeysAllowed: z.boolean().describe("the tenant's login methods include passkeys, so one may be added"),
 });
 export type UserFactorsView = z.infer<typeof UserFactorsView>;
 
@@ -351,6 +352,28 @@ export const TotpEnrolmentBody = z.strictObject({
   code: z.string().regex(/^\d{6}$/, { error: 'must be the 6 digits the app shows' }),
 });
 export type TotpEnrolmentBody = z.infer<typeof TotpEnrolmentBody>;
+
+/** POST .../users/{userId}/factors/passkeys/options: WebAuthn registration options (PublicKeyCredentialCreationOptionsJSON). */
+export const PasskeyOptionsView = z.object({ options: z.record(z.string(), z.unknown()).describe('to pass to navigator.credentials.create (e.g. @simplewebauthn/browser startRegistration)') });
+export type PasskeyOptionsView = z.infer<typeof PasskeyOptionsView>;
+
+const Base64url = (max: number) => z.string().max(max).regex(/^[A-Za-z0-9_-]*$/, { error: 'must be base64url' });
+/** POST .../users/{userId}/factors/passkeys: the browser's answer to those options (RegistrationResponseJSON, WebAuthn Level 3). */
+export const PasskeyEnrolmentBody = z.strictObject({
+  credential: z.looseObject({
+    id: Base64url(1366).min(1),
+    rawId: Base64url(1366).min(1),
+    type: z.literal('public-key'),
+    response: z.looseObject({
+      clientDataJSON: Base64url(16_384).min(1),
+      attestationObject: Base64url(65_536).min(1),
+      transports: z.array(z.string().max(32)).max(16).optional(),
+    }),
+    clientExtensionResults: z.record(z.string(), z.unknown()).default({}),
+    authenticatorAttachment: z.string().max(32).optional(),
+  }),
+});
+export type PasskeyEnrolmentBody = z.infer<typeof PasskeyEnrolmentBody>;
 
 export const ChangePasswordBody = z.strictObject({
   currentPassword: z.string().max(4096),

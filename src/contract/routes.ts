@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import {
   ApplicationBody, ApplicationView, ConsoleSessionBody, ConsoleSessionCreated, ConsoleSessionView, AssignmentBatchBody, AssignmentBatchResult, AssignmentBody, AssignmentView, GroupAssignmentBody,
-  GroupAssignmentList, GroupAssignmentView, GroupBody, GroupSummaryView, GroupView, KeyList, Page, PasswordLinkSent, ChangePasswordBody, TotpEnrolmentBody, UserFactorsView, UserSessionsView, PutResult, RenameBody, RotateKeysBody, TenantRenameBody, ScimTokenBody,
+  GroupAssignmentList, GroupAssignmentView, GroupBody, GroupSummaryView, GroupView, KeyList, Page, PasswordLinkSent, ChangePasswordBody, TotpEnrolmentBody, PasskeyEnrolmentBody, PasskeyOptionsView, UserFactorsView, UserSessionsView, PutResult, RenameBody, RotateKeysBody, TenantRenameBody, ScimTokenBody,
   ScimTokenCreated, ScimTokenList, SecretRotation, SecretVerification, SecretVerificationResult, TenantBody, TenantView, UserBody, UserView,
 } from './bodies.ts';
 import { BATCH_MAX_BYTES, TenantBatchBody, TenantBatchRefusal, TenantBatchResult } from './batch.ts';
@@ -155,6 +155,16 @@ export const ADMIN_ROUTES = {
   deleteUserTotp: route({
     method: 'DELETE', path: '/tenants/{tenant}/users/{userId}/factors/totp', tag: 'user', summary: "Remove a user's authenticator app",
     conflicts: "it is the last factor the tenant's required second step or the user's sign-in needs",
+  }),
+  startUserPasskeyEnrolment: route({
+    method: 'POST', path: '/tenants/{tenant}/users/{userId}/factors/passkeys/options', tag: 'user',
+    summary: 'Begin adding a passkey for a user: WebAuthn registration options for the tenant host, whose challenge is valid 5 minutes',
+    response: PasskeyOptionsView, conflicts: "the tenant's login methods do not include passkeys",
+  }),
+  enrolUserPasskey: route({
+    method: 'POST', path: '/tenants/{tenant}/users/{userId}/factors/passkeys', tag: 'user', status: 201,
+    summary: "Add a user's passkey: the browser's answer to the options, verified against their challenge and the tenant's origin (400 when it does not verify)",
+    body: PasskeyEnrolmentBody, response: UserFactorsView, conflicts: "the tenant's login methods do not include passkeys",
   }),
   deleteUserPasskey: route({
     method: 'DELETE', path: '/tenants/{tenant}/users/{userId}/factors/passkeys/{credentialId}', tag: 'user', summary: 'Remove one passkey of a user',

@@ -19,6 +19,7 @@ let browser: Browser;
 let context: BrowserContext;
 let page: Page;
 let cdp: CDPSession;
+let authenticatorId = '';
 
 const TENANT = 'acct';
 const user = alice(TENANT);
@@ -38,9 +39,9 @@ beforeAll(async () => {
   page = await context.newPage();
   cdp = await context.newCDPSession(page);
   await cdp.send('WebAuthn.enable');
-  await cdp.send('WebAuthn.addVirtualAuthenticator', {
+  ({ authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
     options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true },
-  });
+  }));
 });
 afterAll(async () => {
   await stopApp();
@@ -189,6 +190,36 @@ describe('the account page', () => {
     await page.goto(`${new URL(accountUrl()).origin}/account/totp`);
     await page.waitForURL(accountUrl());
     expect(await page.getByRole('link', { name: 'Set up an authenticator app' }).count()).toBe(0);
+  });
+
+  it("adds a passkey from the page: the browser's authenticator makes it, the server verifies and keeps it", async () => {
+    await page.goto(accountUrl());
+    expect(await page.getByRole('table', { name: 'Your passkeys' }).count()).toBe(0);
+    await page.getByRole('link', { name: 'Add a passkey' }).click();
+    await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('Add a passkey');
+    await axeScan(page, 'passkey setup');
+    // A forged answer (no authenticator behind it) is refused in words; nothing is kept.
+    const csrf = await page.locator('form[action="/account/passkeys"] input[name=csrf]').getAttribute('value');
+    const forged = await page.request.post(`${accountUrl()}passkeys`, {
+      form: { csrf: csrf!, credential: JSON.stringify({ id: 'AAAA', rawId: 'AAAA', type: 'public-key', response: { clientDataJSON: 'e30', attestationObject: 'oA' }, clientExtensionResults: {} }) },
+      headers: { origin: new URL(accountUrl()).origin },
+    });
+    expect(forged.status()).toBe(400);
+    expect(await forged.text()).toContain('The passkey was not saved');
+    const admin = await adminClient(server);
+    expect((await admin.typed.call('getUserFactors', { tenant: TENANT, userId: user.id })).passkeys).toEqual([]);
+    // The real thing: the page's button asks the (virtual) authenticator, and the form posts its answer.
+    await page.reload();
+    await page.getByRole('button', { name: 'Create the passkey' }).click();
+    await page.waitForURL((u) => u.search === '?done=passkey-added');
+    expect(await page.getByRole('status').textContent()).toContain('Your passkey is added');
+    expect(await page.getByRole('table', { name: 'Your passkeys' }).locator('tbody tr').count()).toBe(1);
+    const kept = (await admin.typed.call('getUserFactors', { tenant: TENANT, userId: user.id })).passkeys.map((p) => p.id);
+    expect(kept).toHaveLength(1);
+    // The one the server keeps is a credential the authenticator holds.
+    const held = (await cdp.send('WebAuthn.getCredentials', { authenticatorId })).credentials.map((c) => Buffer.from(c.credentialId, 'base64').toString('base64url'));
+    expect(held).toContain(kept[0]);
+    expect(server.audit().some((a) => a.audit === 'passkey.registered' && a.via === 'account' && a.user === user.id)).toBe(true);
   });
 
   it('signs out everywhere, and a signed-out browser is sent to sign in again', async () => {

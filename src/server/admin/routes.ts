@@ -17,7 +17,7 @@ import { requireAdmin } from './auth.ts';
 import { RefusedBatch } from '../directory/batch.ts';
 import { ConsoleSessions } from '../directory/console-sessions.ts';
 import { sendPasswordLinkFor } from '../directory/password-links.ts';
-import { changePassword, endAllSessions, endApplication, endSession, factorsOf, enrolTotp, removePasskey, removeTotp, resetFactors, sessionsOf, unlockUser } from '../directory/account.ts';
+import { changePassword, endAllSessions, endApplication, endSession, factorsOf, enrolPasskey, enrolTotp, removePasskey, startPasskeyEnrolment, removeTotp, resetFactors, sessionsOf, unlockUser } from '../directory/account.ts';
 import { GroupAdmin } from './groups.ts';
 import { listEvents } from './events.ts';
 import { WebhookAdmin } from '../webhooks/admin.ts';
@@ -74,6 +74,8 @@ function handlers(svc: AdminService, groups: GroupAdmin, ctx: ServerContext): Ha
     getUserFactors: ({ params }) => factorsOf(ctx, params.tenant, params.userId),
     enrolUserTotp: ({ params, body }) => enrolTotp(ctx, params.tenant, params.userId, body.secret, body.code),
     deleteUserTotp: ({ params }) => removeTotp(ctx, params.tenant, params.userId),
+    startUserPasskeyEnrolment: ({ params }) => startPasskeyEnrolment(ctx, params.tenant, params.userId),
+    enrolUserPasskey: ({ params, body }) => enrolPasskey(ctx, params.tenant, params.userId, body.credential),
     deleteUserPasskey: ({ params }) => removePasskey(ctx, params.tenant, params.userId, params.credentialId),
     resetUserFactors: ({ params }) => resetFactors(ctx, params.tenant, params.userId),
     listUserSessions: ({ params }) => sessionsOf(ctx, params.tenant, params.userId),

@@ -12,10 +12,11 @@
  *   working; ending an application ends its grants and tokens.
  */
 import { createHash } from 'node:crypto';
-import type { UserFactorsView, UserSessionsView } from '../../contract/index.ts';
+import { issuerUrl, type UserFactorsView, type UserSessionsView } from '../../contract/index.ts';
 import type { ServerContext } from '../_context.ts';
 import { verifyPassword } from '../_crypto.ts';
 import { ServerError, errors } from '../errors.ts';
+import { passkeyRegistrationOptions, rememberChallenge, savePasskeyRegistration, takeChallenge, type PasskeyParty } from '../login/factor-passkey.ts';
 import { totpSealedFor, totpStep } from '../login/factor-totp.ts';
 import { GuessingDefence } from '../login/throttle.ts';
 import { normalizeEmail } from '../login/types.ts';
@@ -40,6 +41,7 @@ export async function factorsOf(ctx: ServerContext, tenant: string, userId: stri
     totp: totp === undefined ? null : { createdAt: iso(totp.createdAt) },
     passkeys: passkeys.map((p) => ({ id: p.credentialId, createdAt: iso(p.createdAt) })),
     secondFactorRequired: t.body.login?.requireSecondFactor === true,
+    passkeysAllowed: (t.body.login?.methods ?? ['password']).includes('passkey'),
   };
 }
 
@@ -70,6 +72,43 @@ export async function enrolTotp(ctx: ServerContext, tenant: string, userId: stri
   if (step === undefined) throw errors.invalidRequest('body.code: that code does not match the key: check that the app shows this key and that its clock is right', 'body.code');
   await ctx.storage.users.putTotp(tenant, userId, ctx.master.seal(secret, totpSealedFor(tenant, userId)), step);
   ctx.login.audit({ audit: 'totp.enrolled', tenant, user: userId, factor: 'totp', via: 'account' });
+  return factorsOf(ctx, tenant, userId);
+}
+
+/** Where the tenant's passkeys live: its origin, and its host name as the relying party id. */
+function partyOf(ctx: ServerContext, t: TenantRecord): PasskeyParty {
+  const origin = new URL(issuerUrl(ctx.address(), t.name)).origin;
+  return { rpName: t.body.displayName, rpId: new URL(origin).hostname, origin };
+}
+
+function requirePasskeysAllowed(t: TenantRecord): void {
+  if (!(t.body.login?.methods ?? ['password']).includes('passkey')) {
+    throw errors.conflict(`${t.body.displayName} does not accept passkeys at sign-in (its login methods leave them out), so none can be added`, 'passkey');
+  }
+}
+
+const enrolmentKey = (userId: string) => `account:${userId}:register`;
+
+/**
+ * A passkey the person adds on the account page, in two steps as WebAuthn has them: the options (a
+ * challenge for the tenant's relying party id, kept 5 minutes, one at a time per person), then the
+ * browser's response to them, verified against that challenge and the tenant's origin as at sign-in.
+ * Only where the tenant's login methods include passkeys.
+ */
+export async function startPasskeyEnrolment(ctx: ServerContext, tenant: string, userId: string): Promise<{ readonly options: Readonly<Record<string, unknown>> }> {
+  const { t, user } = await load(ctx, tenant, userId);
+  requirePasskeysAllowed(t);
+  const options = await passkeyRegistrationOptions(partyOf(ctx, t), ctx.storage, tenant, user);
+  await rememberChallenge(ctx.storage, tenant, enrolmentKey(userId), options.challenge);
+  return { options: options as unknown as Record<string, unknown> };
+}
+
+export async function enrolPasskey(ctx: ServerContext, tenant: string, userId: string, credential: unknown): Promise<UserFactorsView> {
+  const { t, user } = await load(ctx, tenant, userId);
+  requirePasskeysAllowed(t);
+  const challenge = await takeChallenge(ctx.storage, tenant, enrolmentKey(userId));
+  const refused = await savePasskeyRegistration(partyOf(ctx, t), ctx.storage, ctx.login.audit, tenant, user, credential, challenge, 'account');
+  if (refused !== undefined) throw errors.invalidRequest(`body.credential: ${refused}`, 'body.credential');
   return factorsOf(ctx, tenant, userId);
 }
 

@@ -38,16 +38,20 @@ const jsonBlock = (id: string, value: unknown) =>
 export const PASSKEY_SCRIPTS = `<script src="/static/login/simplewebauthn-browser.js" defer></script>
 <script src="/static/login/passkey.js" defer></script>`;
 
-async function remember(ctx: FactorContext, purpose: 'auth' | 'register', challenge: string): Promise<void> {
-  await ctx.storage.grants.upsert(ctx.tenant, CHALLENGE_MODEL, `${ctx.uid}:${purpose}`, { challenge }, TIMEOUT_SECONDS);
+/** A challenge outstanding under `key` (an interaction's, or a person's on the account page), for the prompt's lifetime. */
+export async function rememberChallenge(storage: FactorContext['storage'], tenant: string, key: string, challenge: string): Promise<void> {
+  await storage.grants.upsert(tenant, CHALLENGE_MODEL, key, { challenge }, TIMEOUT_SECONDS);
 }
 
 /** The stored challenge, consumed: each challenge verifies at most one response. */
-async function take(ctx: FactorContext, purpose: 'auth' | 'register'): Promise<string | undefined> {
-  const p = await ctx.storage.grants.find(ctx.tenant, CHALLENGE_MODEL, `${ctx.uid}:${purpose}`);
-  await ctx.storage.grants.destroy(ctx.tenant, CHALLENGE_MODEL, `${ctx.uid}:${purpose}`);
+export async function takeChallenge(storage: FactorContext['storage'], tenant: string, key: string): Promise<string | undefined> {
+  const p = await storage.grants.find(tenant, CHALLENGE_MODEL, key);
+  await storage.grants.destroy(tenant, CHALLENGE_MODEL, key);
   return typeof p?.challenge === 'string' ? p.challenge : undefined;
 }
+
+const remember = (ctx: FactorContext, purpose: 'auth' | 'register', challenge: string) => rememberChallenge(ctx.storage, ctx.tenant, `${ctx.uid}:${purpose}`, challenge);
+const take = (ctx: FactorContext, purpose: 'auth' | 'register') => takeChallenge(ctx.storage, ctx.tenant, `${ctx.uid}:${purpose}`);
 
 function parse<T>(text: string | undefined): T | undefined {
   try {
@@ -106,12 +110,23 @@ ${PASSKEY_SCRIPTS}`;
   },
 };
 
-/** The registration form shown after sign-in. */
-export async function renderPasskeyRegistration(ctx: FactorContext, user: UserRecord): Promise<string> {
-  const existing = await ctx.storage.users.listPasskeys(ctx.tenant, user.id);
-  const options = await generateRegistrationOptions({
-    rpName: ctx.tenantDisplayName,
-    rpID: ctx.rpId,
+/** Where a passkey is made and used: the tenant's origin, and its host name as the relying party id. */
+export interface PasskeyParty {
+  readonly rpName: string;
+  readonly rpId: string;
+  readonly origin: string;
+}
+
+/**
+ * Registration options for a person (the one rule of how passkeys are made: discoverable, user
+ * verification required, no attestation, none of their existing credentials again). The caller keeps
+ * the challenge.
+ */
+export async function passkeyRegistrationOptions(party: PasskeyParty, storage: FactorContext['storage'], tenant: string, user: UserRecord) {
+  const existing = await storage.users.listPasskeys(tenant, user.id);
+  return generateRegistrationOptions({
+    rpName: party.rpName,
+    rpID: party.rpId,
     userName: user.body.email,
     userDisplayName: user.body.displayName ?? user.body.email,
     // The user handle is the user id: sign-in by passkey alone finds the account from it.
@@ -121,6 +136,47 @@ export async function renderPasskeyRegistration(ctx: FactorContext, user: UserRe
     authenticatorSelection: { residentKey: 'required', userVerification: 'required' },
     timeout: TIMEOUT_SECONDS * 1000,
   });
+}
+
+export const PASSKEY_NOT_SAVED = {
+  incomplete: 'The passkey was not saved: the request was incomplete or expired. Try again.',
+  unverified: 'The passkey was not saved: it could not be verified. Try again.',
+} as const;
+
+/**
+ * Verifies a registration response against the challenge it answers and stores the passkey; the
+ * words for the person when it is refused (undefined: saved). A database failure is thrown, never
+ * taken for a rejected passkey.
+ */
+export async function savePasskeyRegistration(
+  party: PasskeyParty, storage: FactorContext['storage'], audit: FactorContext['settings']['audit'], tenant: string, user: UserRecord,
+  credential: unknown, challenge: string | undefined, via: 'sign-in' | 'account',
+): Promise<string | undefined> {
+  const response = typeof credential === 'string' ? parse<RegistrationResponseJSON>(credential) : credential !== null && typeof credential === 'object' && typeof (credential as { id?: unknown }).id === 'string' ? credential as RegistrationResponseJSON : undefined;
+  if (response === undefined || challenge === undefined) return PASSKEY_NOT_SAVED.incomplete;
+  try {
+    const r = await verifyRegistrationResponse({ response, expectedChallenge: challenge, expectedOrigin: party.origin, expectedRPID: party.rpId, requireUserVerification: true });
+    if (!r.verified) return PASSKEY_NOT_SAVED.unverified;
+    const c = r.registrationInfo.credential;
+    await storage.users.putPasskey(tenant, {
+      credentialId: c.id, userId: user.id, publicKey: Buffer.from(c.publicKey).toString('base64url'), counter: c.counter,
+      transports: c.transports ?? [], createdAt: Math.floor(Date.now() / 1000),
+    });
+    audit({ audit: 'passkey.registered', tenant, user: user.id, credential: c.id, via });
+    return undefined;
+  } catch (err) {
+    // The database failing to store it is no rejected passkey: the caller says what it is.
+    if (err instanceof DatabaseFault) throw err;
+    audit({ audit: 'passkey.rejected', tenant, user: user.id, error: (err as Error).message, via });
+    return PASSKEY_NOT_SAVED.unverified;
+  }
+}
+
+const partyOf = (ctx: FactorContext): PasskeyParty => ({ rpName: ctx.tenantDisplayName, rpId: ctx.rpId, origin: ctx.origin });
+
+/** The registration form shown after sign-in. */
+export async function renderPasskeyRegistration(ctx: FactorContext, user: UserRecord): Promise<string> {
+  const options = await passkeyRegistrationOptions(partyOf(ctx), ctx.storage, ctx.tenant, user);
   await remember(ctx, 'register', options.challenge);
   return `${jsonBlock('passkey-register-options', options)}
 ${button('register', 'passkey-register-options', 'Add a passkey')}
@@ -128,23 +184,6 @@ ${PASSKEY_SCRIPTS}`;
 }
 
 export async function verifyPasskeyRegistration(ctx: FactorContext, user: UserRecord, credential: string | undefined): Promise<string | undefined> {
-  const response = parse<RegistrationResponseJSON>(credential);
   const challenge = await take(ctx, 'register');
-  if (response === undefined || challenge === undefined) return 'The passkey was not saved: the request was incomplete or expired. Try again.';
-  try {
-    const r = await verifyRegistrationResponse({ response, expectedChallenge: challenge, expectedOrigin: ctx.origin, expectedRPID: ctx.rpId, requireUserVerification: true });
-    if (!r.verified) return 'The passkey was not saved: it could not be verified. Try again.';
-    const c = r.registrationInfo.credential;
-    await ctx.storage.users.putPasskey(ctx.tenant, {
-      credentialId: c.id, userId: user.id, publicKey: Buffer.from(c.publicKey).toString('base64url'), counter: c.counter,
-      transports: c.transports ?? [], createdAt: Math.floor(Date.now() / 1000),
-    });
-    ctx.settings.audit({ audit: 'passkey.registered', tenant: ctx.tenant, user: user.id, credential: c.id });
-    return undefined;
-  } catch (err) {
-    // The database failing to store it is no rejected passkey: the sign-in page says what it is.
-    if (err instanceof DatabaseFault) throw err;
-    ctx.settings.audit({ audit: 'passkey.rejected', tenant: ctx.tenant, user: user.id, error: (err as Error).message });
-    return 'The passkey was not saved: it could not be verified. Try again.';
-  }
+  return savePasskeyRegistration(partyOf(ctx), ctx.storage, ctx.settings.audit, ctx.tenant, user, credential, challenge, 'sign-in');
 }
