@@ -112,17 +112,20 @@ export const SsfStreamPatch = z.object({
   events_delivered: z.unknown().optional(),
   min_verification_interval: z.unknown().optional(),
 }).strict();
+export type SsfStreamPatch = z.infer<typeof SsfStreamPatch>;
 
 export const SsfStatusBody = z.strictObject({
   stream_id: z.string().max(64),
   status: z.enum(SSF_STREAM_STATUSES),
   reason: z.string().max(256).optional(),
 });
+export type SsfStatusBody = z.infer<typeof SsfStatusBody>;
 
 export const SsfVerifyBody = z.strictObject({
   stream_id: z.string().max(64),
   state: z.string().max(256).optional(),
 });
+export type SsfVerifyBody = z.infer<typeof SsfVerifyBody>;
 
 /** RFC 8936 §2.1 poll request. */
 export const SsfPollBody = z.strictObject({

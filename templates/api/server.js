@@ -234,17 +234,24 @@ async function receiveSignals(token) {
       if (stream?.delivery?.method !== POLL) throw new Error('the receiver token opens no poll stream');
       console.log(`receiving shared signals of ${config.issuer} (stream ${stream.stream_id})`);
       let ack = [];
+      let setErrs = {};
       for (;;) {
-        const { sets = {} } = await getJson(stream.delivery.endpoint_url, { method: 'POST', body: JSON.stringify({ ack, returnImmediately: false, maxEvents: 100 }) });
+        const body = JSON.stringify({ ack, setErrs, returnImmediately: false, maxEvents: 100 });
+        const { sets = {} } = await getJson(stream.delivery.endpoint_url, { method: 'POST', body });
         ack = [];
+        setErrs = {};
         for (const [jti, set] of Object.entries(sets)) {
           try {
             const { payload } = await jwtVerify(set, keys, { issuer: config.issuer, audience: stream.aud, typ: 'secevent+jwt', algorithms: ['RS256', 'ES256'] });
             revoked.take(payload);
+            ack.push(jti);
           } catch (err) {
-            console.error(`a security event did not verify (${err.code ?? err.message}); dropped`);
+            // The keys could not be fetched: not the SET's fault; it comes again (unacknowledged).
+            if (err?.code === 'ERR_JWKS_TIMEOUT' || err instanceof TypeError) throw err;
+            // Told back to the transmitter (RFC 8936 section 2.4), which stops sending that SET.
+            console.error(`a security event did not verify (${err.code ?? err.message}); refused`);
+            setErrs[jti] = { err: setError(err), description: describe(err) };
           }
-          ack.push(jti);
         }
         wait = 1;
       }
@@ -254,4 +261,12 @@ async function receiveSignals(token) {
       wait = Math.min(wait * 2, 30);
     }
   }
+}
+
+/** RFC 8935 section 2.4's error codes for a SET that did not verify. */
+function setError(err) {
+  if (err?.code === 'ERR_JWS_SIGNATURE_VERIFICATION_FAILED' || err?.code === 'ERR_JWKS_NO_MATCHING_KEY') return 'invalid_key';
+  if (err?.code === 'ERR_JWT_CLAIM_VALIDATION_FAILED' && err.claim === 'iss') return 'invalid_issuer';
+  if (err?.code === 'ERR_JWT_CLAIM_VALIDATION_FAILED' && err.claim === 'aud') return 'invalid_audience';
+  return 'invalid_request';
 }

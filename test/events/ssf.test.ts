@@ -220,3 +220,18 @@ it('answers hostile input with clear 4xx problems', async () => {
   expect((await ssf('acme', 'DELETE', `/ssf/streams?stream_id=${id}`, undefined, token)).status).toBe(204);
   expect((await ssf('acme', 'GET', `/ssf/streams?stream_id=${id}`, undefined, token)).status).toBe(401);
 });
+
+it('a long poll with nothing to send ends inside the request budget, answering no SETs rather than a 503', async () => {
+  const quick = await testServer({ requestTimeoutSeconds: 3 });
+  closers.push(() => quick.dispose());
+  const quickAdmin = await adminClient(quick);
+  await quickAdmin.typed.call('putTenant', { tenant: 'calm' }, { body: { displayName: 'Calm' } });
+  const base = new URL(quick.issuer('calm')).origin;
+  const made = await localhostFetch(`${base}/ssf/streams`, {
+    method: 'POST', headers: { authorization: `Bearer ${quickAdmin.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ delivery: { method: POLL } }),
+  });
+  const { stream_id: id, receiver_token: token } = (await made.json()) as { stream_id: string; receiver_token: string };
+  const res = await localhostFetch(`${base}/ssf/poll/${id}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: '{}' });
+  expect(res.status).toBe(200);
+  expect(await res.json()).toEqual({ sets: {}, moreAvailable: false });
+});

@@ -43,7 +43,7 @@ export function ssfRouter(ctx: ServerContext, dispatcher: SsfDispatcher, signer:
     res.json(await streams.replace(tenantOf(res), who(res), parseBody(SsfStreamBody, req.body) as SsfStreamBody));
   });
   router.patch(SSF_PATHS.configuration, caller, json, async (req, res) => {
-    res.json(await streams.update(tenantOf(res), who(res), parseBody(SsfStreamPatch, req.body) as ReturnType<typeof SsfStreamPatch.parse>));
+    res.json(await streams.update(tenantOf(res), who(res), parseBody(SsfStreamPatch, req.body) as SsfStreamPatch));
   });
   router.delete(SSF_PATHS.configuration, caller, async (req, res) => {
     await streams.delete(tenantOf(res), who(res), streamId(req));
@@ -54,11 +54,11 @@ export function ssfRouter(ctx: ServerContext, dispatcher: SsfDispatcher, signer:
     res.json(await streams.status(tenantOf(res), who(res), streamId(req)));
   });
   router.post(SSF_PATHS.status, caller, json, async (req, res) => {
-    res.json(await streams.setStatus(tenantOf(res), who(res), parseBody(SsfStatusBody, req.body) as ReturnType<typeof SsfStatusBody.parse>));
+    res.json(await streams.setStatus(tenantOf(res), who(res), parseBody(SsfStatusBody, req.body) as SsfStatusBody));
   });
 
   router.post(SSF_PATHS.verification, caller, json, async (req, res) => {
-    await streams.verify(tenantOf(res), who(res), parseBody(SsfVerifyBody, req.body) as ReturnType<typeof SsfVerifyBody.parse>);
+    await streams.verify(tenantOf(res), who(res), parseBody(SsfVerifyBody, req.body) as SsfVerifyBody);
     res.status(204).end();
   });
 

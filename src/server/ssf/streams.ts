@@ -103,7 +103,7 @@ export class SsfStreams {
     return streamView(this.ctx, rec);
   }
 
-  async update(tenant: string, caller: SsfCaller, patch: ReturnType<typeof SsfStreamPatch.parse>): Promise<Record<string, unknown>> {
+  async update(tenant: string, caller: SsfCaller, patch: SsfStreamPatch): Promise<Record<string, unknown>> {
     const before = await this.reach(tenant, caller, patch.stream_id);
     const delivery = patch.delivery ?? (before.body.method === 'push'
       ? { method: SSF_DELIVERY.push, endpoint_url: before.body.endpointUrl! }
@@ -130,7 +130,7 @@ export class SsfStreams {
     return { stream_id: s.id, status: s.status, ...(s.reason === undefined ? {} : { reason: s.reason }) };
   }
 
-  async setStatus(tenant: string, caller: SsfCaller, body: ReturnType<typeof SsfStatusBody.parse>): Promise<Record<string, unknown>> {
+  async setStatus(tenant: string, caller: SsfCaller, body: SsfStatusBody): Promise<Record<string, unknown>> {
     const s = await this.reach(tenant, caller, body.stream_id);
     const { reason: _r, ...rest } = s;
     await this.ctx.storage.ssf.put({ ...rest, status: body.status, ...(body.reason === undefined ? {} : { reason: body.reason }) });
@@ -138,7 +138,7 @@ export class SsfStreams {
   }
 
   /** SSF 1.0 §8.1.4: a verification SET, `state` echoed, delivered like every other. */
-  async verify(tenant: string, caller: SsfCaller, body: ReturnType<typeof SsfVerifyBody.parse>): Promise<void> {
+  async verify(tenant: string, caller: SsfCaller, body: SsfVerifyBody): Promise<void> {
     const s = await this.reach(tenant, caller, body.stream_id);
     if (s.status !== 'enabled') throw new ServerError(409, 'conflict', `stream '${s.id}' is ${s.status}: it delivers nothing, a verification neither`, true, 'stream_id');
     const jti = randomUUID();
