@@ -148,7 +148,9 @@ export function mountPeople(router: Router, host: PeopleHost): void {
   action('unlock', false, async (a, u) => ((await a.admin.call('unlockUser', { userId: u.id })).wasLocked ? 'unlocked' : 'not-locked'));
   action('reset-factors', true, async (a, u) => (await a.admin.call('resetUserFactors', { userId: u.id }), 'reset'));
   action('recovery', false, async (a, u) => ((await a.admin.call('sendRecovery', { userId: u.id })).sent ? 'recovery' : 'sent-recently'));
-  action('invitation', true, async (a, u) => ((await a.admin.call('inviteUser', { userId: u.id })).sent ? 'invitation' : 'sent-recently'));
+  // An invitation is the recovery of someone who has no password yet (people an identity provider
+  // provisions over SCIM usually have none), so it is allowed wherever recovery is.
+  action('invitation', false, async (a, u) => ((await a.admin.call('inviteUser', { userId: u.id })).sent ? 'invitation' : 'sent-recently'));
 }
 
 const csrfField = (csrf: string) => html`<input type="hidden" name="csrf" value="${csrf}">`;
@@ -207,10 +209,10 @@ function personView(csrf: string, u: UserView, around: Around, flash: string | u
 <dt>Authenticator app</dt><dd>${f.totp === null ? 'None' : 'Set up'}</dd>
 <dt>Passkeys</dt><dd>${f.passkeys.length}</dd><dt>Sessions</dt><dd>${sessions}</dd>
 </dl>
-${owner.editable ? '' : html`<p class="warning">${owner.label}: this person is read only here. You can send a recovery link and lift a lockout; anything else changes where they are managed.</p>`}
+${owner.editable ? '' : html`<p class="warning">${owner.label}: this person is read only here. You can send a recovery link (an invitation to someone without a password) and lift a lockout; anything else changes where they are managed.</p>`}
 <h2>Actions</h2>
 ${f.hasPassword && !u.disabled ? button('recovery', 'Send a recovery link') : ''}
-${owner.editable && !f.hasPassword && !u.disabled ? button('invitation', 'Send an invitation') : ''}
+${!f.hasPassword && !u.disabled ? button('invitation', 'Send an invitation') : ''}
 ${button('unlock', 'Unlock')}
 ${owner.editable ? button('reset-factors', 'Reset factors', 'danger') : ''}
 ${owner.editable ? (u.disabled ? button('enable', 'Enable') : button('disable', 'Disable', 'danger')) : ''}

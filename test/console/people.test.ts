@@ -11,6 +11,7 @@ import { routePath } from '../../src/contract/index.ts';
 import { launchBrowser, newContext, screenshot } from '../support/browser.ts';
 import { Browser as HttpBrowser, PASSWORD, adminClient, authorize, fixtureTenant, relyingParty, testServer, type AdminClient, type Fixture } from '../server/_support.ts';
 import { axeScan } from './_support.ts';
+import { GROUP, scimClient, scimUser } from '../scim/_support.ts';
 
 let server: Awaited<ReturnType<typeof testServer>>;
 let admin: AdminClient;
@@ -139,6 +140,40 @@ describe('People', () => {
     const forged = await page.request.post(`${people()}/u-git/disable`, { form: { csrf: csrf! } });
     expect(forged.status()).toBe(409);
     expect((await admin.typed.call('getUser', { tenant: T, userId: 'u-git' })).disabled).toBe(false);
+  });
+
+  it("a person and a group SCIM provisions are read only too: recovery and unlock only, the rest refused", async () => {
+    const { token } = await admin.typed.call('createScimToken', { tenant: T }, { body: { description: 'an identity provider' } });
+    const scim = scimClient(server, T, token);
+    const made = await scim.call('POST', '/Users', scimUser('sam', `sam@${T}.test`, { name: { givenName: 'Sam', familyName: 'Scim' } }));
+    expect(made.status).toBe(201);
+    const id = (made.body as { id: string }).id;
+    const group = await scim.call('POST', '/Groups', { schemas: [GROUP], displayName: 'From the IdP', members: [{ value: id }] });
+    expect(group.status).toBe(201);
+
+    await page.goto(`${people()}/${id}`);
+    expect(await page.locator('.warning').innerText()).toContain('Provisioned by SCIM: this person is read only here');
+    // No password yet (the identity provider sent none): its recovery is an invitation.
+    expect(await page.locator('main form button').allTextContents()).toEqual(['Send an invitation', 'Unlock']);
+    await check('scim-owned');
+    await page.getByRole('button', { name: 'Send an invitation' }).click();
+    await page.waitForURL((u) => u.search === '?done=invitation');
+    const csrf = await page.locator('input[name=csrf]').first().getAttribute('value');
+    for (const action of ['disable', 'reset-factors']) {
+      const forged = await page.request.post(`${people()}/${id}/${action}`, { form: { csrf: csrf! } });
+      expect(forged.status(), action).toBe(409);
+    }
+    expect((await admin.typed.call('getUser', { tenant: T, userId: id })).disabled).toBe(false);
+    // Unlock is allowed: the identity provider does not know of our guessing defence.
+    await page.getByRole('button', { name: 'Unlock' }).click();
+    await page.waitForURL((u) => u.search === '?done=not-locked');
+
+    const groupId = (group.body as { id: string }).id;
+    await page.goto(`${new URL(server.issuer(T)).origin}/console/groups/${groupId}`);
+    expect(await page.locator('.warning').innerText()).toContain('SCIM');
+    expect(await page.locator('main form').count()).toBe(0);
+    const renamed = await page.request.post(`${new URL(server.issuer(T)).origin}/console/groups/${groupId}/rename`, { form: { csrf: csrf!, displayName: 'Taken over' } });
+    expect(renamed.status()).toBe(409);
   });
 
   it('makes a person, with field-level messages first, and invites them', async () => {
