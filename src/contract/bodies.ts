@@ -104,6 +104,12 @@ export const ConfidentialApplicationBody = z.strictObject({
   ...clientFields,
   /** Set by idforge so generated configs can be written before apply; omitted → server makes one. */
   clientSecret: z.string().min(32).max(256).optional(),
+  /**
+   * Where the server POSTs a logout token when a person's session with this client ends (OpenID
+   * Connect Back-Channel Logout 1.0, src/contract/backchannel.ts): same rule as a redirect URI.
+   * Absent: none is sent.
+   */
+  backchannelLogoutUri: z.string().min(1).max(MAX_URL_LENGTH).optional(),
 });
 
 /** Public client (single-page app): code + PKCE S256, no secret, refresh tokens when `offline`. */
@@ -126,15 +132,16 @@ export const ApiApplicationBody = z.strictObject({
 });
 
 /** The rules beyond shape on a client body: redirect URIs (checkClientUris) and PKCE (checkPkcePolicy). */
-export function checkClientBody(body: { readonly kind: Exclude<ApplicationKind, 'api'>; readonly pkce?: 'required' | 'optional' | undefined; readonly redirectUris?: readonly string[]; readonly postLogoutRedirectUris?: readonly string[] }): Problem[] {
+export function checkClientBody(body: { readonly kind: Exclude<ApplicationKind, 'api'>; readonly pkce?: 'required' | 'optional' | undefined; readonly redirectUris?: readonly string[]; readonly postLogoutRedirectUris?: readonly string[]; readonly backchannelLogoutUri?: string | undefined }): Problem[] {
   return [...checkClientUris(body), ...checkPkcePolicy(body.kind, body.pkce, ['pkce'])];
 }
 
 /** The redirect-URI rule on every URI a client body registers. */
-export function checkClientUris(body: { readonly redirectUris?: readonly string[]; readonly postLogoutRedirectUris?: readonly string[] }): Problem[] {
+export function checkClientUris(body: { readonly redirectUris?: readonly string[]; readonly postLogoutRedirectUris?: readonly string[]; readonly backchannelLogoutUri?: string | undefined }): Problem[] {
   return [
     ...(body.redirectUris ?? []).flatMap((u, i) => checkRedirectUrl(u, ['redirectUris', i])),
     ...(body.postLogoutRedirectUris ?? []).flatMap((u, i) => checkRedirectUrl(u, ['postLogoutRedirectUris', i])),
+    ...(body.backchannelLogoutUri === undefined ? [] : checkRedirectUrl(body.backchannelLogoutUri, ['backchannelLogoutUri'])),
   ];
 }
 

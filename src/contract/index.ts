@@ -19,6 +19,7 @@ export * from './mail.ts';
 export * from './kinds.ts';
 export * from './pkce.ts';
 export * from './tokens.ts';
+export * from './backchannel.ts';
 export * from './managers.ts';
 export * from './last-applied.ts';
 export * from './bodies.ts';

@@ -12,7 +12,7 @@
  */
 import type { z } from 'zod';
 import {
-  KINDS, isLocalHost, jsonEqual, type ApplicationView, type AssignmentView, type Path, type PlanStep, type ServerAddress, type TenantView, type UserView,
+  KINDS, defaultBackchannelLogoutUri, isLocalHost, jsonEqual, type ApplicationView, type AssignmentView, type Path, type PlanStep, type ServerAddress, type TenantView, type UserView,
 } from '../contract/index.ts';
 import { TenantSpec as TenantSchema, type ModelFileSpec, type TenantSpec } from '../schema/model.ts';
 import { assembleTenantEntry, identifiedUser, namedApplication } from '../schema/normal-form.ts';
@@ -101,9 +101,13 @@ function applicationSpec(live: LiveTenant, app: ApplicationView, at: Path, notes
   }
   // Kinds that always use refresh tokens get `offline` from the generators (KINDS[kind].refreshTokens).
   const scopes = KINDS[kind].refreshTokens === 'always' ? app.scopes.filter((s) => s !== 'offline') : [...app.scopes];
+  const backchannel = 'backchannelLogoutUri' in app ? app.backchannelLogoutUri : undefined;
   if (kind === 'web') {
-    return { ...client, kind: 'web', ...(found?.provider === undefined ? {} : { provider: found.provider }), scopes, ...aud };
+    // The model's default is <origin>/backchannel-logout; a web app without one says so (null).
+    const own = backchannel === defaultBackchannelLogoutUri(appOrigin) ? {} : { backchannelLogoutUri: backchannel ?? null };
+    return { ...client, kind: 'web', ...(found?.provider === undefined ? {} : { provider: found.provider }), scopes, ...aud, ...own };
   }
+  if (backchannel !== undefined) note(['backchannelLogoutUri'], `the server has back-channel logout URI ${backchannel}; the model registers none for a proxy`);
   note(['upstream'], 'the app behind the proxy is not kept by the server: set it');
   return { ...client, kind: 'proxy', upstream: UNKNOWN_UPSTREAM, scopes, ...aud };
 }

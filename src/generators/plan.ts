@@ -3,7 +3,7 @@
  * (tenants, APIs, clients, users, assignments) and sorted by name within each, so a reordered
  * model yields the same plan. Deletions need the live state and are planned by `idforge plan`.
  */
-import { MANAGED_BY, type ApplicationBody, type TenantMailBody, type PlanStep, type ProvisioningPlan, type UserBody } from '../contract/index.ts';
+import { MANAGED_BY, defaultBackchannelLogoutUri, type ApplicationBody, type TenantMailBody, type PlanStep, type ProvisioningPlan, type UserBody } from '../contract/index.ts';
 import type { Model, TenantSpec } from '../schema/model.ts';
 import { applicationEntry, tenantEntry, userEntry } from '../schema/normal-form.ts';
 import { assignmentsOf, audienceOf, byName, clientIdOf, originOf, redirectUrisOf, scopesOf, userScopesOf } from './_app-facts.ts';
@@ -34,7 +34,10 @@ function applicationBody(tenant: TenantSpec, app: TenantSpec['applications'][num
   }
   // The secret the caller keeps, if any; without one the server keeps the secret it has, or makes one for a new client.
   const clientSecret = resolved.secrets[appKey(tenant.name, app.name)]?.clientSecret;
-  return { kind: app.kind, ...common, audience: audienceOf(tenant, app), ...(clientSecret === undefined ? {} : { clientSecret }) };
+  // Web apps take logout tokens (the web template serves the default URI); proxies cannot.
+  const backchannelLogoutUri = app.kind !== 'web' || app.backchannelLogoutUri === null ? undefined : (app.backchannelLogoutUri ?? defaultBackchannelLogoutUri(originOf(app.origin)));
+  const backchannel = backchannelLogoutUri === undefined ? {} : { backchannelLogoutUri };
+  return { kind: app.kind, ...common, audience: audienceOf(tenant, app), ...(clientSecret === undefined ? {} : { clientSecret }), ...backchannel };
 }
 
 /** The mail settings in one key order, whatever the model's order. */

@@ -101,6 +101,7 @@ function checkTenant(t: TenantSpec, tp: Path): Problem[] {
     }
     out.push(...checkRedirectUrl(a.origin, [...ap, 'origin'], { originOnly: true }));
     a.redirectUris.forEach((r, j) => out.push(...checkRedirectUrl(r, [...ap, 'redirectUris', j])));
+    if (a.kind === 'web' && typeof a.backchannelLogoutUri === 'string') out.push(...checkRedirectUrl(a.backchannelLogoutUri, [...ap, 'backchannelLogoutUri']));
     out.push(...checkPkcePolicy(a.kind, a.pkce, [...ap, 'pkce']));
     out.push(...checkRequestedScopes(a.scopes, allScopes, [...ap, 'scopes'], where));
     if (a.kind === 'proxy') {

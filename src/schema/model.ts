@@ -117,6 +117,14 @@ export const WebAppSpec = z.strictObject({
   scopes: z.array(scopeName).default(['openid', 'profile', 'email']),
   /** What grant exposes after login. Default: all three. */
   response: z.array(z.enum(['tokens', 'raw', 'profile'])).min(1).default(['tokens', 'raw', 'profile']),
+  /**
+   * Where the server POSTs a logout token when a person's session ends: at a sign-out at the
+   * server, or when their access is revoked (OpenID Connect Back-Channel Logout 1.0). The web
+   * template ends that person's session there at once. null: none (the app is told nothing; its
+   * sessions end at their next renewal). Default: <origin>/backchannel-logout, which the web
+   * template serves.
+   */
+  backchannelLogoutUri: url.nullable().optional(),
 });
 
 export const ProxyAppSpec = z.strictObject({

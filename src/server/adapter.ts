@@ -75,6 +75,9 @@ export function clientMetadata(app: ApplicationRecord): ClientMetadata | undefin
     ...(b.displayName === undefined ? {} : { client_name: b.displayName }),
     redirect_uris: redirectUriVariants(b.redirectUris),
     post_logout_redirect_uris: b.postLogoutRedirectUris,
+    // With the session required, ID tokens carry `sid` and logout tokens name it, so the
+    // application ends the one session it names (Back-Channel Logout 1.0 §2.2).
+    ...('backchannelLogoutUri' in b && b.backchannelLogoutUri !== undefined ? { backchannel_logout_uri: b.backchannelLogoutUri, backchannel_logout_session_required: true } : {}),
     // Read by provider.ts's pkce.required; only a confidential client may be `optional` (contract/pkce.ts).
     ...(facts.confidential && 'pkce' in b && b.pkce === 'optional' ? { [PKCE_CLIENT_METADATA]: 'optional' } : {}),
     ...facts.registration,

@@ -9,7 +9,7 @@
 import { mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { SSF_LONG_POLL_SECONDS, adminBaseUrl, issuerUrl, type ServerAddress } from '../contract/index.ts';
+import { SSF_LONG_POLL_SECONDS, adminBaseUrl, isLocalHost, issuerUrl, type ServerAddress } from '../contract/index.ts';
 import type { ServerContext } from './_context.ts';
 import { createApp, createHandler } from './app.ts';
 import { ensureSystemTenant, openMasterKey, writeAdminCredentials } from './bootstrap.ts';
@@ -27,6 +27,7 @@ import { SYSTEM_TENANT } from './config.ts';
 import { scimSettings } from './scim/options.ts';
 import { auditToEvents, revocationEvent } from './events/audit.ts';
 import { WebhookDispatcher } from './webhooks/dispatcher.ts';
+import { BackchannelDispatcher } from './backchannel/dispatcher.ts';
 import { SsfDispatcher } from './ssf/dispatcher.ts';
 import { ssfRouter } from './ssf/router.ts';
 import { SetSigner } from './ssf/sign.ts';
@@ -183,6 +184,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   let server: Server | undefined;
   let timer: NodeJS.Timeout | undefined;
   const webhooks = new WebhookDispatcher(storage, master, webhookSettings(options.webhooks), log);
+  // Back-channel logout goes under the webhooks' rules too; a server on a localhost base domain (a
+  // developer's machine) may reach the apps beside it on loopback, where its tenants live too.
+  const hookRules = webhookSettings(options.webhooks);
+  const backchannel = new BackchannelDispatcher(storage, master, { ...hookRules, allowPrivateAddresses: hookRules.allowPrivateAddresses || isLocalHost(baseDomain) }, (t) => issuerUrl(ctx.address(), t), log);
   // The SSF transmitter pushes under the webhooks' rules (SSRF, timeout, retries) from the same outbox.
   const ssfSigner = new SetSigner(storage, master);
   const ssf = new SsfDispatcher(storage, ssfSigner, master, webhookSettings(options.webhooks), (t) => issuerUrl(ctx.address(), t), log);
@@ -224,6 +229,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     timer.unref();
     // Webhooks: the event log's outbox delivered in the background, never in a request's way.
     webhooks.start();
+    await backchannel.start();
     ssf.start();
 
     const addr = address;
@@ -244,6 +250,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
           clearInterval(timer);
           await webhooks.stop();
           await ssf.stop();
+          await backchannel.stop();
           ops.startDraining();
           const closed = new Promise<void>((resolve) => srv.close(() => resolve()));
           // Idle keep-alive connections go now; busy ones after their response (Connection: close).
@@ -263,6 +270,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     clearInterval(timer);
     await webhooks.stop();
     await ssf.stop();
+    await backchannel.stop();
     unsubscribe();
     server?.close();
     await storage.close();

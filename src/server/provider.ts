@@ -2,6 +2,7 @@
  * One tenant's oidc-provider instance. Everything protocol-shaped is oidc-provider's; this file
  * only feeds it the tenant's keys, clients, users and policies.
  */
+import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import Provider, { errors as oidcErrors, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
 import { OIDC_ROUTES, endpointUrl, issuerUrl, pkceRefusal, type PkcePolicy } from '../contract/index.ts';
@@ -138,6 +139,10 @@ ${form}
           koa.body = renderPage({ title: 'Signed out', tenantName: record.body.displayName, body: '<p>You are signed out. You can close this page.</p>' });
         },
       },
+      // OpenID Connect Back-Channel Logout 1.0: a sign-out here owes each of the session's clients
+      // that registered a backchannel_logout_uri a logout token naming the session (`sid`, in
+      // their ID tokens too). Queued, not sent here: Client.backchannelLogout below.
+      backchannelLogout: { enabled: true },
       // Advertised by default but used by no client idforge registers.
       pushedAuthorizationRequests: { enabled: false },
       dPoP: { enabled: false },
@@ -264,6 +269,15 @@ ${form}
   (provider.Client.prototype as unknown as { compareClientSecret(this: { clientSecret?: string }, actual: string): boolean }).compareClientSecret =
     function compareClientSecret(this: { clientSecret?: string }, actual: string): boolean {
       return typeof this.clientSecret === 'string' && typeof actual === 'string' && master.verifyClientSecret(this.clientSecret, actual);
+    };
+
+  // oidc-provider would POST the logout token of a sign-out itself, once, while the browser waits; it
+  // goes into the back-channel outbox instead (backchannel/dispatcher.ts): the webhooks' SSRF rules,
+  // retries across restarts, one signer and one format with the logout tokens of revocations.
+  (provider.Client.prototype as unknown as { backchannelLogout(sub: string, sid: string): Promise<void> }).backchannelLogout =
+    async function backchannelLogout(this: { clientId: string; backchannelLogoutUri?: string }, sub: string, sid: string): Promise<void> {
+      if (this.backchannelLogoutUri === undefined) return;
+      await storage.backchannel.add([{ tenant, jti: randomUUID(), clientId: this.clientId, uri: this.backchannelLogoutUri, sub, sid }], Date.now());
     };
 
   provider.use(async (koa, next) => {

@@ -142,6 +142,7 @@ export function guardStorage(storage: Storage, watch: FaultWatch): Storage & { r
     }))(guard(storage.events)),
     webhooks: guard(storage.webhooks),
     ssf: guard(storage.ssf),
+    backchannel: guard(storage.backchannel),
     changes: guard(storage.changes),
     ping: () => storage.ping().catch((err: unknown) => { throw convert(err); }),
     pingWrite: () => storage.pingWrite().catch((err: unknown) => { throw convert(err); }),

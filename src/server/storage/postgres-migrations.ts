@@ -188,6 +188,19 @@ CREATE INDEX ssf_sets_due ON ssf_sets (status, next_attempt_ms);
 CREATE INDEX ssf_sets_stream ON ssf_sets (tenant, stream, status, n);
 `,
   },
+  {
+    // The back-channel logout outbox (src/server/backchannel): no foreign key, a deleted
+    // application's sessions are still ended; its place in the event log is a meta row.
+    version: 6,
+    name: 'back-channel logout tokens owed to clients',
+    sql: `
+CREATE TABLE backchannel_logouts (
+  n bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, tenant text COLLATE "C" NOT NULL, jti text COLLATE "C" NOT NULL UNIQUE, client_id text NOT NULL,
+  uri text NOT NULL, sub text NOT NULL, sid text, status text NOT NULL, attempts integer NOT NULL, next_attempt_ms bigint NOT NULL,
+  lease_until_ms bigint NOT NULL, last_status integer, last_error text, settled_at_ms bigint, created_at_ms bigint NOT NULL);
+CREATE INDEX backchannel_logouts_due ON backchannel_logouts (status, next_attempt_ms);
+`,
+  },
 ];
 
 export const LATEST_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

@@ -71,9 +71,13 @@ import type {
   SsfSetDraft,
   SsfSetRecord,
   SsfStore,
+  BackchannelStore,
+  LogoutDraft,
+  LogoutRecord,
   SsfStreamRecord,
 } from './types.ts';
 import { eventBody, ssfSetRow, ssfStreamRow, ssfStreamValues } from './_ssf.ts';
+import { BACKCHANNEL_PLACE_KEY, LOGOUT_COLUMNS, logoutRow, logoutValues, settledStatus } from './_backchannel.ts';
 import { DELIVERY_COLUMNS, deliveryRow, eventOf, takesType, webhookRow } from './_webhooks.ts';
 
 /**
@@ -1160,6 +1164,7 @@ export async function openPostgresStorage(url: string, options: PostgresOptions)
     events: new Events(d),
     webhooks: new Webhooks(d),
     ssf: new Ssf(d),
+    backchannel: new Backchannel(d),
     changes,
     ping: async () => {
       await d.q('SELECT 1');
@@ -1261,5 +1266,51 @@ class Ssf implements SsfStore {
   }
   async purge(beforeMs: number): Promise<number> {
     return (await this.d.q(`DELETE FROM ssf_sets WHERE status <> 'pending' AND settled_at_ms < $1`, [beforeMs])).rowCount;
+  }
+}
+
+class Backchannel implements BackchannelStore {
+  constructor(private readonly d: Db) {}
+
+  async place(): Promise<number | undefined> {
+    const r = await this.d.one('SELECT value FROM meta WHERE key = $1', [BACKCHANNEL_PLACE_KEY]);
+    return r === undefined ? undefined : Number(r.value);
+  }
+  async start(seq: number): Promise<number> {
+    await this.d.q('INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING', [BACKCHANNEL_PLACE_KEY, String(seq)]);
+    return Number((await this.d.one('SELECT value FROM meta WHERE key = $1', [BACKCHANNEL_PLACE_KEY]))!.value);
+  }
+  async queue(fromSeq: number, toSeq: number, logouts: readonly LogoutDraft[], nowMs: number): Promise<boolean> {
+    return this.d.tx(async (q) => {
+      // The row's lock makes a replica queueing the same events at once wait, then find the place moved.
+      const moved = (await q('UPDATE meta SET value = $1 WHERE key = $2 AND value = $3', [String(toSeq), BACKCHANNEL_PLACE_KEY, String(fromSeq)])).rowCount;
+      if (moved === 0) return false;
+      await insertLogouts(q, logouts, nowMs);
+      return true;
+    });
+  }
+  async add(logouts: readonly LogoutDraft[], nowMs: number): Promise<void> {
+    if (logouts.length > 0) await this.d.tx((q) => insertLogouts(q, logouts, nowMs));
+  }
+  async claim(nowMs: number, leaseMs: number, limit: number): Promise<readonly LogoutRecord[]> {
+    // SKIP LOCKED: replicas claiming together each take other logouts.
+    const { rows } = await this.d.q(`UPDATE backchannel_logouts b SET lease_until_ms = $2, attempts = attempts + 1
+      FROM (SELECT n FROM backchannel_logouts WHERE status = 'pending' AND next_attempt_ms <= $1 AND lease_until_ms <= $1
+            ORDER BY next_attempt_ms, n LIMIT $3 FOR UPDATE SKIP LOCKED) due
+      WHERE b.n = due.n RETURNING b.*`, [nowMs, nowMs + leaseMs, limit]);
+    return rows.map(logoutRow);
+  }
+  async settle(jti: string, o: { readonly delivered: boolean; readonly status: number | null; readonly error: string | null; readonly nextAttemptMs: number | null; readonly nowMs: number }): Promise<void> {
+    await this.d.q(`UPDATE backchannel_logouts SET status = $1, last_status = $2, last_error = $3, next_attempt_ms = $4, lease_until_ms = 0, settled_at_ms = $5 WHERE jti = $6`,
+      [settledStatus(o), o.status, o.error, o.nextAttemptMs ?? o.nowMs, o.nextAttemptMs === null || o.delivered ? o.nowMs : null, jti]);
+  }
+  async purge(beforeMs: number): Promise<number> {
+    return (await this.d.q(`DELETE FROM backchannel_logouts WHERE status <> 'pending' AND settled_at_ms < $1`, [beforeMs])).rowCount;
+  }
+}
+
+async function insertLogouts(q: (sql: string, params?: readonly Param[]) => ReturnType<typeof query>, logouts: readonly LogoutDraft[], nowMs: number): Promise<void> {
+  for (const l of logouts) {
+    await q(`INSERT INTO backchannel_logouts (${LOGOUT_COLUMNS.join(', ')}) VALUES (${LOGOUT_COLUMNS.map((_, i) => `$${i + 1}`).join(', ')}) ON CONFLICT (jti) DO NOTHING`, logoutValues(l, nowMs));
   }
 }

@@ -292,6 +292,7 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   { version: 3, name: 'foreign keys: rows die with their parents and follow renames in the database', up: foreignKeys },
   { version: 4, name: 'the event log and webhooks', up: sql(V4_EVENTS) },
   { version: 5, name: 'SSF streams and their security event tokens', up: sql(V5_SSF) },
+  { version: 6, name: 'back-channel logout tokens owed to clients', up: sql(V6_BACKCHANNEL) },
 ];
 
 export const SQLITE_LATEST_VERSION = SQLITE_MIGRATIONS[SQLITE_MIGRATIONS.length - 1]!.version;

@@ -67,9 +67,13 @@ import type {
   SsfSetDraft,
   SsfSetRecord,
   SsfStore,
+  BackchannelStore,
+  LogoutDraft,
+  LogoutRecord,
   SsfStreamRecord,
 } from './types.ts';
 import { eventBody, ssfSetRow, ssfStreamRow, ssfStreamValues } from './_ssf.ts';
+import { BACKCHANNEL_PLACE_KEY, LOGOUT_COLUMNS, logoutRow, logoutValues, settledStatus } from './_backchannel.ts';
 import { DELIVERY_COLUMNS, deliveryRow, eventOf, takesType, webhookRow } from './_webhooks.ts';
 
 export const DATABASE_FILE = 'idforge.db';
@@ -954,6 +958,7 @@ export function openSqliteStorage(dataDir: string, options: SqliteOptions = {}):
     events: new Events(d),
     webhooks: new Webhooks(d),
     ssf: new Ssf(d),
+    backchannel: new Backchannel(d),
     changes,
     ping: async () => {
       d.q('SELECT 1').get();
@@ -1059,5 +1064,51 @@ class Ssf implements SsfStore {
   }
   async purge(beforeMs: number): Promise<number> {
     return this.d.q(`DELETE FROM ssf_sets WHERE status <> 'pending' AND settled_at_ms < ?`).run(beforeMs).changes;
+  }
+}
+
+class Backchannel implements BackchannelStore {
+  constructor(private readonly d: Db) {}
+
+  async place(): Promise<number | undefined> {
+    const r = this.d.q('SELECT value FROM meta WHERE key = ?').get(BACKCHANNEL_PLACE_KEY) as { value: string } | undefined;
+    return r === undefined ? undefined : Number(r.value);
+  }
+  async start(seq: number): Promise<number> {
+    return this.d.tx(() => {
+      this.d.q('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING').run(BACKCHANNEL_PLACE_KEY, String(seq));
+      return Number((this.d.q('SELECT value FROM meta WHERE key = ?').get(BACKCHANNEL_PLACE_KEY) as { value: string }).value);
+    });
+  }
+  async queue(fromSeq: number, toSeq: number, logouts: readonly LogoutDraft[], nowMs: number): Promise<boolean> {
+    return this.d.tx(() => {
+      const moved = this.d.q('UPDATE meta SET value = ? WHERE key = ? AND value = ?').run(String(toSeq), BACKCHANNEL_PLACE_KEY, String(fromSeq)).changes;
+      if (moved === 0) return false;
+      this.#insert(logouts, nowMs);
+      return true;
+    });
+  }
+  async add(logouts: readonly LogoutDraft[], nowMs: number): Promise<void> {
+    if (logouts.length > 0) this.d.tx(() => this.#insert(logouts, nowMs));
+  }
+  #insert(logouts: readonly LogoutDraft[], nowMs: number): void {
+    const insert = this.d.q(`INSERT INTO backchannel_logouts (${LOGOUT_COLUMNS.join(', ')}) VALUES (${LOGOUT_COLUMNS.map(() => '?').join(', ')}) ON CONFLICT (jti) DO NOTHING`);
+    for (const l of logouts) insert.run(...logoutValues(l, nowMs));
+  }
+  async claim(nowMs: number, leaseMs: number, limit: number): Promise<readonly LogoutRecord[]> {
+    return this.d.tx(() => {
+      const rows = this.d.q(`SELECT * FROM backchannel_logouts WHERE status = 'pending' AND next_attempt_ms <= ? AND lease_until_ms <= ? ORDER BY next_attempt_ms, n LIMIT ?`)
+        .all(nowMs, nowMs, limit) as Row[];
+      const lease = this.d.q('UPDATE backchannel_logouts SET lease_until_ms = ?, attempts = attempts + 1 WHERE n = ?');
+      for (const r of rows) lease.run(nowMs + leaseMs, r.n);
+      return rows.map((r) => ({ ...logoutRow(r), attempts: Number(r.attempts) + 1 }));
+    });
+  }
+  async settle(jti: string, o: { readonly delivered: boolean; readonly status: number | null; readonly error: string | null; readonly nextAttemptMs: number | null; readonly nowMs: number }): Promise<void> {
+    this.d.q(`UPDATE backchannel_logouts SET status = ?, last_status = ?, last_error = ?, next_attempt_ms = ?, lease_until_ms = 0, settled_at_ms = ? WHERE jti = ?`)
+      .run(settledStatus(o), o.status, o.error, o.nextAttemptMs ?? o.nowMs, o.nextAttemptMs === null || o.delivered ? o.nowMs : null, jti);
+  }
+  async purge(beforeMs: number): Promise<number> {
+    return this.d.q(`DELETE FROM backchannel_logouts WHERE status <> 'pending' AND settled_at_ms < ?`).run(beforeMs).changes;
   }
 }

@@ -428,6 +428,7 @@ export interface Storage {
   readonly events: EventStore;
   readonly webhooks: WebhookStore;
   readonly ssf: SsfStore;
+  readonly backchannel: BackchannelStore;
   readonly changes: ChangeFeed;
   /** Resolves when the database answers a trivial query; rejects otherwise (readiness checks). */
   ping(): Promise<void>;
@@ -742,5 +743,50 @@ export interface SsfStore {
   /** An attempt's outcome: delivered; pending again at `nextAttemptMs`; or failed (null). */
   settle(tenant: string, stream: string, jti: string, o: { readonly delivered: boolean; readonly error: string | null; readonly nextAttemptMs: number | null; readonly nowMs: number }): Promise<void>;
   /** Deletes settled SETs settled before `beforeMs`. */
+  purge(beforeMs: number): Promise<number>;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Back-channel logout (src/server/backchannel): logout tokens owed to clients, from the event log
+// (revocations) and from sign-outs at the server.
+
+/** A logout token to send: to whom, about whom (the token is signed when sent). */
+export interface LogoutDraft {
+  readonly tenant: string;
+  /** The token's `jti`: kept across attempts, so a receiver can tell a repeat. */
+  readonly jti: string;
+  /** The token's `aud`. */
+  readonly clientId: string;
+  /** The client's backchannel_logout_uri when queued (the client may be gone by the attempt). */
+  readonly uri: string;
+  readonly sub: string;
+  /** The session at the client (a sign-out names it); absent: every session of `sub` (a revocation). */
+  readonly sid?: string;
+}
+
+export interface LogoutRecord extends LogoutDraft {
+  readonly attempts: number;
+}
+
+/**
+ * The outbox of back-channel logouts. `queue` takes the logouts of the event log's events in
+ * (fromSeq, toSeq] and moves the store's place in the log from fromSeq to toSeq, in one
+ * transaction, only if the place is still fromSeq (another process took those events otherwise:
+ * false, nothing queued). So a committed revocation is a queued logout whatever happens to the
+ * process, and none is queued twice by replicas. Attempts hold a lease, as webhook deliveries do.
+ */
+export interface BackchannelStore {
+  /** Where in the event log the store is; undefined before the first `start`. */
+  place(): Promise<number | undefined>;
+  /** Sets the place unless one is set (the first start: from the log's end); returns the place. */
+  start(seq: number): Promise<number>;
+  queue(fromSeq: number, toSeq: number, logouts: readonly LogoutDraft[], nowMs: number): Promise<boolean>;
+  /** Queues logouts made outside the log (a sign-out at the server). */
+  add(logouts: readonly LogoutDraft[], nowMs: number): Promise<void>;
+  /** Claims up to `limit` pending logouts due by `nowMs` for `leaseMs`, each attempt counted. */
+  claim(nowMs: number, leaseMs: number, limit: number): Promise<readonly LogoutRecord[]>;
+  /** An attempt's outcome: delivered; pending again at `nextAttemptMs`; or failed (null). */
+  settle(jti: string, o: { readonly delivered: boolean; readonly status: number | null; readonly error: string | null; readonly nextAttemptMs: number | null; readonly nowMs: number }): Promise<void>;
+  /** Deletes settled logouts settled before `beforeMs`. */
   purge(beforeMs: number): Promise<number>;
 }

@@ -44,6 +44,8 @@ export async function destinationOf(url: URL, allowPrivate: boolean): Promise<{ 
   if (usable.length === 0) {
     throw new RefusedDestination(`${host} resolves to ${found.map((a) => a.address).join(', ')}: private, loopback or link-local addresses are not delivered to (the server's operator may allow them: --webhook-private-addresses)`);
   }
-  const a = usable[0]!;
+  // IPv4 first, as Node resolved before v17: a name with both (`*.localhost` is ::1 and 127.0.0.1)
+  // is most often served on IPv4 only (the generated apps listen on 127.0.0.1 for a local origin).
+  const a = usable.find((x) => x.family === 4) ?? usable[0]!;
   return { address: a.address, family: a.family === 6 ? 6 : 4 };
 }

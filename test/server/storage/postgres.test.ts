@@ -18,6 +18,7 @@ import { storageContract } from './contract.ts';
 import { groupsAndScimContract } from './contract-groups.ts';
 import { eventsContract } from './contract-events.ts';
 import { ssfContract } from './contract-ssf.ts';
+import { backchannelContract } from './contract-backchannel.ts';
 
 let server: TestPostgres;
 beforeAll(async () => {
@@ -50,6 +51,7 @@ storageContract('postgres', postgresBackend);
 groupsAndScimContract('postgres', postgresBackend);
 eventsContract('postgres', postgresBackend);
 ssfContract('postgres', postgresBackend);
+backchannelContract('postgres', postgresBackend);
 
 describe('postgres migrations', () => {
   it('replicas starting together on a fresh database all succeed, and each migration is applied once', async () => {

@@ -11,6 +11,7 @@ import { storageContract } from './contract.ts';
 import { groupsAndScimContract } from './contract-groups.ts';
 import { eventsContract } from './contract-events.ts';
 import { ssfContract } from './contract-ssf.ts';
+import { backchannelContract } from './contract-backchannel.ts';
 
 const sqliteBackend = async () => {
   const dir = tempDir('idforge-storage-');
@@ -43,3 +44,4 @@ storageContract('sqlite', sqliteBackend);
 groupsAndScimContract('sqlite', sqliteBackend);
 eventsContract('sqlite', sqliteBackend);
 ssfContract('sqlite', sqliteBackend);
+backchannelContract('sqlite', sqliteBackend);
