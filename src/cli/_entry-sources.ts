@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { dirname, relative, sep } from 'node:path';
 import type { EntrySource, PlanStep } from '../contract/index.ts';
-import { applicationSourceKey, assignmentsSourceKey, entrySourcesOf, modelFiles } from '../schema/index.ts';
+import { applicationSourceKey, assignmentsSourceKey, entrySourcesOf, modelFiles, userSourceKey } from '../schema/index.ts';
 
 /** The Git work tree a file is in (the nearest directory above it holding `.git`), if any. */
 function workTreeOf(file: string): string | undefined {
@@ -34,12 +34,12 @@ export async function readEntrySources(paths: readonly string[], cwd: string): P
   return out;
 }
 
-/** The plan's steps with the sources recorded in their last-applied entries (a tenant's: its assignments list). */
+/** The plan's steps with the sources recorded in their last-applied entries (applications', users', and a tenant's: its assignments list). */
 export function withEntrySources(steps: readonly PlanStep[], sources: ReadonlyMap<string, EntrySource>): PlanStep[] {
   if (sources.size === 0) return [...steps];
   return steps.map((s) => {
-    if (s.op !== 'put' || (s.kind !== 'application' && s.kind !== 'tenant')) return s;
-    const source = sources.get(s.kind === 'application' ? applicationSourceKey(s.tenant, s.application) : assignmentsSourceKey(s.tenant));
+    if (s.op !== 'put' || (s.kind !== 'application' && s.kind !== 'tenant' && s.kind !== 'user')) return s;
+    const source = sources.get(s.kind === 'application' ? applicationSourceKey(s.tenant, s.application) : s.kind === 'user' ? userSourceKey(s.tenant, s.user) : assignmentsSourceKey(s.tenant));
     const last = s.body.lastApplied;
     if (source === undefined || last === undefined) return s;
     return { ...s, body: { ...s.body, lastApplied: { ...last, source } } } as PlanStep;

@@ -9,7 +9,7 @@
 import { randomBytes } from 'node:crypto';
 import { KINDS, MANAGED_BY_CONSOLE, SECRET_BYTES, type ApplicationBody, type EntrySource, type ApplicationKind, type ApplicationView, type ServerAddress } from '../contract/index.ts';
 import {
-  applicationPatch, assignmentsPatch, compileClientArtifacts, modelFileOfLive, modelYaml, serverSpecOf, tenantSteps, unifiedDiff,
+  entryPatch, assignmentsPatch, compileClientArtifacts, modelFileOfLive, modelYaml, serverSpecOf, tenantSteps, unifiedDiff,
   type Artifact, type ExportNote, type ModelFileInput, type Resolved, type TenantSpecInput,
 } from '../generators/index.ts';
 import { ServerSpec, TenantSpec, assembleModel, validateSources, type Model } from '../schema/index.ts';
@@ -148,8 +148,11 @@ export function liveConfigFiles(addr: ServerAddress, live: LiveTenantState, name
 }
 
 export interface Proposal {
-  /** A unified diff for `git apply`: of the model file the entry was applied from, or else of the exported tenant. */
-  readonly patch: string;
+  /**
+   * A unified diff for `git apply`: of the model file the entry was applied from, or else of the
+   * exported tenant; undefined when neither can be made (the changed entry alone is then the proposal).
+   */
+  readonly patch: string | undefined;
   /** The changed entry alone, as YAML. */
   readonly snippet: string;
   /** The file and the entry the patch is against, when apply recorded them; otherwise the patch is of the export. */
@@ -179,7 +182,7 @@ export function proposeApplication(app: ApplicationView, b: Pick<BuiltApplicatio
   for (const k of formKeys) if (k !== 'name' && formEntry[k] !== undefined) entry[k] = formEntry[k];
   // The entry's own field order: kept keys where they were, the form's new ones after.
   const ordered = Object.fromEntries([...Object.keys(last.entry), ...Object.keys(entry)].filter((k, i, all) => all.indexOf(k) === i && entry[k] !== undefined).map((k) => [k, entry[k]]));
-  const patch = last.source === undefined ? undefined : applicationPatch(last.source, last.entry, ordered);
+  const patch = last.source === undefined ? undefined : entryPatch(last.source, last.entry, ordered);
   if (patch === undefined) {
     const apps = b.before.tenants![0]!.applications!.map((x) => (x.name === app.name ? ordered as AppInput : x));
     return exportPatch(tenant, b.before, { ...b.before, tenants: [{ ...b.before.tenants![0]!, applications: apps }] }, b.notes, ordered);

@@ -6,15 +6,20 @@
  *
  * Who owns a person decides what the console may do: people Git owns (the model, through `idforge
  * apply` or Pulumi) and people SCIM provisions are read only here, except for the two actions that
- * change nothing of what their owner declares: a recovery link and an unlock.
+ * change nothing of what their owner declares: a recovery link and an unlock. A Git-owned person's
+ * page proposes a change instead (name, email, disabled): a patch of the lines their entry was
+ * declared on, as an application's page does, for the repository, not a change of the server.
  */
 import type { Request, Response, Router } from 'express';
 import express from 'express';
 import { AdminApiError } from '../admin-client/index.ts';
-import { MANAGED_BY_CONSOLE, MAX_PEOPLE_QUERY, USER_ID, type EdgeTenant, type EventView, type UserBody, type UserView } from '../contract/index.ts';
+import { MANAGED_BY_CONSOLE, MAX_PEOPLE_QUERY, USER_ID, UserBody as UserBodySchema, type EdgeTenant, type EventView, type UserBody, type UserView } from '../contract/index.ts';
+import { entryPatch, modelYaml } from '../generators/index.ts';
+import type { Proposal } from './applications.ts';
+import { proposalView } from './views.ts';
 import { historyPath } from './activity.ts';
 import { CONSOLE_PATH } from './client.ts';
-import { CONSOLE_HEADERS, alert, html, notice, signInsTable, type Html, type Section } from './pages.ts';
+import { CONSOLE_HEADERS, alert, html, notice, raw, signInsTable, type Html, type Section } from './pages.ts';
 import type { TenantAdmin } from './tenant-admin.ts';
 
 /** What the console's router lends these pages: the signed-in administrator, and its page frame. */
@@ -41,10 +46,39 @@ const NOTICES: Readonly<Record<string, string>> = {
   'sent-recently': 'A link was mailed to them moments ago; that one stands.',
 };
 
+const GIT = 'Managed in Git';
+
+/** What a proposal may change of a Git-owned person. */
+interface PersonChange {
+  readonly email: string;
+  readonly displayName: string;
+  readonly disabled: boolean;
+}
+
+/**
+ * A proposed change of a Git-owned person: their last-applied entry with the three fields replaced
+ * and every other kept, as a patch of the lines it was declared on; without those lines (applied by
+ * Pulumi, or before apply recorded them), the changed entry alone, to put in place of theirs.
+ */
+export function proposePerson(u: UserView, c: PersonChange): Proposal {
+  const last = u.lastApplied;
+  const before: Record<string, unknown> = last?.entry !== undefined ? { ...last.entry } : { id: u.id, email: u.email, ...(u.displayName === undefined ? {} : { displayName: u.displayName }), ...(u.disabled ? { disabled: true } : {}) };
+  const after: Record<string, unknown> = { ...before, email: c.email };
+  if (c.displayName === '') delete after.displayName;
+  else after.displayName = c.displayName;
+  if (c.disabled) after.disabled = true;
+  else delete after.disabled;
+  // The entry's own field order: kept keys where they were, new ones after.
+  const ordered = Object.fromEntries([...Object.keys(before), ...Object.keys(after)].filter((k, i, all) => all.indexOf(k) === i && after[k] !== undefined).map((k) => [k, after[k]]));
+  const patch = last?.source === undefined ? undefined : entryPatch(last.source, before, ordered);
+  if (patch === undefined) return { patch: undefined, snippet: modelYaml(ordered) };
+  return { patch, snippet: modelYaml(ordered), against: { file: last!.source!.file, path: last!.source!.path, line: last!.source!.line } };
+}
+
 /** Who keeps a person, in the console's words; only the console's own people (and nobody's) change here. */
 export function ownerOf(u: Pick<UserView, 'managedBy' | 'manager'>): { readonly label: string; readonly editable: boolean } {
   const m = u.manager ?? '';
-  if (u.managedBy === 'idforge' || m.startsWith('apply:') || m.startsWith('pulumi:')) return { label: 'Managed in Git', editable: false };
+  if (u.managedBy === 'idforge' || m.startsWith('apply:') || m.startsWith('pulumi:')) return { label: GIT, editable: false };
   if (u.managedBy === 'scim' || m === 'scim') return { label: 'Provisioned by SCIM', editable: false };
   if (u.managedBy === MANAGED_BY_CONSOLE) return { label: 'Made in the console', editable: true };
   return { label: 'No owner', editable: true };
@@ -147,6 +181,41 @@ export function mountPeople(router: Router, host: PeopleHost): void {
   action('enable', true, async (a, u) => (await a.admin.call('putUser', { userId: u.id }, { body: bodyOf(u, false) }), 'enabled'));
   action('unlock', false, async (a, u) => ((await a.admin.call('unlockUser', { userId: u.id })).wasLocked ? 'unlocked' : 'not-locked'));
   action('reset-factors', true, async (a, u) => (await a.admin.call('resetUserFactors', { userId: u.id }), 'reset'));
+  /** The proposal's fields, from a form or from the proposal page's address; the contract's user rules judge them. */
+  const proposedOf = (src: Readonly<Record<string, unknown>>, u: UserView): { change: PersonChange; errors: Record<string, string> } => {
+    const text = (k: string) => (typeof src[k] === 'string' ? (src[k] as string).trim() : '');
+    const change: PersonChange = { email: text('email'), displayName: text('displayName'), disabled: text('disabled') === '1' };
+    const errors: Record<string, string> = {};
+    if (change.email === '') errors.email = 'Enter the email address the person signs in with.';
+    const judged = UserBodySchema.safeParse({ email: change.email, ...(change.displayName === '' ? {} : { displayName: change.displayName }), disabled: change.disabled });
+    if (!judged.success) {
+      for (const issue of judged.error.issues) {
+        const field = String(issue.path[0] ?? 'email');
+        errors[field] ??= `${issue.message.replace(/^./, (c) => c.toUpperCase())}.`;
+      }
+    }
+    if (u.lastApplied === undefined && u.managedBy === undefined) errors.email ??= 'This person is not declared in a model.';
+    return { change, errors };
+  };
+  router.post(`${PEOPLE}/:id/propose`, form, host.authed(async (req, res, a) => {
+    const u = await person(a, String(req.params.id));
+    if (u === undefined) return show(res, 404, a, 'No such person', 'people', html`<p>There is no such person in this tenant.</p>`);
+    if (ownerOf(u).label !== GIT) return redirect(res, personPath(u.id));
+    const { change, errors } = proposedOf(req.body as Record<string, unknown>, u);
+    if (Object.keys(errors).length > 0) {
+      return show(res, 400, a, u.displayName ?? u.email, 'people', html`${alert('Nothing was proposed. See the messages below.')}${personView(a.csrf, u, await around(a, u), undefined, { change, errors })}`);
+    }
+    redirect(res, `${personPath(u.id)}/proposal?${new URLSearchParams({ email: change.email, displayName: change.displayName, ...(change.disabled ? { disabled: '1' } : {}) }).toString()}`);
+  }));
+  router.get(`${PEOPLE}/:id/proposal`, host.authed(async (req, res, a) => {
+    const u = await person(a, String(req.params.id));
+    if (u === undefined) return show(res, 404, a, 'No such person', 'people', html`<p>There is no such person in this tenant.</p>`);
+    if (ownerOf(u).label !== GIT) return redirect(res, personPath(u.id));
+    const { change, errors } = proposedOf(req.query as Record<string, unknown>, u);
+    if (Object.keys(errors).length > 0) return redirect(res, personPath(u.id));
+    show(res, 200, a, 'Proposed change', 'people', proposalView(`${u.displayName ?? u.email}`, personPath(u.id), proposePerson(u, change)));
+  }));
+
   action('recovery', false, async (a, u) => ((await a.admin.call('sendRecovery', { userId: u.id })).sent ? 'recovery' : 'sent-recently'));
   // An invitation is the recovery of someone who has no password yet (people an identity provider
   // provisions over SCIM usually have none), so it is allowed wherever recovery is.
@@ -197,7 +266,21 @@ interface Around {
 }
 
 
-function personView(csrf: string, u: UserView, around: Around, flash: string | undefined): Html {
+/** The proposal form of a Git-owned person, with what was typed and its messages when refused. */
+function proposeForm(csrf: string, u: UserView, typed: { change: PersonChange; errors: Readonly<Record<string, string>> } | undefined): Html {
+  const v = typed?.change ?? { email: u.email, displayName: u.displayName ?? '', disabled: u.disabled };
+  const errors = typed?.errors ?? {};
+  return html`<h2>Propose a change</h2>
+<p class="help">This person is declared in Git: the console writes the change as a patch of their entry for your repository, and <code>idforge apply</code> or Pulumi makes it.</p>
+<form method="post" action="${personPath(u.id)}/propose">${csrfField(csrf)}
+${textField('email', 'Email', 'The address they sign in with and receive mail at.', v.email, errors.email)}
+${textField('displayName', 'Name (optional)', 'Shown in ID tokens and in the console.', v.displayName, errors.displayName)}
+<p><label><input type="checkbox" name="disabled" value="1"${v.disabled ? raw(' checked') : ''}> Disabled: they cannot sign in</label></p>
+<button type="submit" class="secondary">Propose the change</button>
+</form>`;
+}
+
+function personView(csrf: string, u: UserView, around: Around, flash: string | undefined, typed?: { change: PersonChange; errors: Readonly<Record<string, string>> }): Html {
   const { factors: f, sessions, assigned, signIns } = around;
   const owner = ownerOf(u);
   const button = (name: string, label: string, cls = 'secondary') => html`<form method="post" action="${personPath(u.id)}/${name}" class="inline">${csrfField(csrf)}<button type="submit" class="${cls}">${label}</button></form>`;
@@ -216,6 +299,7 @@ ${!f.hasPassword && !u.disabled ? button('invitation', 'Send an invitation') : '
 ${button('unlock', 'Unlock')}
 ${owner.editable ? button('reset-factors', 'Reset factors', 'danger') : ''}
 ${owner.editable ? (u.disabled ? button('enable', 'Enable') : button('disable', 'Disable', 'danger')) : ''}
+${owner.label === GIT ? proposeForm(csrf, u, typed) : ''}
 <h2>Applications</h2>
 ${assigned.length === 0 ? html`<p>Not assigned to any application directly.</p>` : html`<ul class="assigned">${assigned.map((n) => html`<li><a href="${CONSOLE_PATH}/applications/${n}">${n}</a></li>`)}</ul>`}
 <h2>Recent sign-ins</h2>

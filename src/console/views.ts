@@ -243,11 +243,13 @@ ${found}
 }
 
 export function proposalView(what: string, back: string, p: Proposal): Html {
-  const intro = p.against === undefined
+  const intro = p.patch === undefined
+    ? html`The lines it was declared on were not recorded (it was applied by Pulumi, or before <code>idforge apply</code> recorded them): put the changed entry below in place of its entry in your model`
+    : p.against === undefined
     ? html`Here is the change as a patch to the model, exported from the live tenant (<code>idforge export</code>; the file it was applied from is not recorded): apply it to your model file (paths in your repository may differ)`
     : html`Here is the change as a patch to <code>${p.against.file}</code> (<code>${p.against.path}</code>, line ${p.against.line}), as it was last applied: <code>git apply proposed-change.patch</code> in your repository (if the file has changed there since, git refuses the patch: put the changed entry below in its place)`;
   return html`<p>${what} is managed in Git, so the server was not changed. ${intro}, review, and let <code>idforge apply</code> or Pulumi make it.</p>
-${p.patch === '' ? html`<p role="status">The change leaves the model as it is.</p>` : fileBlock('patch', 'proposed-change.patch', p.patch, 'text/x-diff')}
+${p.patch === undefined ? '' : p.patch === '' ? html`<p role="status">The change leaves the model as it is.</p>` : fileBlock('patch', 'proposed-change.patch', p.patch, 'text/x-diff')}
 ${fileBlock('snippet', 'changed-entry.yaml', p.snippet, 'text/yaml')}
 <p><a class="button secondary" href="${back}">Back</a></p>`;
 }

@@ -41,8 +41,8 @@ function setField(doc: Document, map: YAMLMap, key: string, value: unknown): voi
   }
 }
 
-/** The patch turning an application's declared entry `before` into `after`: only the fields that differ are written. */
-export function applicationPatch(source: EntrySource, before: Entry, after: Entry): string | undefined {
+/** The patch turning a declared entry (an application's, a user's) `before` into `after`: only the fields that differ are written. */
+export function entryPatch(source: EntrySource, before: Entry, after: Entry): string | undefined {
   return patchSource(source, (doc) => {
     const map = doc.contents;
     if (!isMap(map)) return false;

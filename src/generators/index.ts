@@ -22,7 +22,7 @@ export { stableJson } from './_serialize.ts';
 export type { Artifact } from './_artifact.ts';
 export { modelFileOfLive, tenantSpecOfLive, serverSpecOf, UNKNOWN_UPSTREAM, type LiveTenant, type ExportNote, type ModelFileInput, type TenantSpecInput } from './from-live.ts';
 export { modelYaml, unifiedDiff } from './model-yaml.ts';
-export { applicationPatch, assignmentsPatch } from './entry-patch.ts';
+export { entryPatch, assignmentsPatch } from './entry-patch.ts';
 
 /**
  * The generator of each application kind: the one place a kind meets its client configuration.

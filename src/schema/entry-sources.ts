@@ -14,6 +14,8 @@ import { parseModelText } from './_yaml-source.ts';
 
 /** The key an application's source is kept under. */
 export const applicationSourceKey = (tenant: string, application: string) => `application ${tenant}/${application}`;
+/** The key a user's source is kept under. */
+export const userSourceKey = (tenant: string, id: string) => `user ${tenant}/${id}`;
 /** The key a tenant's `assignments` list's source is kept under. */
 export const assignmentsSourceKey = (tenant: string) => `assignments ${tenant}`;
 
@@ -46,7 +48,7 @@ function linesOf(text: string, start: number, end: number, file: string, path: s
   return { file, path, line, column, text: lines, after };
 }
 
-/** The sources of one model file's entries, keyed by applicationSourceKey / assignmentsSourceKey. */
+/** The sources of one model file's entries, keyed by applicationSourceKey / userSourceKey / assignmentsSourceKey. */
 export function entrySourcesOf(file: string, text: string): Map<string, EntrySource> {
   const out = new Map<string, EntrySource>();
   if (!/\.ya?ml$/i.test(file)) return out;
@@ -66,6 +68,16 @@ export function entrySourcesOf(file: string, text: string): Map<string, EntrySou
         if (typeof name !== 'string' || range == null) return;
         const s = linesOf(text, range[0], range[1], file, `tenants[${ti}].applications[${ai}]`);
         if (s !== undefined) out.set(applicationSourceKey(tenant, name), s);
+      });
+    }
+    const users = t.get('users', true);
+    if (isSeq(users)) {
+      users.items.forEach((u, ui) => {
+        const id = isMap(u) ? scalarOf(u, 'id') : undefined;
+        const range = (u as Node | null)?.range;
+        if (typeof id !== 'string' || range == null) return;
+        const s = linesOf(text, range[0], range[1], file, `tenants[${ti}].users[${ui}]`);
+        if (s !== undefined) out.set(userSourceKey(tenant, id), s);
       });
     }
     const pair = t.items.find((p): p is Pair<Node, Node> => isPair(p) && isScalar(p.key) && p.key.value === 'assignments');

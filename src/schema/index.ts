@@ -1,5 +1,5 @@
 /** The model: schemas, loading with positions, semantic checks, problems and their formatting. */
-export { applicationSourceKey, assignmentsSourceKey, entrySourcesOf } from './entry-sources.ts';
+export { applicationSourceKey, assignmentsSourceKey, entrySourcesOf, userSourceKey } from './entry-sources.ts';
 export { loadModel, locateProblems, modelFiles, validateSources, type LoadResult, type ModelSource } from './load.ts';
 export { checkModel } from './checks.ts';
 export { applyOverlay, loadModelWithOverlay, OVERLAY_LISTS } from './overlay.ts';

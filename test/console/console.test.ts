@@ -350,6 +350,27 @@ describe('admin console', () => {
     expect(((await admin.typed.listAll('listAssignments', { tenant: 'acme', application: 'portal' })) ?? []).map((a) => a.userId)).toEqual(['u-alice']);
   });
 
+  it("a Git-managed person is read only too: a change to them comes out as a patch of their entry", async () => {
+    await page.goto(`${consoleUrl}people/u-carol`);
+    expect(await visibleText(page)).toContain('Managed in Git: this person is read only here');
+    // Field-level messages first; nothing is proposed from a bad address.
+    await page.getByLabel('Email').fill('not an address');
+    await page.getByRole('button', { name: 'Propose the change' }).click();
+    expect(await page.locator('#email-error').textContent()).toBeTruthy();
+    expect(await page.getByRole('alert').first().textContent()).toBe('Nothing was proposed. See the messages below.');
+    await page.getByLabel('Email').fill('carol.c@acme.test');
+    await page.getByLabel('Name (optional)').fill('Carol C.');
+    await page.getByLabel('Disabled: they cannot sign in').check();
+    await page.getByRole('button', { name: 'Propose the change' }).click();
+    await expect.poll(() => visibleText(page)).toContain('Proposed change');
+    expect(await visibleText(page)).toContain('a patch to acme.yaml (tenants[0].users[2], line 9), as it was last applied');
+    const patch = await page.getByLabel('Contents of proposed-change.patch').inputValue();
+    expect(gitApplied(patch)).toBe(MODEL(server.port).replace('{ id: u-carol, email: carol@acme.test, displayName: Carol }', '{ id: u-carol, email: carol.c@acme.test, displayName: Carol C., disabled: true }'));
+    await check('18b-proposal-person');
+    // The server is as Git declares: nothing changed.
+    expect(await admin.typed.find('getUser', { tenant: 'acme', userId: 'u-carol' })).toMatchObject({ email: 'carol@acme.test', displayName: 'Carol', disabled: false });
+  });
+
   it('a console-made application is edited and saved in place', async () => {
     await page.goto(`${consoleUrl}applications/dashboard`);
     expect(await visibleText(page)).toContain('Made in the console');

@@ -131,7 +131,8 @@ describe('People', () => {
     await page.goto(`${people()}/u-git`);
     expect(await page.locator('.warning').innerText()).toContain('Managed in Git: this person is read only here');
     const buttons = await page.locator('main form button').allTextContents();
-    expect(buttons).toEqual(['Send a recovery link', 'Unlock']);
+    // Changes to what Git declares are proposed, never made.
+    expect(buttons).toEqual(['Send a recovery link', 'Unlock', 'Propose the change']);
     await check('git-owned');
     await page.getByRole('button', { name: 'Send a recovery link' }).click();
     await page.waitForURL((u) => u.search === '?done=recovery');
@@ -139,6 +140,15 @@ describe('People', () => {
     const csrf = await page.locator('input[name=csrf]').first().getAttribute('value');
     const forged = await page.request.post(`${people()}/u-git/disable`, { form: { csrf: csrf! } });
     expect(forged.status()).toBe(409);
+    expect((await admin.typed.call('getUser', { tenant: T, userId: 'u-git' })).disabled).toBe(false);
+    // Made without a record of its model entry (a batch, as Pulumi's): the proposal is the changed entry alone.
+    await page.goto(`${people()}/u-git`);
+    await page.getByLabel('Disabled: they cannot sign in').check();
+    await page.getByRole('button', { name: 'Propose the change' }).click();
+    await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('Proposed change');
+    expect(await page.locator('main').innerText()).toContain('The lines it was declared on were not recorded');
+    expect(await page.getByLabel('Contents of changed-entry.yaml').inputValue()).toBe(`id: u-git\nemail: gwen@${T}.test\ndisplayName: Gwen from Git\ndisabled: true\n`);
+    await check('git-owned-proposal');
     expect((await admin.typed.call('getUser', { tenant: T, userId: 'u-git' })).disabled).toBe(false);
   });
 

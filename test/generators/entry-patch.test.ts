@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { parse } from 'yaml';
 import { afterAll, describe, expect, it } from 'vitest';
-import { applicationPatch, assignmentsPatch } from '../../src/generators/index.ts';
+import { entryPatch, assignmentsPatch } from '../../src/generators/index.ts';
 import { applicationSourceKey, assignmentsSourceKey, entrySourcesOf } from '../../src/schema/index.ts';
 import { tempDir } from '../server/_support.ts';
 
@@ -74,7 +74,7 @@ describe('entry patches', () => {
       const source = entrySourcesOf('acme.yaml', file).get(applicationSourceKey('acme', target.name as string));
       expect(source).toBeDefined();
       const after = { ...target, displayName, scopes: [...(target.scopes ?? []), 'extra-scope'] };
-      const patch = applicationPatch(source!, target, after)!;
+      const patch = entryPatch(source!, target, after)!;
       expect(patch).toContain('--- a/acme.yaml');
       const patched = gitApply(file, patch);
       const before = parse(file);
@@ -108,7 +108,7 @@ describe('entry patches', () => {
   it('a file that changed since apply is refused by git apply rather than patched in the wrong place', () => {
     const file = fileOf({ apps: [[{ name: 'portal', kind: 'web', origin: 'http://p.localhost:3000', displayName: 'Portal' }, true, false]], assignments: undefined });
     const source = entrySourcesOf('acme.yaml', file).get(applicationSourceKey('acme', 'portal'))!;
-    const patch = applicationPatch(source, { name: 'portal', displayName: 'Portal' }, { name: 'portal', displayName: 'New' })!;
+    const patch = entryPatch(source, { name: 'portal', displayName: 'Portal' }, { name: 'portal', displayName: 'New' })!;
     expect(() => gitApply(file.replace('displayName: "Portal"', 'displayName: "Edited in Git"'), patch)).toThrow(/patch does not apply/);
   });
 });
