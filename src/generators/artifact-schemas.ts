@@ -29,6 +29,17 @@ export const ApiConfig = z.strictObject({
 });
 export type ApiConfig = z.infer<typeof ApiConfig>;
 
+/** What the web template needs to verify logout tokens (OpenID Connect Back-Channel Logout 1.0). */
+export const BackchannelLogoutConfig = z.strictObject({
+  issuer: z.url(),
+  jwks_uri: z.url(),
+  /** The logout token's `aud`. */
+  client_id: z.string().min(1),
+  /** Where the app takes logout tokens below its origin; null: the registered URI is elsewhere. */
+  path: z.string().regex(/^\//).nullable(),
+});
+export type BackchannelLogoutConfig = z.infer<typeof BackchannelLogoutConfig>;
+
 export const GrantProvider = z.strictObject({
   oauth: z.literal(2),
   authorize_url: z.string().regex(/\[subdomain\]/),
@@ -84,5 +95,6 @@ export const ARTIFACT_SCHEMAS = {
   'spa-config': SpaConfig,
   'api-config': ApiConfig,
   'grant-config': GrantConfig,
+  'backchannel-logout': BackchannelLogoutConfig,
   plan: PlanSchema,
 } as const;

@@ -7,17 +7,25 @@
 // to /connect/<provider>/callback; grant exchanges the code and redirects to the configured
 // callback path (for example /hello), which answers with what grant stored in the session.
 //
-// Session check: a session is only as good as the user's access at the identity service. Once
-// half of the access token's life has passed, the next request renews the tokens with the refresh
-// token; when the service refuses (the user's assignment, the user or this application was
-// removed), the session ends there and then. So access ends within half an access token's life
-// (150 s by default), and the access token in the session is always valid for calling the API.
+// backchannel-logout.json  the issuer, its JWKS, this client's id and the back-channel logout path
+//
+// Back-channel logout (OpenID Connect Back-Channel Logout 1.0): when the user signs out at the
+// identity service, or loses access there (their assignment, the user or this application removed,
+// the user disabled), the service POSTs a signed logout token to /backchannel-logout; the app
+// verifies it and ends the sessions it names at once: within seconds of the change.
+//
+// Session check, besides: once half of the access token's life has passed, the next request renews
+// the tokens with the refresh token; when the service refuses, the session ends there and then
+// (150 s at most with the service's default 5-minute tokens, should a logout token be lost), and
+// the access token in the session is always valid for calling the API.
 import { readFileSync } from 'node:fs';
 import express from 'express';
 import session from 'express-session';
 import grant from 'grant';
+import { createRemoteJWKSet, jwtVerify } from 'jose';
 
 const config = JSON.parse(readFileSync(new URL('./grant.json', import.meta.url), 'utf8'));
+const backchannel = JSON.parse(readFileSync(new URL('./backchannel-logout.json', import.meta.url), 'utf8'));
 
 const secret = process.env.SESSION_SECRET;
 if (!secret) {
@@ -40,9 +48,13 @@ const app = express();
 app.disable('x-powered-by');
 if (process.env.TRUST_PROXY) app.set('trust proxy', process.env.TRUST_PROXY);
 
+// The session store: back-channel logout finds the sessions a logout token names in it.
+const store = new session.MemoryStore();
+
 app.use(
   session({
     name: 'sid',
+    store,
     secret,
     resave: false,
     saveUninitialized: false,
@@ -84,7 +96,98 @@ for (const path of new Set(providers.map((p) => config[p].callback).filter(Boole
     }
     // tokens (access_token, id_token, refresh_token), raw (the token endpoint's answer) and
     // profile (the userinfo answer), as selected by `response` in grant.json.
+    rememberWho(req, result);
     res.json(result);
+  });
+}
+
+/**
+ * Who this session is at the identity service, from the ID token of the code exchange (received
+ * from the token endpoint over TLS, so its claims are the service's: OIDC Core §3.1.3.7): `sub` and
+ * `sid`, what logout tokens name.
+ */
+function rememberWho(req, result) {
+  if (req.session.sub !== undefined || typeof result.id_token !== 'string') return;
+  try {
+    const claims = JSON.parse(Buffer.from(result.id_token.split('.')[1], 'base64url').toString('utf8'));
+    req.session.sub = claims.sub;
+    if (typeof claims.sid === 'string') req.session.oidcSid = claims.sid;
+    req.session.signedInAt = Date.now();
+  } catch {
+    // Not a JWT: this session cannot be named by a logout token; the refresh check still ends it.
+  }
+}
+
+// ---- Back-channel logout (OpenID Connect Back-Channel Logout 1.0) --------------------------------
+
+const EVENT = 'http://schemas.openid.net/event/backchannel-logout';
+const jwks = createRemoteJWKSet(new URL(backchannel.jwks_uri));
+/** Users logged out by a token that named no session, with when: a session signed in before is over. */
+const loggedOut = new Map();
+/** Token ids seen in the last few minutes (§2.6: a token is used once). */
+const seen = new Map();
+const TOKEN_MAX_AGE_S = 300;
+
+class Refused extends Error {}
+
+/** The checks of §2.6, in its order; returns the claims, or throws Refused saying which failed. */
+async function verifyLogoutToken(token) {
+  if (typeof token !== 'string' || token === '') throw new Refused('logout_token is missing');
+  let claims;
+  try {
+    // Signature against the issuer's published keys (asymmetric only), iss, aud, iat, exp, typ.
+    ({ payload: claims } = await jwtVerify(token, jwks, {
+      issuer: backchannel.issuer,
+      audience: backchannel.client_id,
+      typ: 'logout+jwt',
+      algorithms: ['RS256', 'PS256', 'ES256', 'EdDSA'],
+      requiredClaims: ['iat', 'jti'],
+      maxTokenAge: TOKEN_MAX_AGE_S,
+      clockTolerance: 5,
+    }));
+  } catch (err) {
+    throw new Refused(`the logout token is not valid: ${err.code ?? err.message}`);
+  }
+  const events = claims.events;
+  if (events === null || typeof events !== 'object' || events[EVENT] === null || typeof events[EVENT] !== 'object') throw new Refused(`the logout token has no ${EVENT} event`);
+  if (typeof claims.sub !== 'string' && typeof claims.sid !== 'string') throw new Refused('the logout token names neither sub nor sid');
+  if ('nonce' in claims) throw new Refused('the logout token has a nonce');
+  const now = Date.now();
+  for (const [jti, until] of seen) if (until < now) seen.delete(jti);
+  if (seen.has(claims.jti)) throw new Refused('the logout token was used before');
+  seen.set(claims.jti, now + TOKEN_MAX_AGE_S * 1000);
+  return claims;
+}
+
+/** Ends every stored session the claims name: the one of `sid`, else every one of `sub`. */
+function endSessions(claims) {
+  const named = (s) => (typeof claims.sid === 'string' ? s.oidcSid === claims.sid : s.sub === claims.sub);
+  if (typeof claims.sid !== 'string') loggedOut.set(claims.sub, Date.now());
+  return new Promise((resolve, reject) => {
+    store.all((err, sessions) => {
+      if (err) return reject(err);
+      const ids = Object.entries(sessions ?? {}).filter(([, s]) => named(s)).map(([id]) => id);
+      Promise.all(ids.map((id) => new Promise((done) => store.destroy(id, () => done())))).then(() => resolve(ids.length), reject);
+    });
+  });
+}
+
+if (backchannel.path) {
+  app.post(backchannel.path, express.urlencoded({ extended: false, limit: '16kb' }), async (req, res) => {
+    res.set('cache-control', 'no-store');
+    try {
+      const claims = await verifyLogoutToken(req.body?.logout_token);
+      const ended = await endSessions(claims);
+      console.log(`back-channel logout: ended ${ended} session(s) of ${claims.sid ? `sid ${claims.sid}` : `sub ${claims.sub}`}`);
+      res.status(200).end();
+    } catch (err) {
+      if (!(err instanceof Refused)) {
+        console.error(`back-channel logout: ${err.message}`);
+        return res.status(500).json({ error: 'server_error' });
+      }
+      console.log(`back-channel logout refused: ${err.message}`);
+      res.status(400).json({ error: 'invalid_request', error_description: err.message });
+    }
   });
 }
 
@@ -102,6 +205,14 @@ async function checkSession(req, res, next) {
   if (!result?.access_token || result.error) return next();
   const provider = config[grantSession.provider];
   const now = Date.now();
+  // A logout token for this user arrived while a request of this session was in flight (which
+  // would store the session again): it ends here.
+  const out = req.session.sub === undefined ? undefined : loggedOut.get(req.session.sub);
+  if (out !== undefined && out >= (req.session.signedInAt ?? 0)) {
+    return req.session.destroy(() => {
+      res.status(401).json({ error: 'login_required', message: `Your session has ended: the identity service logged you out. Sign in again at ${prefix}/${grantSession.provider}.` });
+    });
+  }
   // When the tokens arrived (grant's callback), or were last renewed here.
   req.session.tokensAt ??= now;
   const lifetime = Number(result.raw?.expires_in) > 0 ? Number(result.raw.expires_in) * 1000 : 60_000;

@@ -124,6 +124,7 @@ describe('idforge compile', () => {
       '.idforge-manifest.json',
       'acme/dashboard/spa-config.json',
       'acme/orders-api/api-config.json',
+      'acme/portal/backchannel-logout.json',
       'acme/portal/grant.json',
       'acme/portal/session.env',
       'acme/wiki/docker-compose.yml',

@@ -14,7 +14,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { createLocalJWKSet, jwtVerify, type JSONWebKeySet } from 'jose';
+import { createLocalJWKSet, decodeJwt, jwtVerify, type JSONWebKeySet } from 'jose';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { routePath } from '../../src/contract/index.ts';
 import { adminClient, fixtureTenant, localhostFetch, testServer, type AdminClient, type Fixture } from '../server/_support.ts';
@@ -234,4 +234,38 @@ it('a long poll with nothing to send ends inside the request budget, answering n
   const res = await localhostFetch(`${base}/ssf/poll/${id}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: '{}' });
   expect(res.status).toBe(200);
   expect(await res.json()).toEqual({ sets: {}, moreAvailable: false });
+});
+
+it('session-revoked follows access, not rows: none while a group still lets the person in, one for each person a group change leaves out', { timeout: 60_000 }, async () => {
+  await fixtureTenant(admin, 'initech');
+  await admin.put(routePath('putGroup', { tenant: 'initech', group: 'staff' }), { displayName: 'Staff', members: ['u-bob', 'u-carol'] });
+  await admin.put(routePath('putGroupAssignment', { tenant: 'initech', application: 'web', group: 'staff' }), {});
+  const made = await ssf('initech', 'POST', '/ssf/streams', { delivery: { method: POLL }, events_requested: [SESSION_REVOKED, ACCOUNT_DISABLED] });
+  const { stream_id: id, receiver_token: token } = made.body as { stream_id: string; receiver_token: string };
+  const got: Record<string, any>[] = [];
+  let ack: string[] = [];
+  const collect = async (what: string, done: () => boolean) => {
+    await until(what, async () => {
+      const r = await ssf('initech', 'POST', `/ssf/poll/${id}`, { ack, returnImmediately: true }, token);
+      ack = Object.keys(r.body.sets);
+      for (const jwt of Object.values(r.body.sets as Record<string, string>)) got.push(decodeJwt(jwt));
+      return done() ? true : undefined;
+    });
+  };
+  const revoked = () => got.filter((c) => SESSION_REVOKED in c.events).map((c) => c.sub_id.user?.sub ?? c.sub_id.sub);
+
+  // carol loses her own assignment but keeps access through staff: nothing. (alice's disabling marks
+  // the point: SETs come in the log's order, so once its SETs are here, carol's event was read.)
+  await admin.typed.call('deleteAssignment', { tenant: 'initech', application: 'web', userId: 'u-carol' }, {});
+  await admin.put(routePath('getUser', { tenant: 'initech', userId: 'u-alice' }), { email: 'alice@initech.test', disabled: true });
+  await collect('alice disabled', () => got.some((c) => ACCOUNT_DISABLED in c.events));
+  expect(revoked()).toEqual(['u-alice']);
+
+  // bob leaves staff, his only way in: revoked, the group named. Then staff loses web: carol too.
+  await admin.put(routePath('putGroup', { tenant: 'initech', group: 'staff' }), { displayName: 'Staff', members: ['u-carol'] });
+  await collect('bob revoked', () => revoked().includes('u-bob'));
+  expect(got.find((c) => c.sub_id.user?.sub === 'u-bob')!.sub_id.group).toEqual({ format: 'opaque', id: 'staff' });
+  await admin.call('DELETE', routePath('deleteGroupAssignment', { tenant: 'initech', application: 'web', group: 'staff' }));
+  await collect('carol revoked', () => revoked().includes('u-carol'));
+  expect(revoked()).toEqual(['u-alice', 'u-bob', 'u-carol']);
 });

@@ -60,7 +60,7 @@ describe.each(EXAMPLES)('compiling the %s example', (name, paths) => {
     const model = await loadExample(...paths);
     const ajv = await ajvWithSchemas();
     const schemaFor = (a: Artifact) =>
-      a.path === 'plan.json' ? 'plan.schema.json' : a.path.endsWith('/spa-config.json') ? 'spa-config.schema.json' : a.path.endsWith('/api-config.json') ? 'api-config.schema.json' : a.path.endsWith('/grant.json') ? 'grant-config.schema.json' : undefined;
+      a.path === 'plan.json' ? 'plan.schema.json' : a.path.endsWith('/spa-config.json') ? 'spa-config.schema.json' : a.path.endsWith('/api-config.json') ? 'api-config.schema.json' : a.path.endsWith('/grant.json') ? 'grant-config.schema.json' : a.path.endsWith('/backchannel-logout.json') ? 'backchannel-logout.schema.json' : undefined;
     const json = compileArtifacts(model, fixedSecrets(model)).artifacts.filter((a) => a.path.endsWith('.json'));
     expect(json.length).toBeGreaterThan(2);
     for (const a of json) {

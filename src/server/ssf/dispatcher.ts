@@ -14,10 +14,15 @@ import type { MasterKey } from '../_crypto.ts';
 import type { Storage } from '../storage/types.ts';
 import type { WebhookSettings } from '../webhooks/options.ts';
 import { post } from '../webhooks/post.ts';
-import { translate } from './events.ts';
+import { lostAccess } from './access.ts';
+import { NeedsLookup, translate } from './events.ts';
 import type { SetSigner } from './sign.ts';
 
 const ENQUEUE_BATCH = 500;
+/** Lookups kept (by event id) for the turns that need them; then the oldest go. */
+const MAX_LOOKUPS = 10_000;
+/** Events looked up per turn at most (each one costs the queueing transaction a retry). */
+const LOOKUPS_PER_TURN = 100;
 /** Settled SETs are kept this long (a stream's recent history), then purged. */
 const KEEP_SETTLED_MS = 7 * 24 * 3600 * 1000;
 
@@ -31,16 +36,18 @@ export class SsfDispatcher {
   #stopped = false;
   #lastPurge = 0;
   readonly #translate;
+  /** Who each looked-up event left without access (access.ts), by event id. */
+  readonly #lost = new Map<string, readonly string[]>();
 
   constructor(
-    private readonly storage: Pick<Storage, 'ssf'>,
+    private readonly storage: Pick<Storage, 'ssf' | 'applications' | 'users' | 'groups'>,
     private readonly signer: SetSigner,
     private readonly master: MasterKey,
     private readonly settings: WebhookSettings,
     issuer: (tenant: string) => string,
     private readonly log: (line: string) => void,
   ) {
-    this.#translate = translate(issuer);
+    this.#translate = translate(issuer, this.#lost);
   }
 
   start(): void {
@@ -75,7 +82,7 @@ export class SsfDispatcher {
   async #once(): Promise<void> {
     if (this.#stopped) return;
     const nowMs = Date.now();
-    await this.storage.ssf.enqueue(nowMs, ENQUEUE_BATCH, this.#translate);
+    await this.#enqueue(nowMs);
     if (nowMs - this.#lastPurge > 3600_000) {
       this.#lastPurge = nowMs;
       await this.storage.ssf.purge(nowMs - KEEP_SETTLED_MS);
@@ -87,6 +94,25 @@ export class SsfDispatcher {
         .catch((err: unknown) => this.log(`ssf: push of ${due.jti} to ${due.tenant}/${due.stream}: ${(err as Error).message}`))
         .finally(() => this.#inFlight.delete(p));
       this.#inFlight.add(p);
+    }
+  }
+
+  /**
+   * Queues what the log holds. A translation that meets an event needing a lookup rolls the
+   * transaction back (nothing queued, no place moved); the lookup is made and the queueing tried again.
+   */
+  async #enqueue(nowMs: number): Promise<void> {
+    for (let i = 0; i <= LOOKUPS_PER_TURN; i++) {
+      try {
+        await this.storage.ssf.enqueue(nowMs, ENQUEUE_BATCH, this.#translate);
+        return;
+      } catch (err) {
+        if (!(err instanceof NeedsLookup)) throw err;
+        // The rest waits for the next turn (the lookups made so far are kept).
+        if (i === LOOKUPS_PER_TURN) return;
+        this.#lost.set(err.event.id, await lostAccess(this.storage, err.event));
+        if (this.#lost.size > MAX_LOOKUPS) this.#lost.delete(this.#lost.keys().next().value as string);
+      }
     }
   }
 

@@ -6,7 +6,9 @@
  *
  * | event log                          | SETs                                                      |
  * |------------------------------------|-----------------------------------------------------------|
- * | assignment.deleted                 | CAEP session-revoked (the person: their access to the app ended) |
+ * | assignment.deleted                 | CAEP session-revoked (the person, unless a group still lets them in) |
+ * | group_assignment.deleted           | CAEP session-revoked for each member it left without access |
+ * | group.updated removing members     | CAEP session-revoked for each removed member left without access to one of its applications |
  * | user.updated, disabled → true      | CAEP session-revoked, RISC account-disabled               |
  * | user.updated, disabled → false     | RISC account-enabled                                      |
  * | user.updated with a new password, password.set | CAEP credential-change (password, update)     |
@@ -14,9 +16,21 @@
  * | application.deleted                | CAEP session-revoked (the application's client id)        |
  *
  * A SET's `jti` is `<event id>.<n>`: the same however often it is delivered, so receivers dedupe by it.
+ *
+ * Who lost access (access.ts) is read from the directory, which a pure function cannot do: the
+ * translation asks for it with NeedsLookup, and the dispatcher looks it up and asks again.
  */
 import { SSF_EVENTS, type EventView } from '../../contract/index.ts';
 import type { SsfSetDraft, SsfStreamRecord } from '../storage/types.ts';
+import { LOOKUP_TYPES, pairOf } from './access.ts';
+
+/** Thrown by a translation that needs to know who an event left without access (access.ts). */
+export class NeedsLookup extends Error {
+  override readonly name = 'NeedsLookup';
+  constructor(readonly event: EventView) {
+    super(`event ${event.id} (${event.type}) needs a directory lookup`);
+  }
+}
 
 type Subject = Readonly<Record<string, unknown>>;
 
@@ -28,19 +42,25 @@ export function eventsDelivered(requested: readonly string[]): string[] {
 
 const changed = (e: EventView, field: string) => e.changes.find((c) => c.field === field);
 
-/** The SET claims for one event, before filtering by what the stream asked for. */
-function signalsOf(e: EventView, iss: string): { type: string; subject: Subject; body: Record<string, unknown> }[] {
+/** The SET claims for one event, before filtering by what the stream asked for. `lost`: who it left without access. */
+function signalsOf(e: EventView, iss: string, lost: readonly string[]): { type: string; subject: Subject; body: Record<string, unknown> }[] {
   const person = (sub: string): Subject => ({ format: 'iss_sub', iss, sub });
   const admin = { initiating_entity: 'admin' };
   switch (e.type) {
-    case 'assignment.deleted': {
-      const slash = e.object.name.indexOf('/');
-      const [application, user] = [e.object.name.slice(0, slash), e.object.name.slice(slash + 1)];
-      return [{
+    case 'assignment.deleted':
+    case 'group_assignment.deleted': {
+      const [application, member] = pairOf(e.object.name);
+      const how = e.type === 'assignment.deleted' ? '' : ` through group '${member}'`;
+      return lost.map((user) => ({
         type: SSF_EVENTS.sessionRevoked, subject: { format: 'complex', user: person(user) },
-        body: { ...admin, reason_admin: { en: `access to application '${application}' was removed` } },
-      }];
+        body: { ...admin, reason_admin: { en: `access to application '${application}'${how} was removed` } },
+      }));
     }
+    case 'group.updated':
+      return lost.map((user) => ({
+        type: SSF_EVENTS.sessionRevoked, subject: { format: 'complex', user: person(user), group: { format: 'opaque', id: e.object.name } },
+        body: { ...admin, reason_admin: { en: `removed from group '${e.object.name}'` } },
+      }));
     case 'user.updated': {
       const out: { type: string; subject: Subject; body: Record<string, unknown> }[] = [];
       const disabled = changed(e, 'disabled');
@@ -80,14 +100,20 @@ export function setClaims(iss: string, stream: Pick<SsfStreamRecord, 'body'>, jt
   return { jti, claims: { iss, jti, iat: iatSeconds, aud: stream.body.aud, sub_id: subject, events: { [type]: body } } };
 }
 
-/** What the stream gets of the event. `issuer(tenant)` is the tenant's issuer. */
-export function translate(issuer: (tenant: string) => string) {
+/**
+ * What the stream gets of the event. `issuer(tenant)` is the tenant's issuer; `lost` is what
+ * access.ts found for events that need it, by event id (NeedsLookup when missing).
+ */
+export function translate(issuer: (tenant: string) => string, lost: ReadonlyMap<string, readonly string[]>) {
   return (stream: SsfStreamRecord, e: EventView): SsfSetDraft[] => {
     if (stream.tenant !== e.tenant) return [];
     const wanted = new Set(eventsDelivered(stream.body.eventsRequested));
+    if (!wanted.has(SSF_EVENTS.sessionRevoked) && LOOKUP_TYPES.has(e.type)) return [];
+    const found = LOOKUP_TYPES.has(e.type) ? lost.get(e.id) : [];
+    if (found === undefined) throw new NeedsLookup(e);
     const iss = issuer(e.tenant);
     const at = Math.floor(Date.parse(e.time) / 1000);
-    return signalsOf(e, iss)
+    return signalsOf(e, iss, found)
       .map((s, n) => ({ s, n }))
       .filter(({ s }) => wanted.has(s.type))
       .map(({ s, n }) => {
