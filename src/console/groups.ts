@@ -5,7 +5,9 @@
  * that makes a group. Every change is one admin API call: a group's PUT carries its whole state
  * (name and members), and a group assignment has its own PUT and DELETE.
  *
- * Groups Git owns (the model) or SCIM provisions are read only here, as people are (people.ts).
+ * Groups Git owns (the model) or SCIM provisions are read only here, as people are (people.ts). A
+ * Git-owned group's page proposes a change instead (name, members): its declared entry, changed,
+ * for the repository (a tenant's groups are declared in its entry, whose lines apply does not keep).
  */
 import type { Request, Response, Router } from 'express';
 import express from 'express';
@@ -13,7 +15,24 @@ import { AdminApiError } from '../admin-client/index.ts';
 import { MANAGED_BY_CONSOLE, USER_ID, type ApplicationView, type GroupBody, type GroupView } from '../contract/index.ts';
 import { CONSOLE_PATH } from './client.ts';
 import { CONSOLE_HEADERS, alert, html, notice, type Html, type Section } from './pages.ts';
-import { ownerOf, refusalAt, textField, type PeopleHost } from './people.ts';
+import { modelYaml } from '../generators/index.ts';
+import type { Proposal } from './applications.ts';
+import { GIT, ownerOf, refusalAt, textField, type PeopleHost } from './people.ts';
+import { proposalView } from './views.ts';
+
+/** Member ids as people type them: one per line, or separated by commas or spaces; each once, in order. */
+const idsOf = (text: string): string[] => [...new Set(text.split(/[\s,]+/).filter((x) => x !== ''))];
+
+/**
+ * A proposed change of a Git-owned group: its entry as the tenant last declared it, with the new
+ * name and members and every other field kept (its scopes); from the live group when the tenant's
+ * entry names none.
+ */
+export function proposeGroup(g: GroupView, declared: Readonly<Record<string, unknown>> | undefined, change: { readonly displayName: string; readonly members: readonly string[] }): Proposal {
+  const before: Record<string, unknown> = declared !== undefined ? { ...declared } : { name: g.id, displayName: g.displayName, members: [...g.members] };
+  const after: Record<string, unknown> = { ...before, displayName: change.displayName, members: [...change.members] };
+  return { patch: undefined, snippet: modelYaml(after) };
+}
 
 type Admin = Parameters<Parameters<PeopleHost['authed']>[0]>[2];
 
@@ -110,6 +129,34 @@ ${field('displayName', 'Name', 'Unique in the tenant, whatever its capitals.')}
       }
     }));
 
+  /** The group's entry in its tenant's last-applied model entry, if the tenant was applied from one. */
+  const declaredGroup = async (a: Admin, id: string): Promise<Record<string, unknown> | undefined> => {
+    const t = await a.admin.find('getTenant', {});
+    const groups = (t?.lastApplied?.entry as { groups?: readonly Record<string, unknown>[] } | undefined)?.groups ?? [];
+    return groups.find((x) => x.name === id);
+  };
+  router.post(`${GROUPS}/:id/propose`, form, host.authed(async (req: Request, res: Response, a) => {
+    const g = await a.admin.find('getGroup', { group: String(req.params.id) });
+    if (g === undefined) return show(res, 404, a, 'No such group', 'groups', html`<p>There is no such group in this tenant.</p>`);
+    if (ownerOf(g).label !== GIT) return redirect(res, groupPath(g.id));
+    const b = (req.body ?? {}) as Record<string, unknown>;
+    const displayName = String(b.displayName ?? '').trim();
+    const members = idsOf(String(b.members ?? ''));
+    const bad = members.filter((m) => !USER_ID.test(m));
+    if (displayName === '' || bad.length > 0) {
+      return groupPage(res, a, 400, g, alert(displayName === '' ? 'Nothing was proposed: enter the group\'s name.' : `Nothing was proposed: “${bad[0]}” is not a person's id.`));
+    }
+    redirect(res, `${groupPath(g.id)}/proposal?${new URLSearchParams({ displayName, members: members.join(' ') }).toString()}`);
+  }));
+  router.get(`${GROUPS}/:id/proposal`, host.authed(async (req: Request, res: Response, a) => {
+    const g = await a.admin.find('getGroup', { group: String(req.params.id) });
+    if (g === undefined) return show(res, 404, a, 'No such group', 'groups', html`<p>There is no such group in this tenant.</p>`);
+    const displayName = typeof req.query.displayName === 'string' ? req.query.displayName.trim() : '';
+    const members = idsOf(typeof req.query.members === 'string' ? req.query.members : '');
+    if (ownerOf(g).label !== GIT || displayName === '' || members.some((m) => !USER_ID.test(m))) return redirect(res, groupPath(g.id));
+    show(res, 200, a, 'Proposed change', 'groups', proposalView(`Group ${g.displayName}`, groupPath(g.id), proposeGroup(g, await declaredGroup(a, g.id), { displayName, members })));
+  }));
+
   change('rename', async (a, g, b) => {
     const to = String(b.displayName ?? '').trim();
     if (to === '') return { refused: 'Nothing was changed: enter the new name.' };
@@ -156,6 +203,12 @@ ${Object.entries(fields).map(([k, v]) => html`<input type="hidden" name="${k}" v
 ${owner.editable ? html`<form method="post" action="${groupPath(g.id)}/rename">${csrfField(csrf)}
 <label for="displayName">Name</label><input id="displayName" name="displayName" type="text" value="${g.displayName}">
 <button type="submit">Rename</button></form>` : html`<p class="warning">${owner.label}: this group is read only here.</p>`}
+${owner.label === GIT ? html`<h2>Propose a change</h2>
+<p class="help">This group is declared in Git: the console writes its changed entry for your repository, and <code>idforge apply</code> or Pulumi makes it.</p>
+<form method="post" action="${groupPath(g.id)}/propose">${csrfField(csrf)}
+<label for="displayName">Name</label><input id="displayName" name="displayName" type="text" value="${g.displayName}">
+<label for="members">Members (ids, one per line)</label><textarea id="members" name="members" rows="4">${g.members.join('\n')}</textarea>
+<button type="submit" class="secondary">Propose the change</button></form>` : ''}
 <h2>Members</h2>
 ${members}
 ${owner.editable ? html`<form method="post" action="${groupPath(g.id)}/members/add">${csrfField(csrf)}

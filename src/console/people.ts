@@ -46,7 +46,8 @@ const NOTICES: Readonly<Record<string, string>> = {
   'sent-recently': 'A link was mailed to them moments ago; that one stands.',
 };
 
-const GIT = 'Managed in Git';
+/** The owner label of what Git declares (the model, through idforge apply or Pulumi). */
+export const GIT = 'Managed in Git';
 
 /** What a proposal may change of a Git-owned person. */
 interface PersonChange {

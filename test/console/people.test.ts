@@ -251,10 +251,22 @@ describe('Groups', () => {
     await admin.typed.call('putGroup', { tenant: T, group: 'g-git' }, { body: { displayName: 'From Git', members: [f.users.alice.id], managedBy: 'idforge' } });
     await page.goto(`${groups()}/g-git`);
     expect(await page.locator('.warning').innerText()).toContain('Managed in Git');
-    expect(await page.locator('main form').count()).toBe(0);
+    // The one form proposes; nothing changes the group here.
+    expect(await page.locator('main form').count()).toBe(1);
+    expect(await page.locator('main form').getAttribute('action')).toBe('/console/groups/g-git/propose');
     const csrf = await page.locator('header input[name=csrf]').first().getAttribute('value');
     const forged = await page.request.post(`${groups()}/g-git/rename`, { form: { csrf: csrf!, displayName: 'Taken over' } });
     expect(forged.status()).toBe(409);
     expect((await admin.typed.call('getGroup', { tenant: T, group: 'g-git' })).displayName).toBe('From Git');
+    await page.getByLabel('Members (ids, one per line)').fill(`${f.users.alice.id}\nbad/id`);
+    await page.getByRole('button', { name: 'Propose the change' }).click();
+    expect(await page.getByRole('alert').textContent()).toContain("“bad/id” is not a person's id");
+    await page.getByLabel('Name', { exact: true }).fill('Git folk');
+    await page.getByLabel('Members (ids, one per line)').fill(`${f.users.alice.id}\n${f.users.bob.id}`);
+    await page.getByRole('button', { name: 'Propose the change' }).click();
+    await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('Proposed change');
+    expect(await page.getByLabel('Contents of changed-entry.yaml').inputValue()).toBe(`name: g-git\ndisplayName: Git folk\nmembers:\n  - ${f.users.alice.id}\n  - ${f.users.bob.id}\n`);
+    await check('git-group-proposal');
+    expect((await admin.typed.call('getGroup', { tenant: T, group: 'g-git' })).members).toEqual([f.users.alice.id]);
   });
 });
