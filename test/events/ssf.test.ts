@@ -154,6 +154,16 @@ it('pushes signed SETs (202): a disabled user is session-revoked and account-dis
   // Each SET once (the receiver answered 202 to each), each with its own jti.
   const jtis = r.got.map((g) => g.claims.jti as string);
   expect(new Set(jtis).size).toBe(jtis.length);
+
+  // Moved to another endpoint without naming a header: the old receiver's credential stays behind.
+  const r2 = await pushReceiver('acme', 202);
+  const moved = await ssf('acme', 'PATCH', '/ssf/streams', { stream_id: made.body.stream_id, delivery: { method: PUSH, endpoint_url: r2.url } });
+  expect(moved.status).toBe(200);
+  expect(moved.body.delivery).toEqual({ method: PUSH, endpoint_url: r2.url });
+  await admin.put(routePath('getUser', { tenant: 'acme', userId: acme.users.carol.id }), { email: acme.users.carol.email, disabled: true });
+  const atNew = await until('account-disabled at the new endpoint', () => r2.got.find((g) => ACCOUNT_DISABLED in g.claims.events));
+  expect(atNew.headers.authorization).toBeUndefined();
+  expect(r.got.some((g) => g.claims.sub_id?.sub === acme.users.carol.id && ACCOUNT_DISABLED in g.claims.events)).toBe(false);
   await ssf('acme', 'DELETE', `/ssf/streams?stream_id=${made.body.stream_id}`);
 });
 
@@ -213,6 +223,12 @@ it('answers hostile input with clear 4xx problems', async () => {
   expect(badPoll.status).toBe(400);
   expect(badPoll.body.path).toBe('maxEvents');
   expect((await ssf('acme', 'POST', '/ssf/status', { stream_id: id, status: 'asleep' }, token)).status).toBe(400);
+
+  // Verification requests are rationed (each is a row until acknowledged): a burst, then 429 with Retry-After.
+  const verifications = [];
+  for (let i = 0; i < 4; i++) verifications.push(await ssf('acme', 'POST', '/ssf/verify', { stream_id: id, state: `s${i}` }, token));
+  expect(verifications.map((v) => v.status)).toEqual([204, 204, 204, 429]);
+  expect(Number(verifications[3]!.headers.get('retry-after'))).toBeGreaterThan(0);
 
   // And what it may do works: pause, poll returns nothing at once, enable, delete.
   expect((await ssf('acme', 'POST', '/ssf/status', { stream_id: id, status: 'paused', reason: 'maintenance' }, token)).body).toEqual({ stream_id: id, status: 'paused', reason: 'maintenance' });

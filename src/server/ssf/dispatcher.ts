@@ -23,8 +23,12 @@ const ENQUEUE_BATCH = 500;
 const MAX_LOOKUPS = 10_000;
 /** Events looked up per turn at most (each one costs the queueing transaction a retry). */
 const LOOKUPS_PER_TURN = 100;
-/** Settled SETs are kept this long (a stream's recent history), then purged. */
+/**
+ * Settled SETs are kept this long (a stream's recent history), then purged; pending ones too (a
+ * poll receiver gone for a week, a stream paused and forgotten), so an unread queue stays bounded.
+ */
 const KEEP_SETTLED_MS = 7 * 24 * 3600 * 1000;
+const KEEP_PENDING_MS = 7 * 24 * 3600 * 1000;
 
 type Due = Awaited<ReturnType<Storage['ssf']['claim']>>[number];
 
@@ -85,7 +89,7 @@ export class SsfDispatcher {
     await this.#enqueue(nowMs);
     if (nowMs - this.#lastPurge > 3600_000) {
       this.#lastPurge = nowMs;
-      await this.storage.ssf.purge(nowMs - KEEP_SETTLED_MS);
+      await this.storage.ssf.purge(nowMs - KEEP_SETTLED_MS, nowMs - KEEP_PENDING_MS);
     }
     const free = this.settings.concurrency - this.#inFlight.size;
     if (free <= 0 || this.#stopped) return;

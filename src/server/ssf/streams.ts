@@ -16,6 +16,9 @@ import { newStreamToken } from './auth.ts';
 import { ssfAuthorizationSealedFor, type SsfDispatcher } from './dispatcher.ts';
 import { eventsDelivered, setClaims } from './events.ts';
 
+/** Seconds between verification requests of a stream (SSF 1.0 §8.1.4.2's min_verification_interval). */
+const MIN_VERIFICATION_INTERVAL_SECONDS = 10;
+
 /** The tenant's origin (`http://acme.localhost:3000`): where its SSF endpoints are. */
 export const tenantOrigin = (ctx: ServerContext, tenant: string) => new URL(issuerUrl(ctx.address(), tenant)).origin;
 
@@ -50,7 +53,7 @@ export function streamView(ctx: ServerContext, s: SsfStreamRecord): Record<strin
     events_requested: [...s.body.eventsRequested],
     events_delivered: [...eventsDelivered(s.body.eventsRequested), SSF_EVENTS.verification],
     ...(s.body.description === undefined ? {} : { description: s.body.description }),
-    min_verification_interval: 0,
+    min_verification_interval: MIN_VERIFICATION_INTERVAL_SECONDS,
   };
 }
 
@@ -114,8 +117,10 @@ export class SsfStreams {
       description: patch.description ?? before.body.description,
       aud: patch.aud ?? (before.body.aud as string | string[]),
     }, before.body.aud);
-    // A PATCH that names no new Authorization header keeps the one the stream has.
-    const keepAuth = patch.delivery === undefined || (patch.delivery.method === SSF_DELIVERY.push && patch.delivery.authorization_header === undefined && before.body.method === 'push');
+    // A PATCH that names no new Authorization header keeps the one the stream has, for the same
+    // endpoint only: a receiver's credential never goes to a URL it was not given for.
+    const keepAuth = patch.delivery === undefined || (patch.delivery.method === SSF_DELIVERY.push && patch.delivery.authorization_header === undefined
+      && before.body.method === 'push' && patch.delivery.endpoint_url === before.body.endpointUrl);
     const rec = await this.ctx.storage.ssf.put({ ...before, ...stored, sealedAuthorization: keepAuth ? before.sealedAuthorization : stored.sealedAuthorization });
     return streamView(this.ctx, rec);
   }
@@ -137,9 +142,18 @@ export class SsfStreams {
     return this.status(tenant, caller, s.id);
   }
 
-  /** SSF 1.0 §8.1.4: a verification SET, `state` echoed, delivered like every other. */
+  /**
+   * SSF 1.0 §8.1.4: a verification SET, `state` echoed, delivered like every other. At most one
+   * every `min_verification_interval` seconds (after a burst of 3), shared by every replica: each
+   * one is a row until acknowledged, and a receiver token must not fill the database.
+   */
   async verify(tenant: string, caller: SsfCaller, body: SsfVerifyBody): Promise<void> {
     const s = await this.reach(tenant, caller, body.stream_id);
+    const waitMs = await this.ctx.storage.throttle.takeRate(tenant, `rate:ssf-verify:${s.id}`, Date.now(), MIN_VERIFICATION_INTERVAL_SECONDS * 1000, 3);
+    if (waitMs > 0) {
+      const wait = Math.ceil(waitMs / 1000);
+      throw new ServerError(429, 'too_many_requests', `stream '${s.id}' was verified a moment ago; try again in ${wait} s`, true, '', [], { 'retry-after': String(wait) });
+    }
     if (s.status !== 'enabled') throw new ServerError(409, 'conflict', `stream '${s.id}' is ${s.status}: it delivers nothing, a verification neither`, true, 'stream_id');
     const jti = randomUUID();
     const now = Math.floor(Date.now() / 1000);

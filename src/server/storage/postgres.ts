@@ -1264,8 +1264,9 @@ class Ssf implements SsfStore {
     await this.d.q(`UPDATE ssf_sets SET status = $1, last_error = $2, next_attempt_ms = $3, lease_until_ms = 0, settled_at_ms = $4 WHERE tenant = $5 AND stream = $6 AND jti = $7`,
       [status, o.error, o.nextAttemptMs ?? o.nowMs, status === 'pending' ? null : o.nowMs, tenant, stream, jti]);
   }
-  async purge(beforeMs: number): Promise<number> {
-    return (await this.d.q(`DELETE FROM ssf_sets WHERE status <> 'pending' AND settled_at_ms < $1`, [beforeMs])).rowCount;
+  async purge(settledBeforeMs: number, pendingBeforeMs: number): Promise<number> {
+    return (await this.d.q(`DELETE FROM ssf_sets WHERE (status <> 'pending' AND settled_at_ms < $1) OR (status = 'pending' AND created_at_ms < $2)`,
+      [settledBeforeMs, pendingBeforeMs])).rowCount;
   }
 }
 

@@ -1062,8 +1062,9 @@ class Ssf implements SsfStore {
     this.d.q(`UPDATE ssf_sets SET status = ?, last_error = ?, next_attempt_ms = ?, lease_until_ms = 0, settled_at_ms = ? WHERE tenant = ? AND stream = ? AND jti = ?`)
       .run(status, o.error, o.nextAttemptMs ?? o.nowMs, status === 'pending' ? null : o.nowMs, tenant, stream, jti);
   }
-  async purge(beforeMs: number): Promise<number> {
-    return this.d.q(`DELETE FROM ssf_sets WHERE status <> 'pending' AND settled_at_ms < ?`).run(beforeMs).changes;
+  async purge(settledBeforeMs: number, pendingBeforeMs: number): Promise<number> {
+    return this.d.q(`DELETE FROM ssf_sets WHERE (status <> 'pending' AND settled_at_ms < ?) OR (status = 'pending' AND created_at_ms < ?)`)
+      .run(settledBeforeMs, pendingBeforeMs).changes;
   }
 }
 

@@ -742,8 +742,12 @@ export interface SsfStore {
   claim(nowMs: number, leaseMs: number, limit: number): Promise<readonly (SsfSetRecord & { readonly streamRecord: SsfStreamRecord })[]>;
   /** An attempt's outcome: delivered; pending again at `nextAttemptMs`; or failed (null). */
   settle(tenant: string, stream: string, jti: string, o: { readonly delivered: boolean; readonly error: string | null; readonly nextAttemptMs: number | null; readonly nowMs: number }): Promise<void>;
-  /** Deletes settled SETs settled before `beforeMs`. */
-  purge(beforeMs: number): Promise<number>;
+  /**
+   * Deletes SETs settled before `settledBeforeMs`, and pending ones queued before
+   * `pendingBeforeMs` (a poll receiver that never came for them, a stream paused and forgotten):
+   * the queue of a stream nobody reads stays bounded.
+   */
+  purge(settledBeforeMs: number, pendingBeforeMs: number): Promise<number>;
 }
 
 // ------------------------------------------------------------------------------------------------

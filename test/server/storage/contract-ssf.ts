@@ -6,7 +6,7 @@
  * log once each (also when two instances queue together), a disabled stream skips, a paused one
  * keeps; poll answers pending SETs in order until acknowledged; push claims are leased, so two
  * instances never attempt one SET at once, and settle as delivered, pending again or failed;
- * streams and SETs go with their tenant.
+ * settled and long-pending SETs are purged; streams and SETs go with their tenant.
  */
 import { describe, expect, it } from 'vitest';
 import type { EventView } from '../../../src/contract/index.ts';
@@ -97,7 +97,11 @@ export function ssfContract(name: string, fresh: () => Promise<Backend>): void {
       expect(again.map((x) => [x.jti, x.attempts])).toEqual([[d2!.jti, 2]]);
       // A lease that lapsed (its process died) is claimed again.
       expect((await s.ssf.claim(now + 600 + 60_001, 60_000, 10)).map((x) => [x.jti, x.attempts])).toEqual([[d2!.jti, 3]]);
-      expect(await s.ssf.purge(now + 1)).toBe(2);
+      expect(await s.ssf.purge(now + 1, now - 1)).toBe(2);
+      // Pending SETs nobody came for go once older than the second bound: rx's one, the poll stream's three.
+      expect(await s.ssf.purge(now + 1, now + 1)).toBe(4);
+      expect((await s.ssf.pending('acme', 'poller', 10)).sets).toEqual([]);
+      expect(await s.ssf.claim(now + 600 + 120_001, 60_000, 10)).toEqual([]);
     });
 
     it('streams and their SETs go with their tenant, and with their own deletion', async () => {
