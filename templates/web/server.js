@@ -122,8 +122,12 @@ function rememberWho(req, result) {
 
 const EVENT = 'http://schemas.openid.net/event/backchannel-logout';
 const jwks = createRemoteJWKSet(new URL(backchannel.jwks_uri));
-/** Users logged out by a token that named no session, with when: a session signed in before is over. */
+/**
+ * What logout tokens named (`sub:<sub>` or `sid:<sid>`), with when: a session of theirs signed in
+ * before is over, even one a request in flight stores again after its destruction. Kept a day.
+ */
 const loggedOut = new Map();
+const LOGGED_OUT_KEEP_MS = 24 * 3600 * 1000;
 /** Token ids seen in the last few minutes (§2.6: a token is used once). */
 const seen = new Map();
 const TOKEN_MAX_AGE_S = 300;
@@ -162,7 +166,9 @@ async function verifyLogoutToken(token) {
 /** Ends every stored session the claims name: the one of `sid`, else every one of `sub`. */
 function endSessions(claims) {
   const named = (s) => (typeof claims.sid === 'string' ? s.oidcSid === claims.sid : s.sub === claims.sub);
-  if (typeof claims.sid !== 'string') loggedOut.set(claims.sub, Date.now());
+  const now = Date.now();
+  for (const [key, at] of loggedOut) if (at < now - LOGGED_OUT_KEEP_MS) loggedOut.delete(key);
+  loggedOut.set(typeof claims.sid === 'string' ? `sid:${claims.sid}` : `sub:${claims.sub}`, now);
   return new Promise((resolve, reject) => {
     store.all((err, sessions) => {
       if (err) return reject(err);
@@ -207,8 +213,8 @@ async function checkSession(req, res, next) {
   const now = Date.now();
   // A logout token for this user arrived while a request of this session was in flight (which
   // would store the session again): it ends here.
-  const out = req.session.sub === undefined ? undefined : loggedOut.get(req.session.sub);
-  if (out !== undefined && out >= (req.session.signedInAt ?? 0)) {
+  const out = Math.max(loggedOut.get(`sub:${req.session.sub}`) ?? -1, loggedOut.get(`sid:${req.session.oidcSid}`) ?? -1);
+  if (req.session.sub !== undefined && out >= (req.session.signedInAt ?? 0)) {
     return req.session.destroy(() => {
       res.status(401).json({ error: 'login_required', message: `Your session has ended: the identity service logged you out. Sign in again at ${prefix}/${grantSession.provider}.` });
     });

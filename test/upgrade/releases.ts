@@ -27,9 +27,11 @@ export const RELEASES: readonly Release[] = [
     date: '2026-11-22',
     schema: 1,
     scim: false,
-    // Its objects carry no model entry (last-applied) and no manager yet: unchanged, and apply records them.
-    plan: 'No changes: the server matches the model (18 objects).\n'
-      + '11 objects unchanged but for the model entry they were applied from, which apply records (kept by the server for idforge export).\n',
+    // Its objects carry no model entry (last-applied) and no manager yet: unchanged, and apply records
+    // them; the web app gains the back-channel logout URI the model now registers by default.
+    plan: '  ~ application acme/portal (backchannelLogoutUri, lastApplied)\n'
+      + 'Plan: 0 to create, 1 to change, 0 to delete, 17 unchanged.\n'
+      + '10 objects unchanged but for the model entry they were applied from, which apply records (kept by the server for idforge export).\n',
   },
   {
     name: 'schema-2',
@@ -37,8 +39,10 @@ export const RELEASES: readonly Release[] = [
     date: '2026-11-25',
     schema: 2,
     scim: true,
-    // It kept managers and model entries already: nothing to change, nothing to record.
-    plan: 'No changes: the server matches the model (18 objects).\n',
+    // It kept managers and model entries already: nothing to record; the web app gains the
+    // back-channel logout URI the model now registers by default.
+    plan: '  ~ application acme/portal (backchannelLogoutUri)\n'
+      + 'Plan: 0 to create, 1 to change, 0 to delete, 17 unchanged.\n',
   },
 ];
 
