@@ -51,6 +51,8 @@ export const AdoptSchema = z.boolean().optional();
  */
 export interface ProviderContext {
   readonly urn: string;
+  /** The inputs the engine keeps for the resource (diff, update, delete: the old inputs; read: the inputs), when the engine has them. */
+  readonly inputs?: Record<string, unknown> | undefined;
   log(severity: 'info' | 'warning', message: string): Promise<void>;
 }
 

@@ -12,7 +12,8 @@
 //   resource before every preview and up, so a plain `pulumi preview` compares the model with the
 //   live server (pkg/resource/deploy/deployment_executor.go, refreshBeforeUpdateOnly).
 // - Every method gets a last argument `{ urn, log(severity, message) }`: diagnostics attached to the
-//   resource, shown by the engine under it.
+//   resource, shown by the engine under it; diff, update and delete also `inputs`, the old inputs the
+//   engine keeps, and read the inputs (so a provider's outputs need not repeat its inputs: Tenant's).
 // - In a preview, a provider's `previewCreate(inputs)` or `previewUpdate(id, olds, news)` may say what
 //   the outputs will be (the unknown value where it cannot tell); without them the outputs are the
 //   inputs, as the engine does for providers that do not preview (TenantSecrets keeps the values it
@@ -84,7 +85,27 @@ function log(urn, severity, message) {
   return new Promise((resolve) => engine.log(req, () => resolve()));
 }
 
-const contextOf = (urn) => ({ urn, log: (severity, message) => log(urn, severity, message) });
+/**
+ * The context a method gets. With `inputs` (a Struct of the request, or a getter of one), the context
+ * also holds the resource's inputs as the engine keeps them, decoded only when a provider asks: the old
+ * inputs for diff, update and delete, the inputs for read. A provider whose outputs leave out what it
+ * was declared with (Tenant) reads it from there.
+ */
+const contextOf = (urn, inputs) => {
+  const ctx = { urn, log: (severity, message) => log(urn, severity, message) };
+  if (inputs === undefined) return ctx;
+  let decoded;
+  return Object.defineProperty(ctx, 'inputs', {
+    enumerable: true,
+    get: () => {
+      if (decoded === undefined) {
+        const struct = inputs();
+        decoded = struct ? struct.toJavaScript() : null;
+      }
+      return decoded === null ? undefined : decoded;
+    },
+  });
+};
 
 const providers = new Map();
 /** Loads (once per shell) the provider a resource's `__provider` shell names, as upstream's getProvider. */
@@ -190,7 +211,7 @@ const service = {
       const provider = await providerOf(news[PROVIDER_KEY] === rpc.unknownValue ? olds : news, service.config);
       const resp = new provproto.DiffResponse();
       if (provider.diff) {
-        const result = await provider.diff(req.getId(), olds, news, contextOf(req.getUrn()));
+        const result = await provider.diff(req.getId(), olds, news, contextOf(req.getUrn(), () => req.getOldInputs()));
         const D = provproto.DiffResponse.DiffChanges;
         resp.setChanges(result.changes === true ? D.DIFF_SOME : result.changes === false ? D.DIFF_NONE : D.DIFF_UNKNOWN);
         if (result.replaces && result.replaces.length > 0) resp.setReplacesList(result.replaces);
@@ -246,7 +267,7 @@ const service = {
       const provider = await providerOf(props, service.config);
       const resp = new provproto.ReadResponse();
       if (provider.read) {
-        const result = await provider.read(id, props, contextOf(req.getUrn()));
+        const result = await provider.read(id, props, contextOf(req.getUrn(), () => req.getInputs()));
         resp.setId(result.id);
         resp.setProperties(structproto.Struct.fromJavaScript(withProvider(result.props, props)));
         // Explicit inputs are what the next diff compares the program with (pulumi#13679).
@@ -276,7 +297,7 @@ const service = {
         callback(undefined, resp);
         return;
       }
-      const result = provider.update ? ((await provider.update(req.getId(), olds, news, contextOf(req.getUrn()))) || {}) : {};
+      const result = provider.update ? ((await provider.update(req.getId(), olds, news, contextOf(req.getUrn(), () => req.getOldInputs()))) || {}) : {};
       resp.setProperties(structproto.Struct.fromJavaScript(withProvider(result.outs, news)));
       if (result.refreshBeforeUpdate === true) resp.setRefreshBeforeUpdate(true);
       callback(undefined, resp);
@@ -290,7 +311,7 @@ const service = {
       const req = call.request;
       const props = req.getProperties().toJavaScript();
       const provider = await providerOf(props, service.config);
-      if (provider.delete) await provider.delete(req.getId(), props, contextOf(req.getUrn()));
+      if (provider.delete) await provider.delete(req.getId(), props, contextOf(req.getUrn(), () => req.getOldInputs()));
       callback(undefined, new emptyproto.Empty());
     } catch (e) {
       console.error(`${e}: ${e.stack}`);
