@@ -4,7 +4,7 @@
  * each figure beside its target (issue 13), and SIGKILLs at random points of a big apply after
  * which the next apply must converge. Prints figures; never fails a build.
  *
- *   node bin/run.js tsx bench/apply/run.ts [--tenants 500] [--only empty,noop,change,passwords,kill] [--kills 3] [--seed N]
+ *   node bin/run.js tsx bench/apply/run.ts [--tenants 500] [--only empty,noop,change,passwords,kill,events] [--kills 3] [--seed N]
  *
  * Rows:
  *   empty      apply from empty, no initial passwords                      target < 60 s
@@ -14,12 +14,16 @@
  *   kill       apply from empty SIGKILLed at random points (by tenants applied), N times, then run to the end: exit 0,
  *              then a no-op plan, and the server's tables hold exactly the model (no duplicate,
  *              nothing lost)
+ *   events     the event log's cost (issue 21): apply from empty with this checkout, and with the commit
+ *              before the event log (1b0effc, built in a temporary git worktree), alternately, twice
+ *              each; the fastest of each compared                          target < 15% more time
+ *              (an upper bound: every later change to the write path is counted with the log)
  *
  * Times are wall clock of the CLI process (model load, compile, requests, the server's work); the
  * server runs as its own process (`idforge serve`), started before the clock starts.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, readFile, readdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -37,7 +41,7 @@ const opt = (name: string, def: string): string => {
   return i >= 0 && args[i + 1] !== undefined ? args[i + 1]! : def;
 };
 const tenants = Number(opt('tenants', '500'));
-const only = opt('only', 'empty,noop,change,passwords,kill').split(',');
+const only = opt('only', 'empty,noop,change,passwords,kill,events').split(',');
 const kills = Number(opt('kills', '3'));
 let seed = Number(opt('seed', String(Date.now() % 100_000)));
 /** Deterministic for a seed, so a surprising kill run can be repeated. */
@@ -74,10 +78,10 @@ interface Server {
   readonly process: ChildProcess;
 }
 
-async function startServer(root: string, port: number): Promise<Server> {
+async function startServer(root: string, port: number, repo = REPO): Promise<Server> {
   const dataDir = join(root, 'server');
-  const child = spawn(process.execPath, [join(REPO, 'bin/idforge.js'), 'serve', '--data-dir', dataDir, '--port', String(port), '--base-domain', 'localhost'], {
-    cwd: REPO, stdio: 'ignore', detached: true,
+  const child = spawn(process.execPath, [join(repo, 'bin/idforge.js'), 'serve', '--data-dir', dataDir, '--port', String(port), '--base-domain', 'localhost'], {
+    cwd: repo, stdio: 'ignore', detached: true,
   });
   await setupStep(`idforge serve on port ${port}`, () => waitForHttp(`http://127.0.0.1:${port}/admin/v1/openapi.json`, { timeoutMs: 60_000 }));
   return { dataDir, port, process: child };
@@ -100,11 +104,11 @@ interface CliRun {
 }
 
 /** Runs the CLI; `killWhen`, asked every 50 ms, SIGKILLs it (and only it) once it answers true. */
-function idforge(argv: readonly string[], env: Record<string, string>, killWhen?: () => boolean): Promise<CliRun> {
+function idforge(argv: readonly string[], env: Record<string, string>, killWhen?: () => boolean, repo = REPO): Promise<CliRun> {
   return new Promise((resolve) => {
     const t0 = performance.now();
     const c0 = endedChildrenCpuSeconds();
-    const child = spawn(process.execPath, [join(REPO, 'bin/idforge.js'), ...argv], { cwd: REPO, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [join(repo, 'bin/idforge.js'), ...argv], { cwd: repo, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
     child.stderr.on('data', (c: Buffer) => (out += c.toString()));
@@ -246,4 +250,52 @@ if (only.includes('kill')) {
       stop(server);
     }
   });
+}
+
+/**
+ * The last landed commit before the event log (8b4ccea wrote it into every change's transaction;
+ * the commits between were not each buildable on their own). It also predates the directory core,
+ * so the row is an upper bound of the log's cost.
+ */
+const BEFORE_EVENTS = '1b0effc';
+
+if (only.includes('events')) {
+  const tree = await mkdtemp(join(tmpdir(), 'idforge-before-events-'));
+  try {
+    await setupStep(`a worktree of ${BEFORE_EVENTS} (before the event log), built`, async () => {
+      execFileSync('git', ['worktree', 'add', '--detach', '--force', tree, BEFORE_EVENTS], { cwd: REPO, stdio: 'ignore' });
+      // This checkout's packages: a superset of what that commit used.
+      await symlink(join(REPO, 'node_modules'), join(tree, 'node_modules'), 'dir');
+      execFileSync(process.execPath, ['scripts/build.js'], { cwd: tree, stdio: 'ignore' });
+    });
+    const applyWith = (repo: string) => scenario(async (root, port) => {
+      const model = join(root, 'model');
+      const env = await writeModel(model, port, 'none');
+      const server = await startServer(root, port, repo);
+      try {
+        const r = await idforge(['apply', model, '--data-dir', server.dataDir, '--state', join(root, 'state.json')], env, undefined, repo);
+        setupCheck(r.code === 0, `apply from empty with ${repo === REPO ? 'this checkout' : BEFORE_EVENTS}`, r.out.slice(0, 300));
+        return r.ms;
+      } finally {
+        stop(server);
+      }
+    });
+    const before: number[] = [];
+    const now: number[] = [];
+    for (let round = 0; round < 2; round++) {
+      before.push(await applyWith(tree));
+      now.push(await applyWith(REPO));
+    }
+    const b = Math.min(...before);
+    const n = Math.min(...now);
+    const more = (n / b - 1) * 100;
+    console.log(`${'event log: apply from empty, more time than before it'.padEnd(46)} ${`${more >= 0 ? '+' : ''}${more.toFixed(1)} %`.padStart(9)}   target < ${'15'.padStart(3)} %   ${more < 15 ? 'met' : 'MISSED'}   ` +
+      `fastest of 2: ${seconds(n)} now, ${seconds(b)} at ${BEFORE_EVENTS} (runs: now ${now.map(seconds).join(', ')}; before ${before.map(seconds).join(', ')})`);
+  } finally {
+    try {
+      execFileSync('git', ['worktree', 'remove', '--force', tree], { cwd: REPO, stdio: 'ignore' });
+    } catch {
+      await rm(tree, { recursive: true, force: true });
+    }
+  }
 }
