@@ -16,7 +16,7 @@ import { stableSecretProvider } from '../../src/provider/stable-secret.ts';
 import { assignmentChanges } from '../../src/provider/tenant-assignments.ts';
 import { valuesFor } from '../../src/provider/tenant-secrets.ts';
 import { userChanges } from '../../src/provider/tenant-users.ts';
-import { describe as describeChange, findingsOf, fromWire, tenantBatch, tenantDifferences, tenantProvider, toWire, type TenantInputs } from '../../src/provider/tenant.ts';
+import { checkUnchanged, describe as describeChange, findingsOf, fromWire, othersOf, slimOutputs, tenantBatch, tenantDifferences, tenantProvider, toWire, withInputs, type TenantInputs } from '../../src/provider/tenant.ts';
 import { loadModel } from '../../src/schema/index.ts';
 import { z } from 'zod';
 
@@ -160,6 +160,45 @@ describe('diff', () => {
     });
     // Under `keep`, what nobody manages is not looked for; the stack's own leftovers still are.
     expect(findingsOf([{ kind: 'user', user: 'u-mallory', outcome: 'deleted' }, { kind: 'user', user: 'u-left', outcome: 'deleted', manager: ours }], ours, 'keep').drift).toEqual({ users: ['u-left'] });
+  });
+
+  it("what the read's one dry run says the tenant holds undeclared: other managers' objects, not the stack's or nobody's", () => {
+    const ours = 'pulumi:idforge/test';
+    expect(othersOf({
+      applications: [{ application: 'backdoor', manager: 'console' }, { application: 'old', manager: ours }, { application: 'hand' }],
+      users: [{ user: 'u-scim', manager: 'scim' }],
+      assignments: [{ application: 'portal', user: 'u-scim', manager: 'scim' }],
+      groupAssignments: [{ application: 'portal', group: 'staff', manager: 'scim' }],
+    }, ours)).toEqual([
+      { kind: 'application', name: 'backdoor', manager: 'console' },
+      { kind: 'user', name: 'u-scim', manager: 'scim' },
+      { kind: 'assignment', name: 'portal/u-scim', manager: 'scim' },
+    ]);
+    expect(othersOf(undefined, ours)).toEqual([]);
+  });
+
+  it('outputs leave the declared objects to the inputs, and get them back from there; outputs of before stay whole', () => {
+    const full = toWire({ ...tenant, applications: { portal: web }, users: { a: { email: 'a@x.io', scopes: [], disabled: false } }, assignments: { portal: ['a'] } });
+    const slim = slimOutputs(full);
+    expect(slim).not.toHaveProperty('applications');
+    expect(slim).not.toHaveProperty('users');
+    expect(slim).not.toHaveProperty('assignments');
+    expect(withInputs(slim, full as never)).toEqual(full);
+    // Outputs that hold the objects (a state of before) win over the inputs.
+    expect(withInputs(full, { ...full, users: {} } as never)).toBe(full);
+    expect(withInputs(slim, undefined)).toBe(slim);
+  });
+
+  it('a check of unchanged declared objects parses only the rest, with the same answer as the whole check', async () => {
+    const declared = { ...tenant, applications: { portal: web }, users: { a: { email: 'a@x.io', scopes: [], disabled: false } }, assignments: { portal: ['a'] } };
+    const olds = (await tenantProvider.check({} as never, toWire(declared))).inputs!;
+    const same = checkUnchanged(olds, toWire(declared));
+    expect(same?.inputs).toEqual(olds);
+    // Anything declared that differs, or a state of before, takes the whole check.
+    expect(checkUnchanged(olds, toWire({ ...declared, users: {} }))).toBeUndefined();
+    expect(checkUnchanged({ ...olds, users: undefined } as never, toWire(declared))).toBeUndefined();
+    // The other inputs are still judged.
+    expect(checkUnchanged(olds, { ...toWire(declared), unmanaged: 'sometimes' } as never)).toBeUndefined();
   });
 
   it("the tenant's batch: the whole declared state, secrets with confidential clients, passwords only where asked", () => {
