@@ -5,8 +5,9 @@ code with idforge's transmitter (test/events/ssf.test.ts runs it):
 - SSF 1.0 §8.1.1 a stream: POST to `configuration_endpoint` with poll delivery (RFC 8936);
 - SSF 1.0 §8.1.4 verification: POST to `verification_endpoint`, then the verification SET arrives;
 - RFC 8936 §2 polling: POST `{maxEvents, returnImmediately, ack}` to the stream's endpoint_url;
-- RFC 8417 SETs verified with joserfc (Authlib's JOSE library) against the transmitter's JWKS:
-  the signature, `typ: secevent+jwt`, `iss` the discovery's issuer, `aud` the stream's.
+- RFC 8417 SETs verified with joserfc (Authlib's JOSE library, installed with Authlib into the
+  interop venv: Authlib requires it) against the transmitter's JWKS: the signature,
+  `typ: secevent+jwt`, `iss` the discovery's issuer, `aud` the stream's.
 
 Environment: SSF_ORIGIN (the tenant's origin), SSF_TOKEN (a bearer that may make streams),
 SSF_AUDIENCE (the `aud` asked for), SSF_WANT (an event type URI), SSF_SUB (the subject's `sub`).
