@@ -140,15 +140,13 @@ export function mountPeople(router: Router, host: PeopleHost): void {
   const person = async (a: Admin, id: string) => a.admin.find('getUser', { userId: id });
   /** What the person's page shows besides the person: factors, sessions, the applications they are assigned to, their last sign-ins. */
   const around = async (a: Admin, u: UserView): Promise<Around> => {
-    const [factors, sessions, apps, signIns] = await Promise.all([
+    const [factors, sessions, assignments, signIns] = await Promise.all([
       a.admin.call('getUserFactors', { userId: u.id }),
       a.admin.call('listUserSessions', { userId: u.id }),
-      a.admin.listAll('listApplications', {}),
+      a.admin.call('listUserAssignments', { userId: u.id }),
       a.admin.call('listEvents', {}, { query: { type: 'login.success', object: `user:${u.id}`, order: 'desc', limit: RECENT_SIGN_INS } }),
     ]);
-    const clients = (apps ?? []).filter((x) => x.kind !== 'api');
-    const found = await Promise.all(clients.map((x) => a.admin.find('getAssignment', { application: x.name, userId: u.id })));
-    return { factors, sessions: sessions.sessions.length, assigned: clients.filter((_, i) => found[i] !== undefined).map((x) => x.name), signIns: signIns.items };
+    return { factors, sessions: sessions.sessions.length, assigned: assignments.items.map((x) => x.application), signIns: signIns.items };
   };
 
   router.get(`${PEOPLE}/:id`, host.authed(async (req, res, a) => {

@@ -179,6 +179,10 @@ export const ADMIN_ROUTES = {
     summary: "Lift the guessing defence's lock (and failure count) on a user's account; the lock on a client address stays",
     response: z.object({ wasLocked: z.boolean() }),
   }),
+  listUserAssignments: route({
+    method: 'GET', path: '/tenants/{tenant}/users/{userId}/assignments', tag: 'user',
+    summary: "A user's direct assignments, one per application they are assigned to (their groups' assignments are the groups')", response: z.object({ items: z.array(AssignmentView) }),
+  }),
   listUserSessions: route({ method: 'GET', path: '/tenants/{tenant}/users/{userId}/sessions', tag: 'user', summary: "A user's sessions and the applications holding their grants", response: UserSessionsView }),
   deleteUserSession: route({
     method: 'DELETE', path: '/tenants/{tenant}/users/{userId}/sessions/{sessionId}', tag: 'user',

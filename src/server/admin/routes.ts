@@ -86,6 +86,7 @@ function handlers(svc: AdminService, groups: GroupAdmin, ctx: ServerContext): Ha
 
     listAssignments: ({ params, page }) => svc.listAssignments(params.tenant, params.application, page),
     getAssignment: ({ params }) => svc.getAssignment(params.tenant, params.application, params.userId),
+    listUserAssignments: ({ params }) => svc.listUserAssignments(params.tenant, params.userId),
     putAssignment: ({ params, body, dryRun, force }) => svc.putAssignment(params.tenant, params.application, params.userId, body, dryRun, force),
     deleteAssignment: ({ params, dryRun }) => svc.deleteAssignment(params.tenant, params.application, params.userId, dryRun),
     changeAssignments: ({ params, body, dryRun }) => svc.changeAssignments(params.tenant, params.application, body, dryRun),

@@ -269,6 +269,13 @@ export class AdminService {
     return assignmentView(a);
   }
 
+  /** A user's direct assignments, one per application (groups assigned to an application let their members in too). */
+  async listUserAssignments(tenant: string, userId: string) {
+    await this.#tenant(tenant);
+    requireUser(tenant, userId, await this.#s.users.get(tenant, userId));
+    return { items: (await this.#s.users.listUserAssignments(tenant, userId)).map(assignmentView) };
+  }
+
   async listAssignments(tenant: string, application: string, page: PageRequest) {
     await this.#tenant(tenant);
     await this.#clientApp(tenant, application);

@@ -489,6 +489,10 @@ class Users implements UserStore {
       [tenant, application, after, page.limit + 1]);
     return toPage(rows, page.limit, assignmentRow, (r) => [String(r.user_id)]);
   }
+  async listUserAssignments(tenant: string, userId: string): Promise<AssignmentRecord[]> {
+    const { rows } = await this.d.q('SELECT * FROM assignments WHERE tenant = $1 AND user_id = $2 ORDER BY application COLLATE "C"', [tenant, userId]);
+    return rows.map(assignmentRow);
+  }
   async putAssignment(tenant: string, application: string, userId: string, body: AssignmentBody): Promise<AssignmentRecord> {
     const r = await this.d.one(`INSERT INTO assignments (tenant, application, user_id, body, created_at) VALUES ($1, $2, $3, $4, $5)
       ON CONFLICT (tenant, application, user_id) DO UPDATE SET body = excluded.body RETURNING *`,

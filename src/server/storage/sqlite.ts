@@ -401,6 +401,9 @@ class Users implements UserStore {
       .all(tenant, application, after, page.limit + 1) as Row[];
     return toPage(rows, page.limit, assignmentRow, (r) => [String(r.user_id)]);
   }
+  async listUserAssignments(tenant: string, userId: string): Promise<AssignmentRecord[]> {
+    return (this.d.q('SELECT * FROM assignments WHERE tenant = ? AND user_id = ? ORDER BY application').all(tenant, userId) as Row[]).map(assignmentRow);
+  }
   async putAssignment(tenant: string, application: string, userId: string, body: AssignmentBody): Promise<AssignmentRecord> {
     this.d.q(`INSERT INTO assignments (tenant, application, user_id, body, created_at) VALUES (?, ?, ?, ?, ?)
       ON CONFLICT (tenant, application, user_id) DO UPDATE SET body = excluded.body`)

@@ -278,6 +278,8 @@ export interface UserStore {
   getAssignment(tenant: string, application: string, userId: string): Promise<AssignmentRecord | undefined>;
   /** One application's assignments, ordered by user id (bytewise). */
   listAssignments(tenant: string, application: string, page: PageRequest): Promise<Page<AssignmentRecord>>;
+  /** One user's direct assignments, ordered by application (bytewise): at most one per application of the tenant. */
+  listUserAssignments(tenant: string, userId: string): Promise<AssignmentRecord[]>;
   /** Upsert (createdAt kept on update). */
   putAssignment(tenant: string, application: string, userId: string, body: AssignmentBody): Promise<AssignmentRecord>;
   deleteAssignment(tenant: string, application: string, userId: string): Promise<boolean>;

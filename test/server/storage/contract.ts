@@ -445,6 +445,17 @@ export function storageContract(name: string, fresh: () => Promise<Backend>): vo
         await expect(s.users.listAssignments('acme', 'wiki', { limit: 5, cursor: '%' })).rejects.toThrow('invalid cursor');
       });
 
+      it("a user's assignments, one per application, ordered by application bytewise, never another tenant's", async () => {
+        await parents(s, { acme: { users: ['zz', 'u1'], apps: ['wiki', 'Portal', 'other', 'a-b'] }, globex: { users: ['zz'], apps: ['wiki'] } });
+        for (const app of ['wiki', 'Portal', 'a-b']) await s.users.putAssignment('acme', app, 'zz', { managedBy: 'idforge' });
+        await s.users.putAssignment('acme', 'other', 'u1', {});
+        await s.users.putAssignment('globex', 'wiki', 'zz', {});
+        const mine = await s.users.listUserAssignments('acme', 'zz');
+        expect(mine.map((a) => a.application)).toEqual(bytewise(['wiki', 'Portal', 'a-b']));
+        expect(mine.every((a) => a.tenant === 'acme' && a.userId === 'zz' && a.body.managedBy === 'idforge')).toBe(true);
+        expect(await s.users.listUserAssignments('acme', 'nobody')).toEqual([]);
+      });
+
       it('changeAssignments adds and removes in one transaction: existing ones kept as they are, a removed user\'s artifacts at the client revoked, a missing user changes nothing', async () => {
         await parents(s, { acme: { apps: ['portal'] } });
         for (const id of ['u1', 'u2', 'u3']) await s.users.put('acme', id, userBody(`${id}@acme.example`), null);
