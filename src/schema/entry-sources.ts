@@ -60,26 +60,20 @@ export function entrySourcesOf(file: string, text: string): Map<string, EntrySou
     if (!isMap(t)) return;
     const tenant = scalarOf(t, 'name');
     if (typeof tenant !== 'string') return;
-    const apps = t.get('applications', true);
-    if (isSeq(apps)) {
-      apps.items.forEach((a, ai) => {
-        const name = isMap(a) ? scalarOf(a, 'name') : undefined;
-        const range = (a as Node | null)?.range;
+    // Each entry of a list, by the field that names it: applications by name, users by id.
+    const entries = (list: 'applications' | 'users', nameKey: string, keyOf: (tenant: string, name: string) => string) => {
+      const seq = t.get(list, true);
+      if (!isSeq(seq)) return;
+      seq.items.forEach((e, i) => {
+        const name = isMap(e) ? scalarOf(e, nameKey) : undefined;
+        const range = (e as Node | null)?.range;
         if (typeof name !== 'string' || range == null) return;
-        const s = linesOf(text, range[0], range[1], file, `tenants[${ti}].applications[${ai}]`);
-        if (s !== undefined) out.set(applicationSourceKey(tenant, name), s);
+        const s = linesOf(text, range[0], range[1], file, `tenants[${ti}].${list}[${i}]`);
+        if (s !== undefined) out.set(keyOf(tenant, name), s);
       });
-    }
-    const users = t.get('users', true);
-    if (isSeq(users)) {
-      users.items.forEach((u, ui) => {
-        const id = isMap(u) ? scalarOf(u, 'id') : undefined;
-        const range = (u as Node | null)?.range;
-        if (typeof id !== 'string' || range == null) return;
-        const s = linesOf(text, range[0], range[1], file, `tenants[${ti}].users[${ui}]`);
-        if (s !== undefined) out.set(userSourceKey(tenant, id), s);
-      });
-    }
+    };
+    entries('applications', 'name', applicationSourceKey);
+    entries('users', 'id', userSourceKey);
     const pair = t.items.find((p): p is Pair<Node, Node> => isPair(p) && isScalar(p.key) && p.key.value === 'assignments');
     const keyRange = pair?.key?.range;
     const valueRange = pair?.value?.range;
