@@ -134,8 +134,13 @@ export async function markedProcesses(mark: string): Promise<string[]> {
       const environ = await readFile(`/proc/${pid}/environ`, 'latin1');
       if (!environ.includes(`IDFORGE_CRASH_MARK=${mark}`)) continue;
       const cmdline = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0').join(' ').trim();
-      const state = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]?.[0];
+      const stat = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1] ?? '';
+      const state = stat[0];
       if (state === 'Z' || / serve /.test(`${cmdline} `)) continue;
+      // The server's own helpers (its TypeScript loader's esbuild service, when dist/ is older than the
+      // sources) stay with it.
+      const parent = await readFile(`/proc/${stat.split(' ')[1]}/cmdline`, 'utf8').catch(() => '');
+      if (/ serve /.test(`${parent.split('\0').join(' ')} `)) continue;
       out.push(`${pid} ${cmdline}`);
     } catch {
       // gone meanwhile, or not ours to read
