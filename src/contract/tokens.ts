@@ -40,9 +40,18 @@ export const MAX_REFRESH_REUSE_GRACE = 60;
  * Default seconds between oauth2-proxy's refreshes of a session (`cookieRefresh` in the model,
  * OAUTH2_PROXY_COOKIE_REFRESH). The proxy receives no events, so this check is how it learns of a
  * revocation; it is its own figure, not derived from the token lifetime. 30 s costs one refresh
- * per signed-in user and proxy twice a minute. oauth2-proxy keeps a session whose refresh was
- * refused until its access token expires (its stored-session loader validates the session, which
- * holds while the token does), so a revoked user's proxy session ends at the first refresh past the
- * removal for sessions whose token is expiring, and at the latest when the token expires.
+ * per signed-in user and proxy twice a minute.
  */
 export const DEFAULT_PROXY_COOKIE_REFRESH = 30;
+
+/**
+ * Seconds an ID token issued to a reverse proxy lives. After a refresh, successful or refused,
+ * oauth2-proxy keeps the session only while its ID token verifies (v7's stored-session loader, then
+ * the OIDC provider's ValidateSession). An ID token as long-lived as other clients' (1 hour) would
+ * keep a revoked person's session until the access token expires. With it shorter than the refresh
+ * period, the ID token of the last refresh has expired when the next refresh is due, so the refresh
+ * the server refuses also ends the session: access ends within max(cookieRefresh, this) of the
+ * removal. The proxy verifies each new ID token as it receives it (every refresh gives one), so 10 s
+ * leaves room for a proxy whose clock runs a few seconds ahead of the server's.
+ */
+export const PROXY_ID_TOKEN_LIFETIME = 10;

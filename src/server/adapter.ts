@@ -28,6 +28,8 @@ export function redirectUriVariants(uris: readonly string[]): string[] {
 
 /** The client metadata (an extension, RFC 7591 §2) that carries the application's `pkce: optional`. */
 export const PKCE_CLIENT_METADATA = 'idforge_pkce';
+/** The client metadata that carries the application's kind (provider.ts gives a proxy short ID tokens). */
+export const KIND_CLIENT_METADATA = 'idforge_kind';
 
 /**
  * Application → oidc-provider client metadata: the kind's registration facts from the contract's
@@ -80,6 +82,7 @@ export function clientMetadata(app: ApplicationRecord): ClientMetadata | undefin
     ...('backchannelLogoutUri' in b && b.backchannelLogoutUri !== undefined ? { backchannel_logout_uri: b.backchannelLogoutUri, backchannel_logout_session_required: true } : {}),
     // Read by provider.ts's pkce.required; only a confidential client may be `optional` (contract/pkce.ts).
     ...(facts.confidential && 'pkce' in b && b.pkce === 'optional' ? { [PKCE_CLIENT_METADATA]: 'optional' } : {}),
+    [KIND_CLIENT_METADATA]: b.kind,
     ...facts.registration,
     grant_types: [...facts.registration.grant_types],
     response_types: [...facts.registration.response_types] as ClientMetadata['response_types'],

@@ -5,10 +5,10 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import Provider, { errors as oidcErrors, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
-import { OIDC_ROUTES, endpointUrl, issuerUrl, pkceRefusal, type PkcePolicy } from '../contract/index.ts';
+import { OIDC_ROUTES, PROXY_ID_TOKEN_LIFETIME, endpointUrl, issuerUrl, pkceRefusal, type PkcePolicy } from '../contract/index.ts';
 import type { ServerContext } from './_context.ts';
 import { SCOPE_CLAIMS, STANDARD_SCOPES, findAccount, grantableScopes, isAssigned } from './accounts.ts';
-import { PKCE_CLIENT_METADATA, TenantApps, adapterClass } from './adapter.ts';
+import { KIND_CLIENT_METADATA, PKCE_CLIENT_METADATA, TenantApps, adapterClass } from './adapter.ts';
 import { LIFETIMES } from './config.ts';
 import { activeKey, privateJwks, publicJwks } from './keys.ts';
 import { PAGE_HEADERS, SECURITY_HEADERS, renderPage } from './login/pages.ts';
@@ -164,7 +164,7 @@ ${form}
       },
     },
     // An application's `pkce: optional` (src/contract/pkce.ts), in its client metadata (adapter.ts).
-    extraClientMetadata: { properties: [PKCE_CLIENT_METADATA] },
+    extraClientMetadata: { properties: [PKCE_CLIENT_METADATA, KIND_CLIENT_METADATA] },
     pkce: {
       // Every client, confidential ones too (RFC 9700 §2.1.1): S256, the only method oidc-provider 9
       // accepts. A confidential client with `pkce: optional` may send an OpenID Connect request with
@@ -189,7 +189,8 @@ ${form}
     ttl: {
       AccessToken: ctx.tokens.accessTokenLifetime,
       ClientCredentials: LIFETIMES.ClientCredentials,
-      IdToken: LIFETIMES.IdToken,
+      // A reverse proxy's session lives while its ID token verifies: short, so a refused refresh ends it (contract/tokens.ts).
+      IdToken: (_ctx, _token, client) => (client?.metadata()[KIND_CLIENT_METADATA] === 'proxy' ? PROXY_ID_TOKEN_LIFETIME : LIFETIMES.IdToken),
       AuthorizationCode: LIFETIMES.AuthorizationCode,
       Interaction: LIFETIMES.Interaction,
       Session: LIFETIMES.Session,

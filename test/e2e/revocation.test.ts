@@ -7,10 +7,11 @@
  * bench/e2e/revocation.ts` prints each beside the contract's bound.
  *
  * The periods are shortened so the file runs quickly, through the same settings an operator has:
- * `idforge serve --access-token-lifetime 20` (default 300) and the proxy's `cookieRefresh: 5` in
+ * `idforge serve --access-token-lifetime 20` (default 300) and the proxy's `cookieRefresh: 10` in
  * the model (default 30). With them the expected delays are: web within seconds (back-channel
  * logout, whatever the lifetime), SPA at most 10 s (it renews at half the token's life), proxy at
- * most 20 s (a refused refresh ends the session when its access token expires). REVOCATION_ACCESS_TOKEN_LIFETIME and REVOCATION_COOKIE_REFRESH set
+ * most 10 s (its refresh is refused, and its ID token, which lives PROXY_ID_TOKEN_LIFETIME, has
+ * expired by then, so the session ends). REVOCATION_ACCESS_TOKEN_LIFETIME and REVOCATION_COOKIE_REFRESH set
  * others (the bench uses them to measure the shipped defaults).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -21,7 +22,7 @@ import { toolPath } from '../support/tools.ts';
 import { signIn, startStack, TENANT, type Stack, type TestUser } from './_stack.ts';
 
 const ACCESS_TOKEN_LIFETIME = Number(process.env.REVOCATION_ACCESS_TOKEN_LIFETIME ?? 20);
-const PROXY_COOKIE_REFRESH = Number(process.env.REVOCATION_COOKIE_REFRESH ?? 5);
+const PROXY_COOKIE_REFRESH = Number(process.env.REVOCATION_COOKIE_REFRESH ?? 10);
 /** Past this, access that has not ended fails the test: every pattern ends by its token's expiry. */
 const GIVE_UP_SECONDS = ACCESS_TOKEN_LIFETIME + 15;
 
@@ -155,7 +156,8 @@ describe('removing access ends it in every pattern', { timeout: Math.max(180_000
       return headers['x-forwarded-user'] === stack.users.alice.id;
     };
     // The session outlives refreshes while the user is assigned (the cookie refresh runs every
-    // 5 s), and the upstream gets the refreshed token.
+    // PROXY_COOKIE_REFRESH s; the ID token of the sign-in has expired by the first), and the
+    // upstream gets the refreshed token.
     expect(await stillIn()).toBe(true);
     const first = token;
     await sleep((PROXY_COOKIE_REFRESH + 1) * 1000);

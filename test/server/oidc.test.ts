@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as oidc from 'openid-client';
 import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify, errors as joseErrors, type JSONWebKeySet } from 'jose';
 import { routePath } from '../../src/contract/index.ts';
-import { discoveryUrl, jwksUrl } from '../../src/contract/index.ts';
+import { PROXY_ID_TOKEN_LIFETIME, discoveryUrl, jwksUrl } from '../../src/contract/index.ts';
 import {
   Browser, PASSWORD, adminClient, authorize, fixtureTenant, localhostFetch, pkceParams, relyingParty, testServer,
   type AdminClient, type Fixture,
@@ -82,6 +82,7 @@ describe('confidential client (web)', () => {
     expect(claims.email).toBe(acme.users.alice.email);
     expect(claims.email_verified).toBe(true);
     expect(claims.name).toBe('alice');
+    expect(claims.exp - claims.iat).toBe(60 * 60);
     const { payload, protectedHeader } = await verifyAccessToken(tokens.access_token, 'acme', acme.api);
     expect(protectedHeader.alg).toBe('RS256');
     expect(payload.sub).toBe('u-alice');
@@ -105,6 +106,9 @@ describe('confidential client (web)', () => {
     });
     const tokens = await oidc.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: state });
     expect(tokens.claims()).toMatchObject({ sub: 'u-alice', email: acme.users.alice.email, email_verified: true });
+    // A proxy's ID token is short-lived, so a refused refresh ends its session (contract/tokens.ts); other clients' live an hour.
+    const claims = tokens.claims()!;
+    expect(claims.exp - claims.iat).toBe(PROXY_ID_TOKEN_LIFETIME);
     const info = await oidc.fetchUserInfo(config, tokens.access_token, 'u-alice');
     expect(info).toMatchObject({ sub: 'u-alice', email: acme.users.alice.email, email_verified: true, name: 'alice' });
   });
