@@ -6,39 +6,26 @@
  * what tells it from an ID token to receivers that do not check `typ`). Signed when sent, not when
  * queued: a token waiting through a key rotation goes out under the key the JWKS publishes then.
  */
-import { importJWK, SignJWT, type JWK } from 'jose';
 import { BACKCHANNEL_LOGOUT_EVENT, LOGOUT_TOKEN_LIFETIME, LOGOUT_TOKEN_TYP } from '../../contract/index.ts';
 import type { MasterKey } from '../_crypto.ts';
-import { activeKey, privateJwks } from '../keys.ts';
 import type { LogoutDraft, Storage } from '../storage/types.ts';
-
-type Key = Awaited<ReturnType<typeof importJWK>>;
+import { TenantSigner } from '../tenant-signer.ts';
 
 export class LogoutTokenSigner {
-  readonly #keys = new Map<string, { kid: string; alg: string; key: Key }>();
+  readonly #signer: TenantSigner;
 
-  constructor(private readonly storage: Pick<Storage, 'tenants'>, private readonly master: MasterKey, private readonly issuer: (tenant: string) => string) {}
+  constructor(storage: Pick<Storage, 'tenants'>, master: MasterKey, private readonly issuer: (tenant: string) => string) {
+    this.#signer = new TenantSigner(storage, master);
+  }
 
-  async sign(l: LogoutDraft, nowMs: number = Date.now()): Promise<string> {
-    const active = activeKey(await this.storage.tenants.listKeys(l.tenant));
-    if (active === undefined) throw new Error(`tenant '${l.tenant}' has no active signing key`);
-    const id = `${l.tenant}\u0000${active.kid}`;
-    let k = this.#keys.get(id);
-    if (k === undefined) {
-      const jwk = privateJwks([active], this.master)[0] as JWK;
-      k = { kid: active.kid, alg: active.alg, key: await importJWK(jwk, active.alg) };
-      if (this.#keys.size > 1000) this.#keys.clear();
-      this.#keys.set(id, k);
-    }
+  sign(l: LogoutDraft, nowMs: number = Date.now()): Promise<string> {
     const iat = Math.floor(nowMs / 1000);
-    return new SignJWT({ events: { [BACKCHANNEL_LOGOUT_EVENT]: {} }, ...(l.sid === undefined ? {} : { sid: l.sid }) })
-      .setProtectedHeader({ alg: k.alg, kid: k.kid, typ: LOGOUT_TOKEN_TYP })
+    return this.#signer.sign(l.tenant, LOGOUT_TOKEN_TYP, { events: { [BACKCHANNEL_LOGOUT_EVENT]: {} }, ...(l.sid === undefined ? {} : { sid: l.sid }) }, (jwt) => jwt
       .setIssuer(this.issuer(l.tenant))
       .setAudience(l.clientId)
       .setSubject(l.sub)
       .setJti(l.jti)
       .setIssuedAt(iat)
-      .setExpirationTime(iat + LOGOUT_TOKEN_LIFETIME)
-      .sign(k.key);
+      .setExpirationTime(iat + LOGOUT_TOKEN_LIFETIME));
   }
 }
