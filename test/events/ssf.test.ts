@@ -284,4 +284,13 @@ it('session-revoked follows access, not rows: none while a group still lets the 
   await admin.call('DELETE', routePath('deleteGroupAssignment', { tenant: 'initech', application: 'web', group: 'staff' }));
   await collect('carol revoked', () => revoked().includes('u-carol'));
   expect(revoked()).toEqual(['u-alice', 'u-bob', 'u-carol']);
+
+  // A group deleted outright: its members lose what it gave them. crew lets bob into spa (his only
+  // way in) and carol too, who keeps her own assignment there: bob alone is revoked.
+  await admin.put(routePath('putGroup', { tenant: 'initech', group: 'crew' }), { displayName: 'Crew', members: ['u-bob', 'u-carol'] });
+  await admin.put(routePath('putGroupAssignment', { tenant: 'initech', application: 'spa', group: 'crew' }), {});
+  await admin.call('DELETE', routePath('deleteGroup', { tenant: 'initech', group: 'crew' }));
+  await collect('bob revoked again', () => revoked().filter((u) => u === 'u-bob').length === 2);
+  expect(got.filter((c) => SESSION_REVOKED in c.events && c.sub_id.group?.id === 'crew').map((c) => c.sub_id.user.sub)).toEqual(['u-bob']);
+  expect(revoked()).toEqual(['u-alice', 'u-bob', 'u-carol', 'u-bob']);
 });

@@ -140,6 +140,19 @@ describe('back-channel logout', () => {
     await receiver.about(f.users.bob.id);
   });
 
+  it('deleting a group sends a logout token to each member it leaves without access, and to no one else', async () => {
+    await admin.put(routePath('getUser', { tenant: 'acme', userId: 'u-dan' }), { email: 'dan@acme.test' });
+    await admin.put(routePath('putGroup', { tenant: 'acme', group: 'ops' }), { displayName: 'Ops', members: ['u-dan', f.users.carol.id] });
+    await admin.put(routePath('putGroupAssignment', { tenant: 'acme', application: 'web', group: 'ops' }), {});
+    const carolBefore = receiver.tokens.filter((t) => decodeJwt(t).sub === f.users.carol.id).length;
+    await admin.call('DELETE', routePath('deleteGroup', { tenant: 'acme', group: 'ops' }));
+    // dan reached the portal only through ops; carol keeps her own assignment. (The event log is
+    // read in order: once dan's token is here, carol's would have been sent with it.)
+    const [dan] = await receiver.about('u-dan');
+    await verifyLogoutToken(receiver.tokens.find((t) => decodeJwt(t).jti === dan!.jti)!, server.issuer('acme'), f.web.clientId);
+    expect(receiver.tokens.filter((t) => decodeJwt(t).sub === f.users.carol.id)).toHaveLength(carolBefore);
+  });
+
   it('a logout the receiver refused is retried after a restart, with the same jti', async () => {
     receiver.status = 503;
     const seen = receiver.tokens.length;

@@ -2,12 +2,9 @@
  * Which logout tokens a revocation owes (OpenID Connect Back-Channel Logout 1.0), read from the
  * event log's event of it, against the directory as it is when the event is read:
  *
- * - `assignment.deleted` (`<application>/<user>`): that application, that user, unless a group
- *   still gives them access;
- * - `group_assignment.deleted` (`<application>/<group>`): that application, each member left
- *   without access;
- * - `group.updated` that removed members: every application with a back-channel logout URI, each
- *   removed member left without access to it;
+ * - an assignment or a group's assignment removed, members removed from a group, a group deleted:
+ *   each application with a back-channel logout URI where a person lost access, that person (the
+ *   directory's one reading: directory/access-lost.ts);
  * - `user.deleted`, and `user.updated` that disabled the user: every application of the tenant
  *   with a back-channel logout URI (a user's sessions are the applications' to know; a logout
  *   token for a user without one is ignored there);
@@ -20,14 +17,13 @@
 import { createHash } from 'node:crypto';
 import type { EventView } from '../../contract/index.ts';
 import { LIFETIMES } from '../config.ts';
+import { ACCESS_EVENT_TYPES, accessLost } from '../directory/access-lost.ts';
 import type { ApplicationRecord, LogoutDraft, Storage } from '../storage/types.ts';
 
 type Reads = Pick<Storage, 'applications' | 'users' | 'groups' | 'events'>;
 
 /** The event types that can owe logout tokens (the dispatcher reads only these). */
-export const REVOCATION_EVENT_TYPES: ReadonlySet<string> = new Set([
-  'assignment.deleted', 'group_assignment.deleted', 'group.updated', 'user.deleted', 'user.updated', 'application.deleted',
-]);
+export const REVOCATION_EVENT_TYPES: ReadonlySet<string> = new Set([...ACCESS_EVENT_TYPES, 'user.deleted', 'user.updated', 'application.deleted']);
 
 /** Sign-ins read per deleted application at most (pages of 500). */
 const MAX_SIGN_IN_PAGES = 20;
@@ -57,15 +53,6 @@ async function backchannelClients(s: Reads, tenant: string): Promise<Client[]> {
   return out;
 }
 
-const hasAccess = async (s: Reads, tenant: string, application: string, user: string): Promise<boolean> =>
-  (await s.users.getAssignment(tenant, application, user)) !== undefined || s.groups.grantsAccess(tenant, application, user);
-
-/** `<application>/<member>`: application names hold no slash, user and group ids may. */
-const pair = (name: string): [string, string] => {
-  const i = name.indexOf('/');
-  return [name.slice(0, i), name.slice(i + 1)];
-};
-
 const change = (e: EventView, field: string) => e.changes.find((c) => c.field === field);
 
 /** The users the log shows signing in to `clientId` since `sinceMs`. */
@@ -86,27 +73,15 @@ export async function logoutTargets(s: Reads, event: EventView, nowMs: number): 
   const tenant = event.tenant;
   const pairs: { client: Client; sub: string }[] = [];
   switch (event.type) {
-    case 'assignment.deleted': {
-      const [application, user] = pair(event.object.name);
-      const client = clientOf(await s.applications.get(tenant, application));
-      if (client !== undefined && !(await hasAccess(s, tenant, application, user))) pairs.push({ client, sub: user });
-      break;
-    }
-    case 'group_assignment.deleted': {
-      const [application, group] = pair(event.object.name);
-      const client = clientOf(await s.applications.get(tenant, application));
-      if (client === undefined) break;
-      for (const user of await s.groups.listMembers(tenant, group)) if (!(await hasAccess(s, tenant, application, user))) pairs.push({ client, sub: user });
-      break;
-    }
-    case 'group.updated': {
-      const members = change(event, 'members');
-      const before = Array.isArray(members?.before) ? (members.before as unknown[]).map(String) : [];
-      const after = new Set(Array.isArray(members?.after) ? (members.after as unknown[]).map(String) : []);
-      const removed = before.filter((u) => !after.has(u));
-      if (removed.length === 0) break;
-      for (const client of await backchannelClients(s, tenant)) {
-        for (const user of removed) if (!(await hasAccess(s, tenant, client.application, user))) pairs.push({ client, sub: user });
+    case 'assignment.deleted':
+    case 'group_assignment.deleted':
+    case 'group.updated':
+    case 'group.deleted': {
+      const clients = new Map<string, Client | undefined>();
+      for (const { application, user } of await accessLost(s, event)) {
+        if (!clients.has(application)) clients.set(application, clientOf(await s.applications.get(tenant, application)));
+        const client = clients.get(application);
+        if (client !== undefined) pairs.push({ client, sub: user });
       }
       break;
     }

@@ -13,6 +13,7 @@ import type { GroupRecord } from '../storage/types.ts';
 import { judgeManaged } from './rules.ts';
 import { managerOf } from '../../contract/index.ts';
 import { deleteEvent, putEvent, recordWith } from '../events/make.ts';
+import { applicationsOfGroup } from './access-lost.ts';
 
 /** Bytewise sorted and without repeats: how members are kept and compared. */
 export const memberSet = (ids: Iterable<string>): string[] => [...new Set(ids)].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
@@ -75,5 +76,9 @@ export async function writeGroup(ctx: ServerContext, tenant: string, id: string,
  * members left without access lose their grants there, in one transaction with its event.
  */
 export async function removeGroup(ctx: ServerContext, tenant: string, before: GroupRecord): Promise<boolean> {
-  return recordWith(ctx, [deleteEvent(tenant, 'group', before.id, before.body)], () => ctx.storage.groups.delete(tenant, before.id));
+  // Its members and the applications it was assigned to go with it: the event keeps them, so the
+  // revocations read from the log (SSF, back-channel logout) know whom it left without access where.
+  const members = await ctx.storage.groups.listMembers(tenant, before.id);
+  const applications = await applicationsOfGroup(ctx.storage, tenant, before.id);
+  return recordWith(ctx, [deleteEvent(tenant, 'group', before.id, { ...before.body, members: [...members], applications })], () => ctx.storage.groups.delete(tenant, before.id));
 }

@@ -1,75 +1,19 @@
 /**
- * Who lost access to what through an event whose SETs depend on the directory as it is when the
- * event is read (the same reading the back-channel logout makes, backchannel/targets.ts): a person
- * whose assignment went but whom a group still lets in lost nothing, so no session-revoked.
- *
- * - `assignment.deleted` (`<application>/<user>`): the user, unless a group still gives access;
- * - `group_assignment.deleted` (`<application>/<group>`): each member left without access;
- * - `group.updated` that removed members: each removed member left without access to an
- *   application the group is assigned to.
+ * Who lost access through an event whose SETs depend on the directory as it is when the event is
+ * read: the directory's one reading (directory/access-lost.ts), which the back-channel logout makes
+ * too. A person whose assignment went but whom a group still lets in lost nothing, so no
+ * session-revoked.
  */
 import type { EventView } from '../../contract/index.ts';
+import { ACCESS_EVENT_TYPES, accessLost } from '../directory/access-lost.ts';
 import type { Storage } from '../storage/types.ts';
 
-type Reads = Pick<Storage, 'applications' | 'users' | 'groups'>;
+export { pairOf } from '../directory/access-lost.ts';
 
 /** The event types whose SETs need `lostAccess` first. */
-export const LOOKUP_TYPES: ReadonlySet<string> = new Set(['assignment.deleted', 'group_assignment.deleted', 'group.updated']);
+export const LOOKUP_TYPES: ReadonlySet<string> = ACCESS_EVENT_TYPES;
 
-/** `<application>/<member>`: application names hold no slash, user and group ids may. */
-export const pairOf = (name: string): [string, string] => {
-  const i = name.indexOf('/');
-  return [name.slice(0, i), name.slice(i + 1)];
-};
-
-const hasAccess = async (s: Reads, tenant: string, application: string, user: string): Promise<boolean> =>
-  (await s.users.getAssignment(tenant, application, user)) !== undefined || s.groups.grantsAccess(tenant, application, user);
-
-/** The applications `group` is assigned to. */
-async function applicationsOf(s: Reads, tenant: string, group: string): Promise<string[]> {
-  const out: string[] = [];
-  for (let cursor: string | undefined, more = true; more;) {
-    const page = await s.applications.list(tenant, { cursor, limit: 500 });
-    for (const a of page.items) if ((await s.groups.getAssignment(tenant, a.name, group)) !== undefined) out.push(a.name);
-    cursor = page.nextCursor ?? undefined;
-    more = page.nextCursor !== null;
-  }
-  return out;
-}
-
-/** The users the event left without access they had (empty for other events). */
-export async function lostAccess(s: Reads, e: EventView): Promise<readonly string[]> {
-  const tenant = e.tenant;
-  switch (e.type) {
-    case 'assignment.deleted': {
-      const [application, user] = pairOf(e.object.name);
-      return (await hasAccess(s, tenant, application, user)) ? [] : [user];
-    }
-    case 'group_assignment.deleted': {
-      const [application, group] = pairOf(e.object.name);
-      const lost: string[] = [];
-      for (const user of await s.groups.listMembers(tenant, group)) if (!(await hasAccess(s, tenant, application, user))) lost.push(user);
-      return lost;
-    }
-    case 'group.updated': {
-      const members = e.changes.find((c) => c.field === 'members');
-      const before = Array.isArray(members?.before) ? (members.before as unknown[]).map(String) : [];
-      const after = new Set(Array.isArray(members?.after) ? (members.after as unknown[]).map(String) : []);
-      const removed = before.filter((u) => !after.has(u));
-      if (removed.length === 0) return [];
-      const applications = await applicationsOf(s, tenant, e.object.name);
-      const lost: string[] = [];
-      for (const user of removed) {
-        for (const application of applications) {
-          if (!(await hasAccess(s, tenant, application, user))) {
-            lost.push(user);
-            break;
-          }
-        }
-      }
-      return lost;
-    }
-    default:
-      return [];
-  }
+/** The users the event left without access they had, each once (empty for other events). */
+export async function lostAccess(s: Pick<Storage, 'applications' | 'users' | 'groups'>, e: EventView): Promise<readonly string[]> {
+  return [...new Set((await accessLost(s, e)).map((l) => l.user))];
 }

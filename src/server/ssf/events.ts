@@ -9,6 +9,7 @@
  * | assignment.deleted                 | CAEP session-revoked (the person, unless a group still lets them in) |
  * | group_assignment.deleted           | CAEP session-revoked for each member it left without access |
  * | group.updated removing members     | CAEP session-revoked for each removed member left without access to one of its applications |
+ * | group.deleted                      | CAEP session-revoked for each member it left without access to one of its applications |
  * | user.updated, disabled → true      | CAEP session-revoked, RISC account-disabled               |
  * | user.updated, disabled → false     | RISC account-enabled                                      |
  * | user.updated with a new password, password.set | CAEP credential-change (password, update)     |
@@ -56,6 +57,11 @@ function signalsOf(e: EventView, iss: string, lost: readonly string[]): { type: 
         body: { ...admin, reason_admin: { en: `access to application '${application}'${how} was removed` } },
       }));
     }
+    case 'group.deleted':
+      return lost.map((user) => ({
+        type: SSF_EVENTS.sessionRevoked, subject: { format: 'complex', user: person(user), group: { format: 'opaque', id: e.object.name } },
+        body: { ...admin, reason_admin: { en: `group '${e.object.name}' was deleted` } },
+      }));
     case 'group.updated':
       return lost.map((user) => ({
         type: SSF_EVENTS.sessionRevoked, subject: { format: 'complex', user: person(user), group: { format: 'opaque', id: e.object.name } },
