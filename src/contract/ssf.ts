@@ -114,10 +114,16 @@ export const SsfStreamPatch = z.object({
 }).strict();
 export type SsfStreamPatch = z.infer<typeof SsfStreamPatch>;
 
+/**
+ * Text the transmitter stores as it is (a status reason, a receiver's error for a SET): PostgreSQL
+ * text cannot hold NUL, so it is refused at the field on every backend (a 500 there before).
+ */
+const storedText = (max: number) => z.string().max(max).regex(/^[^\u0000]*$/, { error: 'must not contain NUL characters' });
+
 export const SsfStatusBody = z.strictObject({
   stream_id: z.string().max(64),
   status: z.enum(SSF_STREAM_STATUSES),
-  reason: z.string().max(256).optional(),
+  reason: storedText(256).optional(),
 });
 export type SsfStatusBody = z.infer<typeof SsfStatusBody>;
 
@@ -132,6 +138,6 @@ export const SsfPollBody = z.strictObject({
   maxEvents: z.number().int().min(0).max(10_000).optional(),
   returnImmediately: z.boolean().optional(),
   ack: z.array(z.string().max(256)).max(SSF_MAX_EVENTS * 10).optional(),
-  setErrs: z.record(z.string().max(256), z.strictObject({ err: z.string().max(64), description: z.string().max(1024).optional() })).optional(),
+  setErrs: z.record(z.string().max(256), z.strictObject({ err: storedText(64), description: storedText(1024).optional() })).optional(),
 });
 export type SsfPollBody = z.infer<typeof SsfPollBody>;
