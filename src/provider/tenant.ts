@@ -663,6 +663,9 @@ export function wireDifferences(olds: TenantWire, news: TenantWire): Difference[
   return out;
 }
 
+/** What the outputs leave out: the declared objects, which the inputs hold. */
+const DECLARED_MAPS = ['applications', 'users', 'assignments'] as const;
+
 /** The inputs but the declared objects, checked alone when those are what the stack holds already. */
 const SmallInputsSchema = TenantInputsSchema.omit({ body: true, applications: true, users: true, assignments: true });
 
@@ -681,9 +684,6 @@ export function checkUnchanged(olds: TenantWire, news: TenantWire): pulumi.dynam
   if ((checked.failures?.length ?? 0) > 0 || checked.inputs === undefined) return undefined;
   return { inputs: { ...(checked.inputs as object), body, applications, users, assignments } as TenantWire };
 }
-
-/** What the outputs leave out: the declared objects, which the inputs hold. */
-const DECLARED_MAPS = ['applications', 'users', 'assignments'] as const;
 
 /**
  * Pure: the outputs as the state keeps them when idforge's host runs the provider: without the
