@@ -192,13 +192,17 @@ function createRevocations() {
   return {
     /** RFC 8417 SET claims: session-revoked (and account-disabled or -purged) about a subject of this issuer. */
     take(claims) {
-      const events = claims.events ?? {};
-      const type = [SESSION_REVOKED, ACCOUNT_DISABLED, ACCOUNT_PURGED].find((t) => t in events);
+      // A SET that verified may still be odd inside (a broken transmitter): what is not an object
+      // is no event and no subject. Never a throw here: the receiver would stop at this SET and
+      // read none after it again (it is never acknowledged, so it comes first every time).
+      const object = (v) => (v !== null && typeof v === 'object' ? v : {});
+      const events = object(claims.events);
+      const type = [SESSION_REVOKED, ACCOUNT_DISABLED, ACCOUNT_PURGED].find((t) => Object.hasOwn(events, t));
       if (type === undefined) return;
-      const at = Number(events[type].event_timestamp ?? claims.iat);
+      const at = Number(object(events[type]).event_timestamp ?? claims.iat);
       // RFC 9493 subject identifiers: the person as iss_sub (alone or as the `user` of a complex
       // subject), an application as the opaque client id its tokens carry as `client_id`.
-      const subject = claims.sub_id ?? {};
+      const subject = object(claims.sub_id);
       const user = subject.format === 'complex' ? subject.user : subject;
       if (user?.format === 'iss_sub' && user.iss === config.issuer) note(subjects, user.sub, at);
       const application = subject.format === 'complex' ? subject.application : undefined;
