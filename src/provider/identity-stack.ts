@@ -12,7 +12,7 @@
  * means; Pulumi only adds the secrets it keeps and the stack's mark.
  */
 import * as pulumi from '@pulumi/pulumi';
-import { pulumiManager, SECRET_BYTES, normalize, type Inventory, type PutStep, type TenantBody, type UserBody } from '../contract/index.ts';
+import { pulumiManager, SECRET_BYTES, normalize, type GitInfo, type Inventory, type PutStep, type TenantBody, type UserBody } from '../contract/index.ts';
 import { tenantRenames, type Model } from '../schema/model.ts';
 import { compileClientArtifacts, requiredSecrets, tenantSteps, type Resolved } from '../generators/index.ts';
 import type { AdminConnection } from '../admin-client/index.ts';
@@ -41,6 +41,8 @@ export interface IdentityStackArgs {
   readonly adopt?: boolean;
   /** Let this run delete a tenant with users, or most of a tenant's applications, users or assignments. Default false. */
   readonly allowDelete?: boolean;
+  /** Where the model comes from in Git: every write names the commit in the server's event log. */
+  readonly git?: GitInfo;
 }
 
 /** The delete guard's view of the model: per tenant, application names and user and assignment counts. */
@@ -196,6 +198,7 @@ export class IdentityStack extends pulumi.ComponentResource {
           assignments: spec.assignments,
           unmanaged: modelTenant.unmanaged ?? 'remove',
           ...adopt,
+          ...(args.git === undefined ? {} : { git: args.git }),
         },
         { ...child, ...aliasesOf(was === undefined ? [] : [was]) },
       );

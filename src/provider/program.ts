@@ -23,6 +23,7 @@
 import * as pulumi from '@pulumi/pulumi';
 import { resolve } from 'node:path';
 import { formatProblems, loadModelWithOverlay } from '../schema/index.ts';
+import { gitInfoOf } from '../schema/git-source.ts';
 import { IdentityStack } from './identity-stack.ts';
 
 const config = new pulumi.Config('idforge');
@@ -63,6 +64,9 @@ for (const t of model.tenants) {
   }
 }
 
+// Where the model comes from in Git: each write names its commit in the server's event log.
+const git = await gitInfoOf(here(config.require('model')));
+
 const identity = new IdentityStack('idforge', {
   model,
   server: {
@@ -73,6 +77,7 @@ const identity = new IdentityStack('idforge', {
   missingPasswords,
   adopt: config.getBoolean('adopt') ?? false,
   allowDelete: config.getBoolean('allowDelete') ?? false,
+  ...(git === undefined ? {} : { git }),
 });
 
 export const baseUrl = identity.baseUrl;

@@ -30,8 +30,8 @@
 import * as pulumi from '@pulumi/pulumi';
 import { z } from 'zod';
 import {
-  ApplicationName, TenantBody, TenantName, UNMANAGED_POLICIES, UserBody, UserId, canonicalJson, formatPath, managerOf, managerWords,
-  type BatchEntryResult, type TenantBatchBody, type UndeclaredObjects, type UnmanagedPolicy,
+  ApplicationName, GitInfo, TenantBody, TenantName, UNMANAGED_POLICIES, UserBody, UserId, canonicalJson, formatPath, managerOf, managerWords,
+  type BatchEntryResult, type EventActor, type TenantBatchBody, type UndeclaredObjects, type UnmanagedPolicy,
 } from '../contract/index.ts';
 import type { AdminConnection } from '../admin-client/index.ts';
 import { AdminConnectionSchema, AdoptSchema, checkWith, differences, isUnknown, jsonEqual, notAdopted, pickKeys, say, type Difference, type ProviderContext } from './_common.ts';
@@ -101,6 +101,12 @@ export interface TenantInputs {
   readonly adopt?: boolean;
   /** Found by the read before a preview or up (the model says none): shown as the change that removes or repairs it. */
   readonly drift?: Drift;
+  /**
+   * Where the model comes from in Git (commit, branch, path), sent with every write so the server's
+   * event log names the commit (src/schema/git-source.ts). Never part of the diff: a new commit that
+   * changes nothing declared changes nothing.
+   */
+  readonly git?: GitInfo;
 }
 export type TenantOutputs = TenantInputs;
 
@@ -128,6 +134,7 @@ const TenantInputsSchema = z.strictObject({
   unmanaged: z.enum(UNMANAGED_POLICIES).default('remove'),
   adopt: AdoptSchema,
   drift: DriftSchema.default({}).transform(normalDrift),
+  git: GitInfo.optional(),
 });
 
 /** The tenant's name on the server: the state's (a declared rename changes it), else the id it was created with. */
@@ -138,6 +145,10 @@ const fromBefore = (props: unknown): boolean => {
   const p = props as { applications?: unknown; users?: unknown };
   return Array.isArray(p.applications) || p.users === undefined;
 };
+
+/** A client whose writes name the stack as their actor and, when the model is in Git, its commit (the event log's). */
+const writer = <C extends { as(actor: EventActor): C }>(client: C, manager: string | undefined, git: GitInfo | undefined): C =>
+  client.as({ ...(manager === undefined ? {} : { manager }), ...(git === undefined ? {} : { git }) });
 
 /** The manager the tenant's objects are written by (the stack's), from the tenant's body. */
 const managerOfInputs = (i: Pick<TenantInputs, 'body'>): string | undefined => managerOf(i.body);
@@ -534,8 +545,8 @@ const onObjects: {
   async create(inputs) {
     const { AdminClient } = await import('../admin-client/index.ts');
     const { sendBatches } = await import('./_common.ts');
-    const client = new AdminClient(inputs.connection);
     const ours = managerOfInputs(inputs);
+    const client = writer(new AdminClient(inputs.connection), ours, inputs.git);
     if (inputs.adopt !== true) {
       // Objects that exist already and are not this stack's (made by hand, by `idforge apply`, by
       // another stack) are refused; what carries this stack's mark (an up killed before its state was
@@ -560,7 +571,7 @@ const onObjects: {
   async update(_id, olds, news) {
     const { AdminClient } = await import('../admin-client/index.ts');
     const { sendBatches } = await import('./_common.ts');
-    const client = new AdminClient(news.connection);
+    const client = writer(new AdminClient(news.connection), managerOfInputs(news), news.git);
     // A declared rename (diff let it through): moved on the server, unless a run cut short did it already.
     if (olds.name !== news.name && (await client.find('getTenant', { tenant: news.name })) === undefined) {
       await client.call('renameTenant', { tenant: olds.name }, { body: { to: news.name } });
@@ -590,7 +601,8 @@ const onObjects: {
   },
   async delete(id, props) {
     const { AdminClient } = await import('../admin-client/index.ts');
-    await new AdminClient((props as TenantOutputs).connection).remove('deleteTenant', { tenant: liveName(id, props as TenantOutputs) });
+    const old = props as TenantOutputs;
+    await writer(new AdminClient(old.connection), managerOfInputs(old), old.git).remove('deleteTenant', { tenant: liveName(id, old) });
   },
 };
 

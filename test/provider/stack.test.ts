@@ -6,6 +6,7 @@
  * in the backend; `destroy` deletes the tenants and stops the server.
  */
 import type { ApplicationBody } from '../../src/contract/index.ts';
+import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { copyFile, readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -46,6 +47,8 @@ describe('pulumi up/preview/refresh/destroy of a model against the real server',
     await writeFile(model, doc.toString());
   }
 
+  const git = (args: string[]) => execFileSync('git', ['-c', 'user.name=Platform Team', '-c', 'user.email=platform@acme.example', ...args], { cwd: p.root, encoding: 'utf8' }).trim();
+
   async function assignmentsOf(app: string): Promise<string[]> {
     const page = await admin.call('listAssignments', { tenant: 'acme', application: app });
     return (page?.items ?? []).map((i) => i.userId).sort();
@@ -58,6 +61,10 @@ describe('pulumi up/preview/refresh/destroy of a model against the real server',
     dataDir = join(p.root, 'server');
     clients = join(p.root, 'clients');
     await copyFile(join(REPO, 'examples/acme.yaml'), model);
+    // The model in a Git repository, as a platform team keeps it: each write names its commit.
+    git(['init', '-q', '-b', 'main']);
+    git(['add', 'acme.yaml']);
+    git(['commit', '-q', '-m', 'the model']);
     await p.configSet('idforge:model', model);
     await p.configSet('idforge:port', String(port));
     await p.configSet('idforge:dataDir', dataDir);
@@ -88,9 +95,15 @@ describe('pulumi up/preview/refresh/destroy of a model against the real server',
     // The configs name the server the stack runs (its port), not just the model's default.
     const spa = JSON.parse(await readFile(join(clients, 'acme/dashboard/spa-config.json'), 'utf8')) as { wellknown_endpoint: string };
     expect(spa.wellknown_endpoint).toBe(`${(out.issuers as Record<string, string>).acme}.well-known/openid-configuration`);
+    // The event log names the stack and the model's commit, branch and path for each object it made.
+    const events = await admin.call('listEvents', { tenant: 'acme' }, { query: { type: 'application.created', object: 'application:portal' } });
+    expect(events.items).toHaveLength(1);
+    expect(events.items[0]!.actor).toMatchObject({ manager: expect.stringMatching(/^pulumi:/), git: { commit: git(['rev-parse', 'HEAD']), branch: 'main', path: 'acme.yaml' } });
   });
 
-  it('a preview right after changes nothing', async () => {
+  it('a preview right after changes nothing, a new commit that declares nothing new neither', async () => {
+    await p.must(['preview', '--expect-no-changes']);
+    git(['commit', '-q', '--allow-empty', '-m', 'nothing declared']);
     await p.must(['preview', '--expect-no-changes']);
   });
 

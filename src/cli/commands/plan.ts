@@ -26,7 +26,7 @@ import { parseCommandArgs } from '../../command/args.ts';
 import { loadForCommand, reportProblems } from '../_model.ts';
 import { locateProblems } from '../../schema/index.ts';
 import { ownershipProblems } from './_ownership.ts';
-import { gitInfoOf } from '../_git.ts';
+import { gitInfoOf } from '../../schema/git-source.ts';
 import { lastChangeWords, lastChanges } from '../_last-change.ts';
 import { StateFileError, locateStateFile, readClientSecrets, resolvePasswords, stateLine } from '../_state.ts';
 import { appliedDeletion, applyPrune, formatOutsideGit, outsideGitOf, planPrune, type OutsideGitObject } from '../_outside-git.ts';

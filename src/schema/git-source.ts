@@ -1,8 +1,8 @@
 /**
  * Where a model comes from in Git, for the event log (src/contract/events.ts): the commit checked
- * out, its branch, and the model's path from the repository's top. `idforge plan` and `apply` send
- * them with every write (ACTOR_HEADERS), so each change the server records names the commit it came
- * from. A model outside a repository, or without git on PATH, has none.
+ * out, its branch, and the model's path from the repository's top. `idforge plan` and `apply`, and
+ * the Pulumi provider, send them with every write (ACTOR_HEADERS), so each change the server records
+ * names the commit it came from. A model outside a repository, or without git on PATH, has none.
  *
  * The commit is HEAD's: a model with changes not yet committed is applied from HEAD's commit plus
  * those changes (`git status` says so; the event cannot).
