@@ -14,7 +14,8 @@
  *   a deleted stream's, a receiver token with a wrong secret, junk. A 2xx only ever answers a caller
  *   about a stream it may reach; no answer names a stream it may not, unless the request did.
  * - Hostile paths and query strings below /ssf/ and /.well-known/ssf-configuration.
- * Afterwards the transmitter still makes, verifies, polls and deletes a stream as a receiver would.
+ * Afterwards the transmitter still makes, verifies, polls and deletes a stream as a receiver would,
+ * and its dispatcher still turns a directory change into a SET.
  */
 import fc from 'fast-check';
 import { createLocalJWKSet, decodeJwt, jwtVerify, type JSONWebKeySet } from 'jose';
@@ -423,6 +424,19 @@ describe.each(['sqlite', 'postgres'] as const)('the SSF transmitter never answer
     const keys = await exchange(server.port, { method: 'GET', host: hostOf(A), path: new URL(jwksUri).pathname });
     const { payload } = await jwtVerify(jwt!, createLocalJWKSet(JSON.parse(keys.text) as JSONWebKeySet), { issuer, audience: 'urn:fuzz:after', typ: 'secevent+jwt' });
     expect(payload.events).toEqual({ [SSF_EVENTS.verification]: { state: 'still-here' } });
+    // And the transmitter's dispatcher, which read the directory's events for every stream the fuzzing
+    // left (odd audiences, push endpoints that resolve nowhere), still makes SETs of a change.
+    await admin.put(`/admin/v1/tenants/${A}/users/u-after`, { email: 'after@ssfa.test' });
+    await admin.put(`/admin/v1/tenants/${A}/users/u-after`, { email: 'after@ssfa.test', disabled: true });
+    const ack: string[] = Object.keys((JSON.parse(r.text) as { sets: Record<string, string> }).sets);
+    for (const end = Date.now() + 20_000; ;) {
+      const p = await call(A, 'POST', `/ssf/poll/${s.id}`, `Bearer ${s.token}`, JSON.stringify({ returnImmediately: true, ack }));
+      expect(p.status, p.text).toBe(200);
+      const got = Object.values((JSON.parse(p.text) as { sets: Record<string, string> }).sets).map((j) => decodeJwt(j) as { events: Record<string, unknown>; sub_id: { sub?: string } });
+      if (got.some((c) => SSF_EVENTS.accountDisabled in c.events && c.sub_id.sub === 'u-after')) break;
+      if (Date.now() > end) throw new Error('no account-disabled SET for u-after within 20 s of the change');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
     expect((await call(A, 'DELETE', `/ssf/streams?stream_id=${s.id}`, `Bearer ${s.token}`)).status).toBe(204);
   });
 });
