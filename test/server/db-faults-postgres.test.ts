@@ -106,8 +106,17 @@ describe('PostgreSQL faults under load', () => {
       headers: { authorization: `Bearer ${server.admin.token}` },
     }).then((r) => r.status)));
     expect(after).toEqual(Array.from({ length: 14 }, () => 200));
-    const stuck = await cluster.sql(database.name, `SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'idforge' AND state = 'active' AND query NOT LIKE 'LISTEN%'`);
-    expect(stuck.rows[0].n).toBe(0);
+    // No query stays active: the server's background readers of the event log (webhooks, SSF,
+    // back-channel logout) run a short query every second, so one may be caught in flight; a stuck
+    // one would still be there after any number of looks.
+    const active = async () => (await cluster.sql(database.name, `SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'idforge' AND state = 'active' AND query NOT LIKE 'LISTEN%'`)).rows[0].n as number;
+    const deadline = Date.now() + 10_000;
+    let n = await active();
+    while (n !== 0 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 100));
+      n = await active();
+    }
+    expect(n, 'idforge queries still active 10 s after the burst').toBe(0);
   });
 
   it('a database that takes no writes: writes are 503, readiness says why, reads go on; back to normal once it does', async () => {
