@@ -5,48 +5,24 @@
  * the interrupted one again under the same `webhook-id`, each verified by the `standardwebhooks`
  * library, and the delivery log shows all five delivered.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { serve, type Served } from '../support/db-faults.ts';
+import { holdingReceiver, until, type HoldingReceiver } from '../support/holding-receiver.ts';
 import { stopAll } from '../support/processes.ts';
 import { tempDir } from '../server/_support.ts';
 
 const data = tempDir('idforge-webhook-kill-');
-const got: { id: string; body: string; headers: Record<string, string> }[] = [];
-let hold = true;
-const held: http.ServerResponse[] = [];
-const receiver = http.createServer((req, res) => {
-  let body = '';
-  req.setEncoding('utf8');
-  req.on('data', (c: string) => (body += c));
-  req.on('end', () => {
-    const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, String(v)]));
-    got.push({ id: headers['webhook-id']!, body, headers });
-    if (hold) held.push(res); // the first attempts never get an answer: the server dies waiting
-    else res.writeHead(204).end();
-  });
-});
-let url = '';
-
-async function until(what: string, check: () => boolean | Promise<boolean>, ms = 60_000): Promise<void> {
-  for (const end = Date.now() + ms; !(await check());) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+let receiver: HoldingReceiver;
+const deliveries = () => receiver.got.map((g) => ({ id: g.headers['webhook-id']!, body: g.body, headers: g.headers }));
 
 const args = ['--port', '0', '--webhook-private-addresses', '--webhook-timeout', '2'];
 
 beforeAll(async () => {
-  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
-  url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+  receiver = await holdingReceiver('/hook', 204);
 });
 afterAll(async () => {
-  for (const res of held) res.destroy();
-  receiver.closeAllConnections();
-  await new Promise<void>((r) => receiver.close(() => r()));
+  await receiver?.close();
   await stopAll();
   data.remove();
 });
@@ -54,24 +30,24 @@ afterAll(async () => {
 it('a kill during delivery loses nothing: the next start redelivers, duplicates carry the same id', { timeout: 180_000 }, async () => {
   let s: Served = await serve('webhook-kill-1', data.path, args);
   await s.admin.typed.call('putTenant', { tenant: 'hooks' }, { body: { displayName: 'Hooks Inc.' } });
-  const { secret } = await s.admin.typed.call('putWebhook', { tenant: 'hooks', webhook: 'siem' }, { body: { url, types: ['user.created'] } });
+  const { secret } = await s.admin.typed.call('putWebhook', { tenant: 'hooks', webhook: 'siem' }, { body: { url: receiver.url, types: ['user.created'] } });
   for (let i = 1; i <= 5; i++) await s.admin.typed.call('putUser', { tenant: 'hooks', userId: `u-${i}` }, { body: { email: `u-${i}@hooks.test` } });
-  await until('an attempt in flight', () => got.length > 0);
-  const interrupted = got[0]!.id;
+  await until('an attempt in flight', () => deliveries().length > 0);
+  const interrupted = deliveries()[0]!.id;
 
   process.kill(-s.proc.pid, 'SIGKILL');
   await s.proc.exited;
-  hold = false;
+  receiver.release();
   s = await serve('webhook-kill-2', data.path, args);
 
   // Every event arrives (the attempt the kill cut short only once its lease has lapsed), each verified.
   const events = await s.admin.typed.call('listEvents', { tenant: 'hooks' }, { query: { type: 'user.created' } });
   const ids = events.items.map((e) => e.id).sort();
   expect(ids).toHaveLength(5);
-  await until('all five delivered', () => ids.every((id) => got.some((g) => g.id === id)) && got.filter((g) => g.id === interrupted).length >= 2);
+  await until('all five delivered', () => ids.every((id) => deliveries().some((g) => g.id === id)) && deliveries().filter((g) => g.id === interrupted).length >= 2);
   const hook = new Webhook(secret!);
-  for (const g of got) expect((hook.verify(g.body, g.headers) as { data: { id: string } }).data.id).toBe(g.id);
-  expect(new Set(got.map((g) => g.id))).toEqual(new Set(ids));
+  for (const g of deliveries()) expect((hook.verify(g.body, g.headers) as { data: { id: string } }).data.id).toBe(g.id);
+  expect(new Set(deliveries().map((g) => g.id))).toEqual(new Set(ids));
   await until('the delivery log to show five delivered', async () => {
     const { items } = await s.admin.typed.call('listWebhookDeliveries', { tenant: 'hooks', webhook: 'siem' }, {});
     return items.length === 5 && items.every((d) => d.status === 'delivered');
