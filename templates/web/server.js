@@ -194,6 +194,12 @@ if (backchannel.path) {
       console.log(`back-channel logout refused: ${err.message}`);
       res.status(400).json({ error: 'invalid_request', error_description: err.message });
     }
+  }, (err, _req, res, _next) => {
+    // A body the form reader refused (past 16 KiB, another charset or encoding, too many fields):
+    // §2.8's 400 like any other bad request, not Express's error page (which shows the stack
+    // outside production) with a 413 or 415.
+    console.log(`back-channel logout refused: the request body could not be read (${err.message})`);
+    res.set('cache-control', 'no-store').status(400).json({ error: 'invalid_request', error_description: `the request body could not be read: ${err.message}` });
   });
 }
 

@@ -183,6 +183,26 @@ describe('the web template\'s back-channel logout refuses every hostile body wit
     await nothingEnded();
   });
 
+  it('bodies the app cannot read (past its 16 KiB limit or 1,000 fields, other charsets and encodings) are a 400 too, not a stack trace', async () => {
+    const variant = fc.record({
+      size: fc.constantFrom(0, 100, 16 * 1024 + 1, 64 * 1024, 1024 * 1024),
+      // Past the form reader's 1,000 fields.
+      fields: fc.constantFrom(0, 0, 1001, 3000),
+      type: fc.constantFrom('application/x-www-form-urlencoded; charset=utf-16', 'application/x-www-form-urlencoded; charset=bogus', 'application/x-www-form-urlencoded', 'application/x-www-form-urlencoded; charset=latin1'),
+      encoding: fc.constantFrom(undefined, 'gzip', 'deflate', 'br', 'bogus'),
+    });
+    await fuzz('web template: POST /backchannel-logout unreadable bodies', variant, async ({ size, fields, type, encoding }) => {
+      const body = `${'a=1&'.repeat(fields)}logout_token=${'A'.repeat(size)}`;
+      const r = await post(body, { 'content-type': type, ...(encoding === undefined ? {} : { 'content-encoding': encoding }) });
+      expectRefused(r, `[${type}${encoding === undefined ? '' : `, ${encoding}`}] <${body.length} bytes>`, true);
+    }, 100, [
+      // Found by this suite: Express's error page, with the stack, as a 413 and a 415.
+      { size: 64 * 1024, fields: 0, type: 'application/x-www-form-urlencoded', encoding: undefined },
+      { size: 0, fields: 0, type: 'application/x-www-form-urlencoded; charset=utf-16', encoding: undefined },
+    ]);
+    await nothingEnded();
+  });
+
   it('afterwards the app still serves its pages and bob\'s session', async () => {
     await nothingEnded();
     const home = await exchange(Number(portal.port), { method: 'GET', host: portal.host, path: '/' });
