@@ -274,6 +274,17 @@ async function refresh(provider, refreshToken) {
   return { ok: false, error: String(body.error ?? `HTTP ${response.status}`), description: body.error_description };
 }
 
+// Last: anything a route or a middleware throws (grant, express-session, a store that fails) is one
+// log line and a JSON answer in words, never Express's error page with the app's stack and paths.
+app.use((err, req, res, _next) => {
+  const status = Number.isInteger(err?.status) && err.status >= 400 && err.status < 600 ? err.status : 500;
+  console.error(`${req.method} ${req.path}: ${err?.stack ?? err}`);
+  if (res.headersSent) return;
+  res.set('cache-control', 'no-store').status(status).json(status < 500
+    ? { error: 'invalid_request', message: 'The request could not be read.' }
+    : { error: 'server_error', message: 'Something went wrong on our side; try again in a moment.' });
+});
+
 app.listen(port, host, () => {
   console.log(`listening on ${origin.origin} (${host}:${port}); sign in at ${origin.origin}${prefix}/${providers[0]}`);
 });
