@@ -30,12 +30,20 @@ export function exchange(port: number, r: Exchange): Promise<Answer> {
       host: '127.0.0.1', port, method: r.method, path: r.path, agent: false, signal: deadline(),
       headers: { host: r.host, ...(r.body === undefined ? {} : { 'content-length': String(Buffer.byteLength(r.body)) }), ...r.headers },
     }, (res) => {
+      answeredEarly = true;
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }));
       res.on('error', reject);
     });
-    req.on('error', reject);
+    // A server that answers before it has read a body it refuses (too large, an encoding it will not
+    // read) and closes the connection leaves the rest of the body unwritable: EPIPE or a reset after
+    // the answer is the answer's, not a failure of the exchange.
+    let answeredEarly = false;
+    req.on('error', (err: NodeJS.ErrnoException) => {
+      if (answeredEarly && (err.code === 'EPIPE' || err.code === 'ECONNRESET')) return;
+      reject(err);
+    });
     req.end(r.body);
   }));
 }

@@ -139,8 +139,26 @@ export async function startPostgres(): Promise<TestPostgres> {
       await sql('postgres', `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
     },
     async restart() {
-      await as('pg_ctl', ['-D', data, '-l', logFile, '-m', 'fast', '-w', '-t', '60', 'restart', '-o',
-        `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c synchronous_commit=off -c max_connections=300`]);
+      const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c synchronous_commit=off -c max_connections=300`;
+      await as('pg_ctl', ['-D', data, '-l', logFile, '-m', 'fast', '-w', '-t', '60', 'restart', '-o', options]);
+      // The cluster answers again before this returns: a postmaster that went down after pg_ctl
+      // said it was up (a loaded CI machine saw one) is started once more, or the log says why not.
+      for (let tries = 0; ; tries++) {
+        try {
+          await sql('postgres', 'SELECT 1');
+          return;
+        } catch (err) {
+          if (tries === 20) {
+            try {
+              await as('pg_ctl', ['-D', data, '-l', logFile, '-w', '-t', '60', '-o', options, 'start']);
+            } catch {
+              throw new Error(`PostgreSQL did not come back after a restart: ${(err as Error).message}\n${existsSync(logFile) ? readFileSync(logFile, 'utf8').slice(-4000) : ''}`);
+            }
+          }
+          if (tries > 40) throw err;
+          await new Promise((r) => setTimeout(r, 250));
+        }
+      }
     },
     pause() {
       for (const pid of clusterPids(data)) process.kill(pid, 'SIGSTOP');
