@@ -258,7 +258,7 @@ export class AdminClient {
   }
 
   /** Deleting what is already gone succeeds: delete is idempotent like PUT. */
-  async remove<R extends 'deleteTenant' | 'deleteApplication' | 'deleteUser' | 'deleteAssignment' | 'deleteGroupAssignment'>(name: R, params: RouteParams<R>): Promise<void> {
+  async remove<R extends 'deleteTenant' | 'deleteApplication' | 'deleteUser' | 'deleteAssignment' | 'deleteGroupAssignment' | 'deleteWebhook'>(name: R, params: RouteParams<R>): Promise<void> {
     try {
       await this.call(name, params);
     } catch (err) {
@@ -295,6 +295,8 @@ export class AdminClient {
         return this.call('putUser', { tenant: step.tenant, userId: step.user }, { body: step.body, query });
       case 'assignment':
         return this.call('putAssignment', { tenant: step.tenant, application: step.application, userId: step.user }, { body: step.body, query });
+      case 'webhook':
+        return this.call('putWebhook', { tenant: step.tenant, webhook: step.webhook }, { body: step.body, query });
     }
   }
 
@@ -316,6 +318,7 @@ const REF_ROUTES = {
   user: { get: 'getUser', delete: 'deleteUser' },
   assignment: { get: 'getAssignment', delete: 'deleteAssignment' },
   'group assignment': { get: 'getGroupAssignment', delete: 'deleteGroupAssignment' },
+  webhook: { get: 'getWebhook', delete: 'deleteWebhook' },
 } as const satisfies Record<ResourceRef['kind'], { get: RouteName; delete: RouteName }>;
 
 /** A reference's identity fields as route parameters. */
@@ -325,6 +328,7 @@ function paramsOf(ref: ResourceRef): Record<string, string> {
     ...('application' in ref ? { application: ref.application } : {}),
     ...('user' in ref ? { userId: ref.user } : {}),
     ...('group' in ref ? { group: ref.group } : {}),
+    ...('webhook' in ref ? { webhook: ref.webhook } : {}),
   };
 }
 

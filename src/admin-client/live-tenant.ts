@@ -3,7 +3,7 @@
  * every client application's assignments. `idforge export` writes it as a model; the console shows
  * it and proposes changes against it.
  */
-import type { ApplicationView, AssignmentView, TenantView, UserView } from '../contract/index.ts';
+import type { ApplicationView, AssignmentView, TenantView, UserView, WebhookView } from '../contract/index.ts';
 import type { AdminClient } from './client.ts';
 
 export interface LiveTenantState {
@@ -12,6 +12,7 @@ export interface LiveTenantState {
   readonly users: readonly UserView[];
   /** Per client application name (apis have none). */
   readonly assignments: Readonly<Record<string, readonly AssignmentView[]>>;
+  readonly webhooks: readonly WebhookView[];
 }
 
 /** The tenant's live state, or undefined when it does not exist. */
@@ -24,5 +25,6 @@ export async function readLiveTenant(client: AdminClient, tenant: string): Promi
   for (const a of applications) {
     if (a.kind !== 'api') assignments[a.name] = (await client.listAll('listAssignments', { tenant, application: a.name })) ?? [];
   }
-  return { tenant: t, applications, users, assignments };
+  const webhooks = (await client.call('listWebhooks', { tenant })).items;
+  return { tenant: t, applications, users, assignments, webhooks };
 }

@@ -17,13 +17,14 @@ const MAX_LOOKUPS = 200;
 
 /** The event log's name of a planned change's object, `kind:name`. */
 function objectOf(c: PlannedChange): string | undefined {
-  const r = c.ref as { tenant: string; application?: string; user?: string; group?: string };
+  const r = c.ref as { tenant: string; application?: string; user?: string; group?: string; webhook?: string };
   switch (c.kind) {
     case 'tenant': return `tenant:${r.tenant}`;
     case 'application': return `application:${r.application}`;
     case 'user': return `user:${r.user}`;
     case 'assignment': return `assignment:${r.application}/${r.user}`;
     case 'group assignment': return `group_assignment:${r.application}/${r.group}`;
+    case 'webhook': return `webhook:${r.webhook}`;
     default: return undefined;
   }
 }

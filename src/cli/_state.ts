@@ -11,7 +11,7 @@ import { dirname, join, resolve } from 'node:path';
 import { requiredSecrets, type ResolvedPasswords, type ResolvedSecrets, type SecretKind } from '../generators/index.ts';
 import type { Model } from '../schema/model.ts';
 import type { Problem } from '../schema/problems.ts';
-import { checkPassword } from '../contract/index.ts';
+import { WEBHOOK_SECRET, WEBHOOK_SECRET_RULE, checkPassword } from '../contract/index.ts';
 
 /** Where the state file is by default, relative to the model's directory. */
 export const DEFAULT_STATE_FILE = join('.idforge', 'state.json');
@@ -175,4 +175,33 @@ export function resolvePasswords(
     }),
   );
   return { passwords, unresolved };
+}
+
+/**
+ * The webhooks' signing secrets, per `<tenant>/<webhook>`, from the model's `{env: VAR}` references.
+ * Every declared secret is sent on every run (the server compares it with the one it keeps, so a new
+ * value is a rotation), so a missing or malformed one is a problem at its place in the model.
+ */
+export function resolveWebhookSecrets(
+  model: Model,
+  env: Readonly<Record<string, string | undefined>>,
+): { secrets: Record<string, string>; problems: Problem[] } {
+  const secrets: Record<string, string> = {};
+  const problems: Problem[] = [];
+  model.tenants.forEach((t, ti) =>
+    t.webhooks.forEach((w, wi) => {
+      const ref = w.secret;
+      if (ref === undefined) return;
+      const path = ['tenants', ti, 'webhooks', wi, 'secret'];
+      if ('config' in ref) {
+        problems.push({ code: 'unresolvable-secret', path, message: `secret of webhook ${w.name} is a Pulumi config reference ('${ref.config}'): apply this model with pulumi up, or use {env: VAR}` });
+        return;
+      }
+      const value = env[ref.env];
+      if (value === undefined || value === '') problems.push({ code: 'missing-secret', path, message: `secret of webhook ${w.name}: environment variable ${ref.env} is not set` });
+      else if (!WEBHOOK_SECRET.test(value)) problems.push({ code: 'invalid-secret', path, message: `secret of webhook ${w.name}: the value of ${ref.env} ${WEBHOOK_SECRET_RULE}` });
+      else secrets[`${t.name}/${w.name}`] = value;
+    }),
+  );
+  return { secrets, problems };
 }

@@ -12,8 +12,9 @@
  * order would be. If any entry is refused, nothing is applied and every entry's outcome is answered.
  */
 import { z } from 'zod';
-import { MANAGER, MANAGER_RULE } from './managers.ts';
+import { MANAGER, MANAGER_RULE, managerOf } from './managers.ts';
 import { ApplicationBody, ApplicationName, AssignmentBody, TenantBody, UserBody, UserId } from './bodies.ts';
+import { WebhookBody } from './webhooks.ts';
 import type { PlanStep, PutStep } from './plan.ts';
 
 const ManagedByValue = z.string().min(1).max(64);
@@ -27,6 +28,9 @@ export const BatchAssignments = z.strictObject({
   body: AssignmentBody.default({}),
 });
 const BatchUnassignments = z.strictObject({ application: ApplicationName, users: z.array(UserId) });
+/** A webhook's name: as an application's. */
+export const WebhookName = ApplicationName;
+export const BatchWebhook = z.strictObject({ name: WebhookName, body: WebhookBody });
 
 /** POST /admin/v1/tenants/{tenant}/batch */
 export const TenantBatchBody = z
@@ -36,14 +40,22 @@ export const TenantBatchBody = z
     applications: z.array(BatchApplication).default([]),
     users: z.array(BatchUser).default([]),
     assignments: z.array(BatchAssignments).default([]),
+    /**
+     * The tenant's webhooks (src/contract/webhooks.ts), each the single PUT's body. They are judged
+     * with the other entries (a refused one refuses the batch) and written right after the batch's
+     * transaction, each with its event in a transaction of its own (the webhook store is not the
+     * tenant's): a crash between the two leaves the webhooks to the next, idempotent, run.
+     */
+    webhooks: z.array(BatchWebhook).default([]),
     /** Objects to delete; deleting what is not there is `unchanged`. */
     delete: z
       .strictObject({
         applications: z.array(ApplicationName).default([]),
         users: z.array(UserId).default([]),
         assignments: z.array(BatchUnassignments).default([]),
+        webhooks: z.array(WebhookName).default([]),
       })
-      .default({ applications: [], users: [], assignments: [] }),
+      .default({ applications: [], users: [], assignments: [], webhooks: [] }),
     /**
      * Also delete every application, user and assignment of the tenant that one of these managers
      * keeps (src/contract/managers.ts) and that the batch does not list: the batch is then the
@@ -89,18 +101,29 @@ export const TenantBatchBody = z
       list.forEach((a, i) => a.users.forEach((u, j) => seen(pairs, `${a.application}\u0000${u}`) && twice([...at, i, 'users', j], `assignment of user '${u}' to '${a.application}'`)));
     pair(b.assignments, ['assignments']);
     pair(b.delete.assignments, ['delete', 'assignments']);
+    const hooks = new Set<string>();
+    b.webhooks.forEach((w, i) => seen(hooks, w.name) && twice(['webhooks', i, 'name'], `webhook '${w.name}'`));
+    b.delete.webhooks.forEach((w, i) => seen(hooks, w) && twice(['delete', 'webhooks', i], `webhook '${w}'`));
   });
 export type TenantBatchBody = z.input<typeof TenantBatchBody>;
 export type ParsedTenantBatch = z.output<typeof TenantBatchBody>;
+
+/** Whether a batch's `prune` takes an object whose body is this: kept by a manager it names, or by none (drift). */
+export function prunedBy(prune: ParsedTenantBatch['prune'], body: object): boolean {
+  if (prune === undefined) return false;
+  const m = managerOf(body);
+  return m === undefined ? prune.drift : prune.managers.includes(m);
+}
 
 export const BATCH_OUTCOMES = ['created', 'updated', 'unchanged', 'deleted', 'refused'] as const;
 export type BatchOutcome = (typeof BATCH_OUTCOMES)[number];
 
 /** One entry's outcome, named by typed identity (the tenant is the request's). */
 export const BatchEntryResult = z.object({
-  kind: z.enum(['tenant', 'application', 'user', 'assignment']),
+  kind: z.enum(['tenant', 'application', 'user', 'assignment', 'webhook']),
   application: z.string().optional(),
   user: z.string().optional(),
+  webhook: z.string().optional(),
   outcome: z.enum(BATCH_OUTCOMES),
   /** Top-level fields that differ from the stored state (updated). */
   changes: z.array(z.string()).optional(),
@@ -110,6 +133,8 @@ export const BatchEntryResult = z.object({
   manager: z.string().optional(),
   /** Only when the server made or replaced a client secret and nobody else knows it yet. */
   clientSecret: z.string().optional(),
+  /** Only when the server made a webhook's signing secret (the entry gave none): shown once. */
+  webhookSecret: z.string().optional(),
   /** Refused: the single-object operation's HTTP status and error code, why, and where in the entry's body. */
   status: z.number().int().optional(),
   error: z.string().optional(),
@@ -129,6 +154,8 @@ export const UndeclaredObjects = z.object({
   assignments: Undeclared({ application: z.string(), user: z.string() }),
   /** Group assignments (`application/group`) on the applications the batch lists: access it does not declare. */
   groupAssignments: Undeclared({ application: z.string(), group: z.string() }),
+  /** Webhooks of the tenant the batch does not list (absent from servers before webhooks were batched). */
+  webhooks: Undeclared({ webhook: z.string() }).optional(),
 });
 export type UndeclaredObjects = z.infer<typeof UndeclaredObjects>;
 
@@ -158,7 +185,8 @@ export const TenantBatchRefusal = TenantBatchResult.extend({
 export const BATCH_MAX_BYTES = 32 * 1024 * 1024;
 
 /** `acme/portal/u-alice`-style name of an entry, relative to its tenant. */
-export function batchEntryName(tenant: string, r: Pick<BatchEntryResult, 'kind' | 'application' | 'user'>): string {
+export function batchEntryName(tenant: string, r: Pick<BatchEntryResult, 'kind' | 'application' | 'user' | 'webhook'>): string {
+  if (r.webhook !== undefined) return `${tenant}/webhooks/${r.webhook}`;
   return [tenant, ...(r.application === undefined ? [] : [r.application]), ...(r.user === undefined ? [] : [r.user])].join('/');
 }
 
@@ -167,7 +195,10 @@ export function batchEntryName(tenant: string, r: Pick<BatchEntryResult, 'kind' 
  * carries its body only when the plan puts the tenant; assignments are grouped per application.
  */
 export function tenantBatches(steps: readonly PlanStep[]): Map<string, TenantBatchBody & { readonly assignments: { application: string; users: string[]; body: z.input<typeof AssignmentBody> }[] }> {
-  type Batch = { tenant?: z.input<typeof TenantBody>; applications: { name: string; body: z.input<typeof ApplicationBody> }[]; users: { id: string; body: z.input<typeof UserBody> }[]; assignments: { application: string; users: string[]; body: z.input<typeof AssignmentBody> }[] };
+  type Batch = {
+    tenant?: z.input<typeof TenantBody>; applications: { name: string; body: z.input<typeof ApplicationBody> }[]; users: { id: string; body: z.input<typeof UserBody> }[];
+    assignments: { application: string; users: string[]; body: z.input<typeof AssignmentBody> }[]; webhooks?: { name: string; body: z.input<typeof WebhookBody> }[];
+  };
   const out = new Map<string, Batch>();
   const of = (t: string): Batch => {
     let b = out.get(t);
@@ -195,6 +226,10 @@ export function tenantBatches(steps: readonly PlanStep[]): Map<string, TenantBat
         else b.assignments.push({ application: step.application, users: [step.user], body });
         break;
       }
+      case 'webhook':
+        // Only in the batches of tenants that declare webhooks: others stay byte-identical to before.
+        (b.webhooks ??= []).push({ name: step.webhook, body: step.body });
+        break;
     }
   }
   return out;

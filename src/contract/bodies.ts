@@ -32,15 +32,15 @@ export const TenantName = z.string().regex(DNS_LABEL, { error: NAME_RULES.dnsLab
 export const ApplicationName = z.string().regex(NAME, { error: NAME_RULES.name });
 export const UserId = z.string().regex(USER_ID, { error: NAME_RULES.userId });
 const ScopeToken = z.string().regex(SCOPE, { error: NAME_RULES.scope });
-const ManagedBy = z.string().max(64).optional().describe('who owns the object; idforge deletes only objects marked `idforge`');
+export const ManagedBy = z.string().max(64).optional().describe('who owns the object; idforge deletes only objects marked `idforge`');
 /**
  * The Pulumi stack (`project/stack`) whose resource made the object, when one did. A stack takes back
  * an object it made itself (a create cut short by a crash) without adoption, and refuses one it did
  * not make.
  */
-const Stack = z.string().min(1).max(200).optional().describe('the Pulumi stack (project/stack) that manages the object, when one does');
+export const Stack = z.string().min(1).max(200).optional().describe('the Pulumi stack (project/stack) that manages the object, when one does');
 /** Who manages the object (src/contract/managers.ts); absent: made by hand, or said by managedBy and stack as before. */
-const Manager = z.string().regex(MANAGER, { error: MANAGER_RULE }).optional()
+export const Manager = z.string().regex(MANAGER, { error: MANAGER_RULE }).optional()
   .describe('the named manager of the object: pulumi:<project>/<stack>, apply:<name>, console or scim; a write by another manager that changes the object is a 409 unless forced');
 
 export const ScopeDefinition = z.strictObject({

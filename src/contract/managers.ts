@@ -71,7 +71,7 @@ function howToForce(writer: string | undefined): string {
 }
 
 /** The object kinds managers manage, as messages name them. */
-export type ManagedKind = 'tenant' | 'application' | 'user' | 'assignment' | 'group' | 'group assignment';
+export type ManagedKind = 'tenant' | 'application' | 'user' | 'assignment' | 'group' | 'group assignment' | 'webhook';
 
 /**
  * Why a write by `writer` that changes `fields` of an object `owner` manages is refused; undefined

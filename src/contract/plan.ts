@@ -4,8 +4,9 @@
  * requests, and people read them through `stepName`.
  */
 import type { ApplicationBody, AssignmentBody, TenantBody, UserBody } from './bodies.ts';
+import type { WebhookBody } from './webhooks.ts';
 
-export type AdminResourceKind = 'tenant' | 'application' | 'user' | 'assignment' | 'group assignment';
+export type AdminResourceKind = 'tenant' | 'application' | 'user' | 'assignment' | 'group assignment' | 'webhook';
 
 export interface TenantRef { readonly kind: 'tenant'; readonly tenant: string }
 export interface ApplicationRef { readonly kind: 'application'; readonly tenant: string; readonly application: string }
@@ -13,8 +14,10 @@ export interface UserRef { readonly kind: 'user'; readonly tenant: string; reado
 export interface AssignmentRef { readonly kind: 'assignment'; readonly tenant: string; readonly application: string; readonly user: string }
 /** A group's access to an application (the model never declares these: its groups become user assignments). */
 export interface GroupAssignmentRef { readonly kind: 'group assignment'; readonly tenant: string; readonly application: string; readonly group: string }
+/** A tenant's webhook (src/contract/webhooks.ts). */
+export interface WebhookRef { readonly kind: 'webhook'; readonly tenant: string; readonly webhook: string }
 /** One object of the admin API, by identity. */
-export type ResourceRef = TenantRef | ApplicationRef | UserRef | AssignmentRef | GroupAssignmentRef;
+export type ResourceRef = TenantRef | ApplicationRef | UserRef | AssignmentRef | GroupAssignmentRef | WebhookRef;
 
 /** One idempotent call of the provisioning plan. */
 export type PlanStep =
@@ -22,6 +25,7 @@ export type PlanStep =
   | (ApplicationRef & { readonly op: 'put'; readonly body: ApplicationBody })
   | (UserRef & { readonly op: 'put'; readonly body: UserBody })
   | (AssignmentRef & { readonly op: 'put'; readonly body: AssignmentBody })
+  | (WebhookRef & { readonly op: 'put'; readonly body: WebhookBody })
   | (ResourceRef & { readonly op: 'delete' });
 
 export type PutStep = Extract<PlanStep, { op: 'put' }>;
@@ -45,12 +49,14 @@ export function stepName(ref: ResourceRef): string {
       return `${ref.tenant}/${ref.application}/${ref.user}`;
     case 'group assignment':
       return `${ref.tenant}/${ref.application}/group ${ref.group}`;
+    case 'webhook':
+      return `${ref.tenant}/webhooks/${ref.webhook}`;
   }
 }
 
 /** A stable key per object, for sets and maps (not for display and never parsed). */
 export function refKey(ref: ResourceRef): string {
-  return JSON.stringify([ref.kind, ref.tenant, 'application' in ref ? ref.application : '', 'user' in ref ? ref.user : '', 'group' in ref ? ref.group : '']);
+  return JSON.stringify([ref.kind, ref.tenant, 'application' in ref ? ref.application : '', 'user' in ref ? ref.user : '', 'group' in ref ? ref.group : '', 'webhook' in ref ? ref.webhook : '']);
 }
 
 /** Just the identity fields of a step. */
@@ -66,5 +72,7 @@ export function refOf(step: ResourceRef): ResourceRef {
       return { kind: 'assignment', tenant: step.tenant, application: step.application, user: step.user };
     case 'group assignment':
       return { kind: 'group assignment', tenant: step.tenant, application: step.application, group: step.group };
+    case 'webhook':
+      return { kind: 'webhook', tenant: step.tenant, webhook: step.webhook };
   }
 }

@@ -13,6 +13,7 @@
  * checked.
  */
 import { z } from 'zod';
+import { ManagedBy, Manager, Stack } from './bodies.ts';
 import { EVENT_TYPES } from './events.ts';
 import { MAX_URL_LENGTH } from './redirect-uri.ts';
 
@@ -36,21 +37,31 @@ export function webhookUrlProblem(url: string): string | undefined {
   return undefined;
 }
 
-const EventTypeFilter = z.string().refine((t) => (t.endsWith('.*') ? EVENT_TYPES.some((x) => x.startsWith(t.slice(0, -1))) : (EVENT_TYPES as readonly string[]).includes(t)), {
+export const EventTypeFilter = z.string().refine((t) => (t.endsWith('.*') ? EVENT_TYPES.some((x) => x.startsWith(t.slice(0, -1))) : (EVENT_TYPES as readonly string[]).includes(t)), {
   error: "must be an event type (user.created) or a kind's every type (user.*)",
 });
 
+/** A webhook's URL: one rule for the admin API, the batch and the model. */
+export const WebhookUrl = z.string().max(MAX_URL_LENGTH).superRefine((u, ctx) => {
+  const p = webhookUrlProblem(u);
+  if (p !== undefined) ctx.addIssue({ code: 'custom', message: p });
+});
+
+/** The secret's rule, said once for every door. */
+export const WEBHOOK_SECRET_RULE = 'must be whsec_ followed by the base64 of 24 to 64 random bytes';
+
 export const WebhookBody = z.strictObject({
-  url: z.string().max(MAX_URL_LENGTH).superRefine((u, ctx) => {
-    const p = webhookUrlProblem(u);
-    if (p !== undefined) ctx.addIssue({ code: 'custom', message: p });
-  }),
+  url: WebhookUrl,
   /** Which events to send; empty or absent: every event of the tenant. */
   types: z.array(EventTypeFilter).max(100).default([]),
   /** Whether events are sent; a disabled webhook keeps its place and catches up when enabled (within retention). */
   enabled: z.boolean().default(true),
   /** The signing secret (`whsec_...`); absent on creation: the server makes one and answers it once. Never answered otherwise. */
-  secret: z.string().regex(WEBHOOK_SECRET, { error: 'must be whsec_ followed by the base64 of 24 to 64 random bytes' }).optional(),
+  secret: z.string().regex(WEBHOOK_SECRET, { error: WEBHOOK_SECRET_RULE }).optional(),
+  /** Who manages the webhook (src/contract/managers.ts): a model's webhooks are its manager's, as its applications are. */
+  managedBy: ManagedBy,
+  stack: Stack,
+  manager: Manager,
 });
 export type WebhookBody = z.infer<typeof WebhookBody>;
 
@@ -59,6 +70,8 @@ export const WebhookView = z.object({
   url: z.string(),
   types: z.array(z.string()),
   enabled: z.boolean(),
+  /** Its manager (src/contract/managers.ts); absent: made by hand. */
+  manager: z.string().optional(),
   createdAt: z.string(),
   updatedAt: z.string(),
 });

@@ -3,7 +3,7 @@
  * tooling (and our tests, with ajv) can check what idforge writes.
  */
 import { z } from 'zod';
-import { ApplicationBody, ApplicationName, AssignmentBody, TenantBody, TenantName, UserBody, UserId } from '../contract/index.ts';
+import { ApplicationBody, ApplicationName, AssignmentBody, TenantBody, TenantName, UserBody, UserId, WebhookBody } from '../contract/index.ts';
 
 /** The single-page client parameters, with exactly the contract's names. */
 export const SpaConfig = z.strictObject({
@@ -83,10 +83,12 @@ export const PlanSchema = z.strictObject({
       z.strictObject({ op: z.literal('put'), kind: z.literal('application'), tenant, application, body: ApplicationBody }),
       z.strictObject({ op: z.literal('put'), kind: z.literal('user'), tenant, user, body: UserBody }),
       z.strictObject({ op: z.literal('put'), kind: z.literal('assignment'), tenant, application, user, body: AssignmentBody }),
+      z.strictObject({ op: z.literal('put'), kind: z.literal('webhook'), tenant, webhook: application, body: WebhookBody }),
       z.strictObject({ op: z.literal('delete'), kind: z.literal('tenant'), tenant }),
       z.strictObject({ op: z.literal('delete'), kind: z.literal('application'), tenant, application }),
       z.strictObject({ op: z.literal('delete'), kind: z.literal('user'), tenant, user }),
       z.strictObject({ op: z.literal('delete'), kind: z.literal('assignment'), tenant, application, user }),
+      z.strictObject({ op: z.literal('delete'), kind: z.literal('webhook'), tenant, webhook: application }),
     ]),
   ),
 });

@@ -12,7 +12,7 @@
  */
 import type { z } from 'zod';
 import {
-  KINDS, defaultBackchannelLogoutUri, isLocalHost, jsonEqual, type ApplicationView, type AssignmentView, type Path, type PlanStep, type ServerAddress, type TenantView, type UserView,
+  KINDS, defaultBackchannelLogoutUri, isLocalHost, jsonEqual, type ApplicationView, type AssignmentView, type Path, type PlanStep, type ServerAddress, type TenantView, type UserView, type WebhookView,
 } from '../contract/index.ts';
 import { TenantSpec as TenantSchema, type ModelFileSpec, type TenantSpec } from '../schema/model.ts';
 import { assembleTenantEntry, identifiedUser, namedApplication } from '../schema/normal-form.ts';
@@ -29,6 +29,8 @@ export interface LiveTenant {
   readonly users: readonly UserView[];
   /** Per client application name, its assignments. */
   readonly assignments: Readonly<Record<string, readonly AssignmentView[]>>;
+  /** Its webhooks (absent: not read). */
+  readonly webhooks?: readonly WebhookView[];
 }
 
 /** A value the export had to guess, or a difference the model cannot express, at its path in the tenant. */
@@ -175,6 +177,13 @@ function declaredSpecOfLive(live: LiveTenant, at: Path): { spec: TenantSpecInput
     const { scopes, login, passwordPolicy, events, mail, displayName } = fromLive.spec;
     tenantPart = { ...tenantPart, displayName, scopes, login, passwordPolicy, events, mail };
   }
+  // Webhooks: the declared ones (their secret references with them) while the server has just those.
+  const liveHooks = (live.webhooks ?? []).map(webhookSpecOf);
+  const declaredHooks = parsed.data.webhooks.map(({ secret: _s, ...w }) => webhookSpecOf({ ...w }));
+  if (live.webhooks !== undefined && !jsonEqual(sorted(liveHooks, (w) => w.name), sorted(declaredHooks, (w) => w.name))) {
+    notes.push({ path: [...at, 'webhooks'], message: 'webhooks changed on the server since they were last applied: written from the live webhooks (their signing secrets are not exported)' });
+    tenantPart = { ...tenantPart, webhooks: fromLive.spec.webhooks };
+  }
   const madeAssignments = new Set(steps.flatMap((s) => (s.kind === 'assignment' ? [`${s.application}/${s.user}`] : [])));
   const liveAssignments = new Set(Object.entries(live.assignments).flatMap(([app, xs]) => xs.map((x) => `${app}/${x.userId}`)));
   if (madeAssignments.size !== liveAssignments.size || [...madeAssignments].some((x) => !liveAssignments.has(x))) {
@@ -184,6 +193,11 @@ function declaredSpecOfLive(live: LiveTenant, at: Path): { spec: TenantSpecInput
   }
   const spec = assembleTenantEntry(live.tenant.name, tenantPart as never, appsOut as never[], usersOut as never[]) as TenantSpecInput;
   return { spec, notes };
+}
+
+/** A webhook as the model writes it: defaults left out. The secret is never answered, so never written. */
+function webhookSpecOf(w: Pick<WebhookView, 'name' | 'url' | 'types' | 'enabled'>): NonNullable<TenantSpecInput['webhooks']>[number] {
+  return { name: w.name, url: w.url, ...(w.types.length > 0 ? { types: [...w.types] } : {}), ...(w.enabled ? {} : { enabled: false }) };
 }
 
 function liveSpecOf(live: LiveTenant, at: Path): { spec: TenantSpecInput; notes: ExportNote[] } {
@@ -222,6 +236,11 @@ function liveSpecOf(live: LiveTenant, at: Path): { spec: TenantSpecInput; notes:
     ...(applications.length > 0 ? { applications } : {}),
     ...(assignments.length > 0 ? { assignments } : {}),
   };
+  const hooks = sorted(live.webhooks ?? [], (w) => w.name).map(webhookSpecOf);
+  if (hooks.length > 0) {
+    spec.webhooks = hooks;
+    notes.push({ path: [...at, 'webhooks'], message: 'the signing secrets are not exported: the server keeps them (add secret: {env: VAR} to rotate one)' });
+  }
   return { spec, notes };
 }
 

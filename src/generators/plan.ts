@@ -98,6 +98,13 @@ export function tenantSteps(tenant: TenantSpec, resolved: Resolved, index = 0): 
       steps.push({ op: 'put', kind: 'assignment', tenant: t, application: app, user: userId, body: { managedBy: MANAGED_BY } });
     }
   }
+  for (const hook of [...tenant.webhooks].sort(byName)) {
+    const secret = resolved.webhookSecrets?.[appKey(t, hook.name)];
+    steps.push({
+      op: 'put', kind: 'webhook', tenant: t, webhook: hook.name,
+      body: { url: hook.url, types: [...hook.types], enabled: hook.enabled, ...(secret === undefined ? {} : { secret }), managedBy: MANAGED_BY },
+    });
+  }
   return steps;
 }
 

@@ -24,6 +24,8 @@ export type ResolvedPasswords = Readonly<Record<string, string>>;
 export interface Resolved {
   readonly secrets: ResolvedSecrets;
   readonly passwords?: ResolvedPasswords;
+  /** Webhook signing secrets, per `<tenant>/<webhook>`, resolved from the model's references (none: the server keeps or makes one). */
+  readonly webhookSecrets?: Readonly<Record<string, string>>;
 }
 
 export function appKey(tenant: string, app: string): string {

@@ -91,7 +91,7 @@ export function tenantSpecs(model: Model): Array<{
         } else if (s.kind === 'user') {
           const { initialPassword: _, ...body } = s.body as UserBody;
           users[s.user] = withoutUndefined(body);
-        } else (assignments[s.application] ??= []).push(s.user);
+        } else if (s.kind === 'assignment') (assignments[s.application] ??= []).push(s.user);
       }
       for (const k of Object.keys(assignments)) assignments[k] = [...new Set(assignments[k])].sort();
       return { tenant: t.name, body: withoutUndefined(tenantBody!), applications, users, assignments };

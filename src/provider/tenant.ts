@@ -224,6 +224,8 @@ export function findingsOf(results: readonly BatchEntryResult[], ours: string | 
   };
   const plural = { application: 'applications', user: 'users', assignment: 'assignments' } as const;
   for (const r of results) {
+    // Webhooks: read by their own findings (webhookFindings).
+    if (r.kind === 'webhook') continue;
     const name = entryName(r);
     const foreign = r.manager !== undefined && r.manager !== ours;
     if (r.kind === 'tenant') {

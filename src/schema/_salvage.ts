@@ -6,7 +6,7 @@
  * reported as "not defined" (it is defined, just broken, and that is reported already). Index maps
  * turn positions in the filtered lists back into positions in the file.
  */
-import { ServerSpec, TenantSpec, UserSpec, GroupSpec, ApplicationSpec, AssignmentSpec, ScopeSpec, type ModelFile } from './model.ts';
+import { ServerSpec, TenantSpec, UserSpec, GroupSpec, ApplicationSpec, AssignmentSpec, ScopeSpec, WebhookSpec, type ModelFile } from './model.ts';
 import type { z } from 'zod';
 
 const ENTITY_LISTS = {
@@ -15,6 +15,7 @@ const ENTITY_LISTS = {
   groups: { schema: GroupSpec, key: 'name' },
   applications: { schema: ApplicationSpec, key: 'name' },
   assignments: { schema: AssignmentSpec, key: 'application' },
+  webhooks: { schema: WebhookSpec, key: 'name' },
 } as const satisfies Record<string, { schema: z.ZodType; key: string }>;
 
 export type ListName = keyof typeof ENTITY_LISTS;
@@ -36,8 +37,8 @@ const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typ
 
 function salvageTenant(raw: unknown, index: number): SalvagedTenant {
   const broken = new Set<string>();
-  const empty = { scopes: [], users: [], groups: [], applications: [], assignments: [] };
-  const indexMaps: Record<ListName, number[]> = { scopes: [], users: [], groups: [], applications: [], assignments: [] };
+  const empty = { scopes: [], users: [], groups: [], applications: [], assignments: [], webhooks: [] };
+  const indexMaps: Record<ListName, number[]> = { scopes: [], users: [], groups: [], applications: [], assignments: [], webhooks: [] };
   if (!isRecord(raw)) {
     // A stub that yields no problems of its own and a name no real tenant can have.
     return { tenant: { name: `#${index}`, displayName: '#', unmanaged: 'remove', ...empty }, indexMaps, broken };
@@ -77,5 +78,6 @@ export function identityMaps(t: TenantSpec): Record<ListName, number[]> {
     groups: seq(t.groups.length),
     applications: seq(t.applications.length),
     assignments: seq(t.assignments.length),
+    webhooks: seq(t.webhooks.length),
   };
 }

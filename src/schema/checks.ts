@@ -47,6 +47,7 @@ function checkTenant(t: TenantSpec, tp: Path): Problem[] {
   out.push(...checkUnique(t.users, (u) => u.email.toLowerCase(), [...tp, 'users'], 'email', 'email'));
   out.push(...checkUnique(t.groups, (g) => g.name, [...tp, 'groups'], 'name', 'group'));
   out.push(...checkUnique(t.applications, (a) => a.name, [...tp, 'applications'], 'name', 'application'));
+  out.push(...checkUnique(t.webhooks, (w) => w.name, [...tp, 'webhooks'], 'name', 'webhook'));
   out.push(...checkRenames(t.applications, [...tp, 'applications'], 'application'));
   out.push(...checkUnique(t.applications.filter((a) => a.kind !== 'api'), (a) => a.clientId ?? a.name, [...tp, 'applications'], 'clientId', 'client id'));
   // An api's audience is the resource it stands for: two apis with one audience would be one resource.

@@ -5,7 +5,7 @@
  * checks.ts, so that one pass reports every problem. Defaults are documented where defined.
  */
 import { z } from 'zod';
-import { DEFAULT_PKCE, DEFAULT_PROXY_COOKIE_REFRESH, DNS_LABEL, KINDS, PKCE_POLICIES, LoginPolicyBody, NAME, PasswordPolicyBody, TenantEventsBody, TenantMailBody, NAME_RULES, SCOPE, UNMANAGED_POLICIES, USER_ID, isLocalHost, type ClientKind } from '../contract/index.ts';
+import { DEFAULT_PKCE, DEFAULT_PROXY_COOKIE_REFRESH, DNS_LABEL, KINDS, PKCE_POLICIES, LoginPolicyBody, NAME, PasswordPolicyBody, TenantEventsBody, TenantMailBody, NAME_RULES, EventTypeFilter, WebhookUrl, SCOPE, UNMANAGED_POLICIES, USER_ID, isLocalHost, type ClientKind } from '../contract/index.ts';
 
 const dnsLabel = z.string().regex(DNS_LABEL, { error: NAME_RULES.dnsLabel });
 const name = z.string().regex(NAME, { error: NAME_RULES.name });
@@ -213,6 +213,24 @@ export const AssignmentSpec = z.strictObject({
   groups: z.array(z.string()).default([]),
 });
 
+/**
+ * A webhook: the tenant's events pushed to `url`, signed per Standard Webhooks (README, "Events").
+ * The signing secret is a reference (`{env: VAR}` for idforge apply, `{config: key}` for Pulumi),
+ * never the secret: `whsec_` and the base64 of 24 to 64 random bytes. Without one, the server makes
+ * a secret when it creates the webhook and idforge apply shows it once.
+ */
+export const WebhookSpec = z.strictObject({
+  name,
+  /** https, or http on loopback only. */
+  url: WebhookUrl,
+  /** Event types (`user.created`) or a kind's every type (`user.*`). Default: every event of the tenant. */
+  types: z.array(EventTypeFilter).max(100).default([]),
+  /** A disabled webhook keeps its place in the log and catches up when enabled. Default: true. */
+  enabled: z.boolean().default(true),
+  /** The signing secret, as a reference. Default: made by the server on creation. */
+  secret: CredentialRef.optional(),
+});
+
 export const TenantSpec = z.strictObject({
   /** The subdomain label: `<name>.<baseDomain>`. */
   name: dnsLabel,
@@ -230,6 +248,8 @@ export const TenantSpec = z.strictObject({
   groups: z.array(GroupSpec).default([]),
   applications: z.array(ApplicationSpec).default([]),
   assignments: z.array(AssignmentSpec).default([]),
+  /** Where the tenant's events are pushed (README, "Events"). Default: none. */
+  webhooks: z.array(WebhookSpec).default([]),
   /**
    * How people sign in: `methods` from password, otp, passkey, totp; `requireSecondFactor`
    * (e.g. password then totp). Default (absent): password only.
@@ -293,6 +313,7 @@ export type ApiAppSpec = z.infer<typeof ApiAppSpec>;
 export type ApplicationSpec = z.infer<typeof ApplicationSpec>;
 export type ClientAppSpec = WebAppSpec | ProxyAppSpec | SpaAppSpec;
 export type AssignmentSpec = z.infer<typeof AssignmentSpec>;
+export type WebhookSpec = z.infer<typeof WebhookSpec>;
 export type TenantSpec = z.infer<typeof TenantSpec>;
 export type ModelFile = z.infer<typeof ModelFileSpec>;
 

@@ -22,7 +22,7 @@ import { decodeModelBytes, locate, parseModelText, type SourceDoc } from './_yam
 import type { LoadResult } from './load.ts';
 
 /** The lists a tenant's overlay merges entry by entry, and the key of each. */
-export const OVERLAY_LISTS = { scopes: 'name', users: 'id', groups: 'name', applications: 'name', assignments: 'application' } as const;
+export const OVERLAY_LISTS = { scopes: 'name', users: 'id', groups: 'name', applications: 'name', assignments: 'application', webhooks: 'name' } as const;
 type ListName = keyof typeof OVERLAY_LISTS;
 
 const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);

@@ -5,7 +5,7 @@ import addFormats from 'ajv-formats';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { compileArtifacts, compilePlan, type Artifact } from '../../src/generators/index.ts';
-import { ApplicationBody, AssignmentBody, TenantBody, UserBody, stepName } from '../../src/contract/index.ts';
+import { ApplicationBody, AssignmentBody, TenantBody, UserBody, WebhookBody, stepName } from '../../src/contract/index.ts';
 import type { Model } from '../../src/schema/index.ts';
 import { fixedSecrets, loadExample } from '../support/model.ts';
 
@@ -73,7 +73,7 @@ describe.each(EXAMPLES)('compiling the %s example', (name, paths) => {
 
   it('plans bodies that the admin API accepts', async () => {
     const model = await loadExample(...paths);
-    const bodies = { tenant: TenantBody, application: ApplicationBody, user: UserBody, assignment: AssignmentBody };
+    const bodies = { tenant: TenantBody, application: ApplicationBody, user: UserBody, assignment: AssignmentBody, webhook: WebhookBody };
     for (const step of compilePlan(model, fixedSecrets(model)).steps) {
       if (step.op !== 'put') continue;
       const r = bodies[step.kind].safeParse(step.body);

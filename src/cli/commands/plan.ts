@@ -28,7 +28,7 @@ import { locateProblems } from '../../schema/index.ts';
 import { ownershipProblems } from './_ownership.ts';
 import { gitInfoOf } from '../../schema/git-source.ts';
 import { lastChangeWords, lastChanges } from '../_last-change.ts';
-import { StateFileError, locateStateFile, readClientSecrets, resolvePasswords, stateLine } from '../_state.ts';
+import { StateFileError, locateStateFile, readClientSecrets, resolvePasswords, resolveWebhookSecrets, stateLine } from '../_state.ts';
 import { appliedDeletion, applyPrune, formatOutsideGit, outsideGitOf, planPrune, type OutsideGitObject } from '../_outside-git.ts';
 
 export { AdminApiError } from '../../admin-client/index.ts';
@@ -132,6 +132,7 @@ export function asManager(batch: TenantBatchBody, manager: string, force: boolea
     applications: (batch.applications ?? []).map((a) => ({ ...a, body: { ...a.body, manager } })),
     users: (batch.users ?? []).map((u) => ({ ...u, body: { ...u.body, manager } })),
     assignments: (batch.assignments ?? []).map((g) => ({ ...g, body: { ...g.body, manager } })),
+    ...(batch.webhooks === undefined ? {} : { webhooks: batch.webhooks.map((w) => ({ ...w, body: { ...w.body, manager } })) }),
     force,
   };
 }
@@ -189,6 +190,8 @@ function refOfResult(tenant: string, r: BatchEntryResult): ResourceRef {
       return { kind: 'user', tenant, user: r.user! };
     case 'assignment':
       return { kind: 'assignment', tenant, application: r.application!, user: r.user! };
+    case 'webhook':
+      return { kind: 'webhook', tenant, webhook: r.webhook! };
   }
 }
 
@@ -205,9 +208,10 @@ export function batchRefusal(tenant: string, batch: TenantBatchBody, results: re
     ...(batch.applications ?? []).map((a) => `application ${a.name}`),
     ...(batch.users ?? []).map((u) => `user ${u.id}`),
     ...(batch.assignments ?? []).flatMap((g) => g.users.map((u) => `assignment ${g.application} ${u}`)),
+    ...(batch.webhooks ?? []).map((w) => `webhook ${w.name}`),
   ]);
   const lines = results.filter((r) => r.outcome === 'refused').map((r) => {
-    const method = puts.has([r.kind, r.application, r.user].filter((x) => x !== undefined).join(' ')) ? 'PUT' : 'DELETE';
+    const method = puts.has([r.kind, r.application, r.user, r.webhook].filter((x) => x !== undefined).join(' ')) ? 'PUT' : 'DELETE';
     return `${method} ${stepName(refOfResult(tenant, r))}: HTTP ${r.status}: ${r.reason}${r.path ? ` (at ${r.path})` : ''}`;
   });
   const first = results.find((r) => r.outcome === 'refused');
@@ -416,6 +420,12 @@ export async function preparePlan(
   const model: Model | undefined = await loadForCommand(io, paths, json, overlay);
   if (model === undefined) return { exit: EXIT.invalid };
   const { passwords, unresolved } = resolvePasswords(model, io.env);
+  // Webhook secrets are sent on every run: a missing one stops the command before it connects.
+  const { secrets: webhookSecrets, problems: hookProblems } = resolveWebhookSecrets(model, io.env);
+  if (hookProblems.length > 0) {
+    reportProblems(io, overlay === undefined ? await locateProblems(paths, hookProblems) : hookProblems, json);
+    return { exit: EXIT.invalid };
+  }
   let secrets;
   let movedSecrets;
   const state = await locateStateFile(paths, values.state, io.env, io.cwd);
@@ -430,7 +440,7 @@ export async function preparePlan(
     throw err;
   }
   // Each entry the console may propose a change to keeps the lines it was declared on.
-  const steps = withEntrySources(compilePlan(model, { secrets, passwords }).steps, await readEntrySources(paths, io.cwd));
+  const steps = withEntrySources(compilePlan(model, { secrets, passwords, webhookSecrets }).steps, await readEntrySources(paths, io.cwd));
   try {
     // Every write names its manager and, in a Git repository, the model's commit (the server's event log).
     const git = await gitInfoOf(paths[0]!);

@@ -116,7 +116,7 @@ function handlers(svc: AdminService, groups: GroupAdmin, ctx: ServerContext): Ha
 
     listWebhooks: ({ params }) => webhooks.list(params.tenant),
     getWebhook: ({ params }) => webhooks.get(params.tenant, params.webhook),
-    putWebhook: ({ params, body, dryRun }) => webhooks.put(params.tenant, params.webhook, body, dryRun),
+    putWebhook: ({ params, body, dryRun, force }) => webhooks.put(params.tenant, params.webhook, body, dryRun, force),
     deleteWebhook: ({ params, dryRun }) => webhooks.delete(params.tenant, params.webhook, dryRun),
     listWebhookDeliveries: ({ params, page }) => webhooks.deliveries(params.tenant, params.webhook, page),
   };

@@ -10,7 +10,8 @@
  * which the batch is judged again; a refused entry stops the batch before any hashing. A dry run
  * judges a snapshot of the contents and writes nothing.
  */
-import { type BatchEntryResult, type ParsedTenantBatch, type TenantBatchResult, type UndeclaredObjects, RESERVED_TENANTS, managerOf } from '../../contract/index.ts';
+import { type BatchEntryResult, type ParsedTenantBatch, type TenantBatchResult, type UndeclaredObjects, RESERVED_TENANTS, managerOf, prunedBy } from '../../contract/index.ts';
+import { judgeWebhookEntries, NO_WEBHOOK_ENTRIES, type WebhookEntries } from '../webhooks/batch-entries.ts';
 import type { ServerContext } from '../_context.ts';
 import { ServerError, errors } from '../errors.ts';
 import { newTenantKeys } from '../keys.ts';
@@ -62,7 +63,9 @@ export async function applyTenantBatch(ctx: ServerContext, tenant: string, batch
   if (RESERVED_TENANTS.includes(tenant)) throw reserved(tenant);
   // Group assignments are not the batch's to write: read beside it, only when asked (`undeclared`).
   const grants = batch.undeclared ? await groupAssignmentsOf(ctx, tenant, batch) : [];
-  if (dryRun) return judged(judge(ctx, tenant, batch, await ctx.storage.tenants.contents(tenant), { dry: true }, grants), false);
+  // Webhooks live in a store of their own: judged beside the batch, written right after it.
+  const hooks = await judgeWebhookEntries(ctx, tenant, batch, dryRun);
+  if (dryRun) return judged(judge(ctx, tenant, batch, await ctx.storage.tenants.contents(tenant), { dry: true }, grants, hooks), false);
   // A tenant the batch creates needs its signing keys: made before the first judgement rather than
   // found missing by it (the common case when a model is applied to a new server).
   const keys = batch.tenant !== undefined && (await ctx.storage.tenants.get(tenant)) === undefined
@@ -73,13 +76,14 @@ export async function applyTenantBatch(ctx: ServerContext, tenant: string, batch
       // The events are the judgement's, made inside the transaction and written in it.
       let decided: Judgement | undefined;
       const j = await recordWith(ctx, () => decided?.events ?? [], () => ctx.storage.tenants.batch(tenant, (contents) => {
-        const j = judge(ctx, tenant, batch, contents, prepared, grants);
+        const j = judge(ctx, tenant, batch, contents, prepared, grants, hooks);
         if (j.refused) throw new RefusedBatch(j.result(false));
         if (j.needs.keys || j.needs.passwords.length > 0) throw new Missing(j.needs);
         decided = j;
         return { changes: j.changes, result: j };
       }));
       if (j.changes.tenant !== undefined || j.changes.applications.length > 0 || j.changes.deleteApplications.length > 0) ctx.evictTenant(tenant);
+      for (const write of hooks.writes) await write();
       return j.result(true);
     } catch (err) {
       if (!(err instanceof Missing) || attempt >= ATTEMPTS) throw err;
@@ -217,7 +221,10 @@ function index<K, V>(map: Map<K, Set<V>>, key: K): Set<V> {
 }
 
 /** Judges every entry in the batch's order (see the contract), against `contents`. Never throws a rule's refusal: it becomes the entry's outcome. */
-function judge(ctx: ServerContext, tenant: string, batch: ParsedTenantBatch, contents: TenantContents, prepared: Prepared, grants: UndeclaredObjects['groupAssignments'] = []): Judgement {
+function judge(
+  ctx: ServerContext, tenant: string, batch: ParsedTenantBatch, contents: TenantContents, prepared: Prepared, grants: UndeclaredObjects['groupAssignments'] = [],
+  hooks: WebhookEntries = NO_WEBHOOK_ENTRIES,
+): Judgement {
   const state = new TenantState(contents);
   const now = Math.floor(Date.now() / 1000);
   // Another manager's objects change only when the batch says so (idforge apply --force-conflicts, Pulumi's idforge:adopt).
@@ -341,14 +348,8 @@ function judge(ctx: ServerContext, tenant: string, batch: ParsedTenantBatch, con
   }
 
   // Deletions: what the batch names, then (prune) what its owner no longer lists; children first.
-  const prune = batch.prune;
-  const owners = prune === undefined ? undefined : new Set(prune.managers);
-  /** Whether the batch's prune takes this object: kept by a manager it names, or by none (drift). */
-  const pruned = (body: object) => {
-    if (owners === undefined) return false;
-    const m = managerOf(body);
-    return m === undefined ? prune!.drift : owners.has(m);
-  };
+  const owners = batch.prune;
+  const pruned = (body: object) => prunedBy(batch.prune, body);
   const listedPairs = new Set(batch.assignments.flatMap((g) => g.users.map((u) => pairKey(g.application, u))));
   const listedUsers = new Set(batch.users.map((u) => u.id));
   const listedApps = new Set(batch.applications.map((a) => a.name));
@@ -413,11 +414,15 @@ function judge(ctx: ServerContext, tenant: string, batch: ParsedTenantBatch, con
     });
   }
 
+  // Webhooks, judged beside the batch (webhooks/batch-entries.ts).
+  results.push(...hooks.results);
+  if (hooks.refused) refused = true;
+
   const before = { users: contents.users.length, assignments: contents.assignments.length };
   const unchanged = results.filter((r) => r.outcome === 'unchanged').length;
   // With `changes`, the unchanged entries are only counted, but for those another manager keeps (a plan lists them).
   const listed = batch.report === 'changes' ? results.filter((r) => r.outcome !== 'unchanged' || r.manager !== undefined) : results;
-  const undeclared = batch.undeclared ? { undeclared: undeclaredOf(state, listedApps, listedUsers, listedPairs, grants) } : {};
+  const undeclared = batch.undeclared ? { undeclared: { ...undeclaredOf(state, listedApps, listedUsers, listedPairs, grants), webhooks: hooks.undeclared } } : {};
   return { events, refused, needs, changes, result: (applied) => ({ applied, before, results: listed, unchanged, ...undeclared }) };
 }
 

@@ -611,7 +611,11 @@ export interface EventStore {
 export interface WebhookRecord {
   readonly tenant: string;
   readonly name: string;
-  readonly body: { readonly url: string; readonly types: readonly string[]; readonly enabled: boolean };
+  readonly body: {
+    readonly url: string; readonly types: readonly string[]; readonly enabled: boolean;
+    /** Who manages it (src/contract/managers.ts), as every object's body says it. */
+    readonly manager?: string; readonly managedBy?: string; readonly stack?: string;
+  };
   /** The `whsec_...` secret, sealed with the master key (bound to tenant and name). */
   readonly sealedSecret: string;
   readonly createdAt: number;

@@ -3,20 +3,22 @@
  * every other object (declarative PUT, dry runs, an event per change, the secret never shown but
  * when the server made it), and each one's delivery log.
  */
-import { RESERVED_TENANTS, changeOf, jsonEqual, type Outcome, type WebhookBody, type WebhookDeliveryView, type WebhookView } from '../../contract/index.ts';
+import { RESERVED_TENANTS, changeOf, managerOf, type Outcome, type WebhookBody, type WebhookDeliveryView, type WebhookView } from '../../contract/index.ts';
 import type { ServerContext } from '../_context.ts';
 import { errors } from '../errors.ts';
 import { reserved } from '../directory/rules.ts';
 import { deleteEvent, putEvent, recordWith } from '../events/make.ts';
 import type { DeliveryRecord, Page, PageRequest, WebhookRecord } from '../storage/types.ts';
 import { webhookSecretSealedFor } from './dispatcher.ts';
+import { judgeWebhook, type WebhookDecision } from './judge.ts';
 import { newWebhookSecret } from './sign.ts';
 
 const iso = (epoch: number) => new Date(epoch * 1000).toISOString();
 const isoMs = (ms: number) => new Date(ms).toISOString();
 
 export const webhookView = (r: WebhookRecord): WebhookView => ({
-  name: r.name, url: r.body.url, types: [...r.body.types], enabled: r.body.enabled, createdAt: iso(r.createdAt), updatedAt: iso(r.updatedAt),
+  name: r.name, url: r.body.url, types: [...r.body.types], enabled: r.body.enabled,
+  ...(managerOf(r.body) === undefined ? {} : { manager: managerOf(r.body)! }), createdAt: iso(r.createdAt), updatedAt: iso(r.updatedAt),
 });
 
 export const deliveryView = (d: DeliveryRecord): WebhookDeliveryView => ({
@@ -43,25 +45,32 @@ export class WebhookAdmin {
     return w;
   }
 
-  async put(tenant: string, name: string, body: WebhookBody, dryRun: boolean): Promise<{ outcome: Outcome; changes: string[]; resource: WebhookView; secret?: string }> {
+  async put(tenant: string, name: string, body: WebhookBody, dryRun: boolean, force = false): Promise<{ outcome: Outcome; changes: string[]; resource: WebhookView; secret?: string }> {
     await this.#tenant(tenant);
     const before = await this.ctx.storage.webhooks.get(tenant, name);
-    const stored = { url: body.url, types: [...body.types], enabled: body.enabled };
-    const sealedFor = webhookSecretSealedFor(name);
-    const oldSecret = before === undefined ? undefined : this.ctx.master.unseal(before.sealedSecret, sealedFor);
-    const made = body.secret === undefined && before === undefined ? newWebhookSecret() : undefined;
-    const secret = body.secret ?? oldSecret ?? made!;
-    const changes = before === undefined
-      ? ['url', 'types', 'enabled', 'secret']
-      : [...(['url', 'types', 'enabled'] as const).filter((f) => !jsonEqual(before.body[f], stored[f])), ...(secret !== oldSecret ? ['secret'] : [])];
-    const outcome: Outcome = before === undefined ? 'created' : changes.length === 0 ? 'unchanged' : 'updated';
+    const d = judgeWebhook(name, body, before, this.secretOf(before), force, newWebhookSecret);
     const now = Math.floor(Date.now() / 1000);
-    if (dryRun || outcome === 'unchanged') {
-      return { outcome, changes, resource: webhookView(before ?? { tenant, name, body: stored, sealedSecret: '', createdAt: now, updatedAt: now }) };
+    if (dryRun || d.outcome === 'unchanged' || d.foreign !== undefined) {
+      return { outcome: d.outcome, changes: [...d.changes], resource: webhookView(before ?? { tenant, name, body: d.stored, sealedSecret: '', createdAt: now, updatedAt: now }) };
     }
-    const event = putEvent(tenant, 'webhook', name, before?.body, stored, undefined, changes.includes('secret') ? [changeOf('secret', undefined, undefined)] : []);
-    const rec = await recordWith(this.ctx, [event], () => this.ctx.storage.webhooks.put(tenant, name, stored, this.ctx.master.seal(secret, sealedFor)));
-    return { outcome, changes, resource: webhookView(rec), ...(made === undefined ? {} : { secret: made }) };
+    const rec = await this.write(tenant, name, before, d);
+    return { outcome: d.outcome, changes: [...d.changes], resource: webhookView(rec), ...(d.made === undefined ? {} : { secret: d.made }) };
+  }
+
+  /** A stored webhook's secret, unsealed (undefined for none). */
+  secretOf(before: WebhookRecord | undefined): string | undefined {
+    return before === undefined ? undefined : this.ctx.master.unseal(before.sealedSecret, webhookSecretSealedFor(before.name));
+  }
+
+  /** Writes what `judgeWebhook` decided, with its event, in one transaction. */
+  write(tenant: string, name: string, before: WebhookRecord | undefined, d: WebhookDecision): Promise<WebhookRecord> {
+    const event = putEvent(tenant, 'webhook', name, before?.body, d.stored, managerOf(d.stored), d.changes.includes('secret') ? [changeOf('secret', undefined, undefined)] : []);
+    return recordWith(this.ctx, [event], () => this.ctx.storage.webhooks.put(tenant, name, d.stored, this.ctx.master.seal(d.secret, webhookSecretSealedFor(name))));
+  }
+
+  /** Deletes a webhook with its event, in one transaction. */
+  remove(tenant: string, before: WebhookRecord): Promise<boolean> {
+    return recordWith(this.ctx, [deleteEvent(tenant, 'webhook', before.name, before.body)], () => this.ctx.storage.webhooks.delete(tenant, before.name));
   }
 
   async get(tenant: string, name: string): Promise<WebhookView> {
@@ -76,7 +85,7 @@ export class WebhookAdmin {
   async delete(tenant: string, name: string, dryRun: boolean): Promise<void> {
     const before = await this.#webhook(tenant, name);
     if (dryRun) return;
-    await recordWith(this.ctx, [deleteEvent(tenant, 'webhook', name, before.body)], () => this.ctx.storage.webhooks.delete(tenant, name));
+    await this.remove(tenant, before);
   }
 
   async deliveries(tenant: string, name: string, page: PageRequest): Promise<Page<WebhookDeliveryView>> {
