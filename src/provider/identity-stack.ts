@@ -22,7 +22,7 @@ import { ClientConfigs } from './client-configs.ts';
 import { DeleteGuard } from './delete-guard.ts';
 import type { UserSpecBody } from './tenant-users.ts';
 import { TenantSecrets } from './tenant-secrets.ts';
-import { Tenant } from './tenant.ts';
+import { Tenant, type WebhookSpecBody } from './tenant.ts';
 
 export interface IdentityStackArgs {
   readonly model: Model;
@@ -32,6 +32,8 @@ export interface IdentityStackArgs {
   readonly clientConfigDir: string;
   /** Initial passwords per `<tenant>/<userId>`, resolved from the model's references (secrets). */
   readonly passwords?: Readonly<Record<string, pulumi.Input<string>>>;
+  /** Webhooks' signing secrets per `<tenant>/<webhook>`, resolved from the model's references (secrets). */
+  readonly webhookSecrets?: Readonly<Record<string, pulumi.Input<string>>>;
   /** Per `<tenant>/<userId>`, where an initial password this run does not have should come from. */
   readonly missingPasswords?: Readonly<Record<string, string>>;
   /**
@@ -69,6 +71,7 @@ export function tenantSpecs(model: Model): Array<{
   readonly applications: Array<{ readonly name: string; readonly body: ApplicationSpecBody }>;
   readonly users: Record<string, UserSpecBody>;
   readonly assignments: Record<string, string[]>;
+  readonly webhooks: Record<string, WebhookSpecBody>;
 }> {
   const placeholders: Resolved = {
     secrets: Object.fromEntries(
@@ -83,6 +86,7 @@ export function tenantSpecs(model: Model): Array<{
       const applications: Array<{ name: string; body: ApplicationSpecBody }> = [];
       const users: Record<string, UserSpecBody> = {};
       const assignments: Record<string, string[]> = {};
+      const webhooks: Record<string, WebhookSpecBody> = {};
       for (const s of steps) {
         if (s.kind === 'tenant') tenantBody = s.body;
         else if (s.kind === 'application') {
@@ -92,9 +96,10 @@ export function tenantSpecs(model: Model): Array<{
           const { initialPassword: _, ...body } = s.body as UserBody;
           users[s.user] = withoutUndefined(body);
         } else if (s.kind === 'assignment') (assignments[s.application] ??= []).push(s.user);
+        else if (s.kind === 'webhook') webhooks[s.webhook] = { url: s.body.url, types: [...s.body.types], enabled: s.body.enabled };
       }
       for (const k of Object.keys(assignments)) assignments[k] = [...new Set(assignments[k])].sort();
-      return { tenant: t.name, body: withoutUndefined(tenantBody!), applications, users, assignments };
+      return { tenant: t.name, body: withoutUndefined(tenantBody!), applications, users, assignments, webhooks };
     });
 }
 
@@ -182,6 +187,11 @@ export class IdentityStack extends pulumi.ComponentResource {
         const from = args.missingPasswords?.[`${t}/${id}`];
         if (from !== undefined) missingPasswords[id] = from;
       }
+      const webhookSecrets: Record<string, pulumi.Input<string>> = {};
+      for (const w of Object.keys(spec.webhooks)) {
+        const secret = args.webhookSecrets?.[`${t}/${w}`];
+        if (secret !== undefined) webhookSecrets[w] = secret;
+      }
       const tenant = new Tenant(
         t,
         {
@@ -196,6 +206,9 @@ export class IdentityStack extends pulumi.ComponentResource {
           ...(Object.keys(passwords).length > 0 ? { initialPasswords: pulumi.secret(passwords) } : {}),
           ...(Object.keys(missingPasswords).length > 0 ? { missingPasswords } : {}),
           assignments: spec.assignments,
+          // Only for a tenant that declares webhooks: the state of others stays as it was.
+          ...(Object.keys(spec.webhooks).length === 0 ? {} : { webhooks: spec.webhooks }),
+          ...(Object.keys(webhookSecrets).length === 0 ? {} : { webhookSecrets: pulumi.secret(webhookSecrets) }),
           unmanaged: modelTenant.unmanaged ?? 'remove',
           ...adopt,
           ...(args.git === undefined ? {} : { git: args.git }),

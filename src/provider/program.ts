@@ -64,6 +64,27 @@ for (const t of model.tenants) {
   }
 }
 
+// Webhooks' signing secrets are sent on every run (a new value is a rotation): each one the model
+// names must be here, or the program stops naming where it should come from.
+const webhookSecrets: Record<string, pulumi.Input<string>> = {};
+const unresolvedHooks: string[] = [];
+for (const t of model.tenants) {
+  for (const w of t.webhooks) {
+    const ref = w.secret;
+    if (ref === undefined) continue;
+    if ('env' in ref) {
+      const v = process.env[ref.env];
+      if (v === undefined || v === '') unresolvedHooks.push(`secret of webhook ${t.name}/${w.name}: environment variable ${ref.env} is not set`);
+      else webhookSecrets[`${t.name}/${w.name}`] = pulumi.secret(v);
+    } else {
+      const v = config.getSecret(ref.config) ?? new pulumi.Config().getSecret(ref.config);
+      if (v === undefined) unresolvedHooks.push(`secret of webhook ${t.name}/${w.name}: stack config ${ref.config} is not set (pulumi config set --secret ${ref.config} ...)`);
+      else webhookSecrets[`${t.name}/${w.name}`] = v;
+    }
+  }
+}
+if (unresolvedHooks.length > 0) throw new pulumi.RunError(unresolvedHooks.join('\n'));
+
 // Where the model comes from in Git: each write names its commit in the server's event log.
 const git = await gitInfoOf(here(config.require('model')));
 
@@ -74,6 +95,7 @@ const identity = new IdentityStack('idforge', {
   },
   clientConfigDir: here(config.get('clientConfigDir') ?? `.idforge/${stack}/clients`),
   passwords,
+  webhookSecrets,
   missingPasswords,
   adopt: config.getBoolean('adopt') ?? false,
   allowDelete: config.getBoolean('allowDelete') ?? false,

@@ -30,7 +30,7 @@
 import * as pulumi from '@pulumi/pulumi';
 import { z } from 'zod';
 import {
-  ApplicationName, GitInfo, TenantBody, TenantName, UNMANAGED_POLICIES, UserBody, UserId, canonicalJson, formatPath, managerOf, managerWords,
+  ApplicationName, GitInfo, TenantBody, TenantName, UNMANAGED_POLICIES, UserBody, UserId, WEBHOOK_SECRET, WebhookBody, WebhookName, canonicalJson, formatPath, managerOf, managerWords,
   type BatchEntryResult, type EventActor, type TenantBatchBody, type UndeclaredObjects, type UnmanagedPolicy,
 } from '../contract/index.ts';
 import type { AdminConnection } from '../admin-client/index.ts';
@@ -63,6 +63,10 @@ export interface TenantArgs {
   readonly missingPasswords?: pulumi.Input<Record<string, string>>;
   /** Application name → ids of the users assigned to it. */
   readonly assignments?: pulumi.Input<Record<string, pulumi.Input<readonly string[]>>>;
+  /** The tenant's webhooks by name: where its events go (README, "Events"), bodies without their secrets. */
+  readonly webhooks?: pulumi.Input<Record<string, pulumi.Input<WebhookSpecBody>>>;
+  /** Webhooks' signing secrets by name (pass a secret), sent on every write: a new value is a rotation. Default: the server makes one. */
+  readonly webhookSecrets?: pulumi.Input<Record<string, pulumi.Input<string>>>;
   /** Objects in the tenant nobody manages and the model does not declare: removed (default), reported, or not looked for. */
   readonly unmanaged?: pulumi.Input<UnmanagedPolicy>;
   /** Take over objects that already exist on the server (made by hand, by `idforge apply`, by another stack). */
@@ -77,6 +81,10 @@ export interface Drift {
   readonly assignments?: string[];
   /** Confidential applications whose client secret on the server is not the stack's. */
   readonly secrets?: string[];
+  /** Webhooks the model does not declare, that this stack may remove. */
+  readonly webhooks?: string[];
+  /** Declared webhooks whose signing secret on the server is not the stack's. */
+  readonly webhookSecrets?: string[];
   /**
    * Access the model does not declare: `application/group` assignments of another door's group (SCIM's)
    * to an application this stack declares (the model's groups become user assignments, so it declares
@@ -97,6 +105,8 @@ export interface TenantInputs {
   readonly initialPasswords?: Record<string, string>;
   readonly missingPasswords?: Record<string, string>;
   readonly assignments: Record<string, string[]>;
+  readonly webhooks?: Record<string, WebhookSpecBody>;
+  readonly webhookSecrets?: Record<string, string>;
   readonly unmanaged: UnmanagedPolicy;
   readonly adopt?: boolean;
   /** Found by the read before a preview or up (the model says none): shown as the change that removes or repairs it. */
@@ -111,7 +121,11 @@ export interface TenantInputs {
 export type TenantOutputs = TenantInputs;
 
 const names = z.array(z.string()).optional();
-const DriftSchema = z.strictObject({ applications: names, users: names, assignments: names, secrets: names, grants: names });
+const DriftSchema = z.strictObject({ applications: names, users: names, assignments: names, secrets: names, grants: names, webhooks: names, webhookSecrets: names });
+
+/** A webhook as the stack declares it: what it sends where (its manager's marks are the tenant's, its secret apart). */
+export const WebhookSpecBody = WebhookBody.pick({ url: true, types: true, enabled: true });
+export type WebhookSpecBody = z.infer<typeof WebhookSpecBody>;
 
 /** Sorted, and only the kinds that hold something: a drift of nothing is no drift. */
 export function normalDrift(d: Drift | undefined): Drift {
@@ -131,6 +145,8 @@ const TenantInputsSchema = z.strictObject({
   missingPasswords: z.record(z.string(), z.string()).optional(),
   // Sorted and unique, so reordering the model is no change.
   assignments: z.record(ApplicationName, z.array(UserId)).default({}).transform(normalAssignments),
+  webhooks: z.record(WebhookName, WebhookSpecBody).optional(),
+  webhookSecrets: z.record(z.string(), z.string().regex(WEBHOOK_SECRET)).optional(),
   unmanaged: z.enum(UNMANAGED_POLICIES).default('remove'),
   adopt: AdoptSchema,
   drift: DriftSchema.default({}).transform(normalDrift),
@@ -171,7 +187,7 @@ export interface BatchOptions {
 }
 
 /** Pure: the tenant's batch for its declared state, the whole of it (the server writes what differs). */
-export function tenantBatch(i: Pick<TenantInputs, 'body' | 'applications' | 'clientSecrets' | 'users' | 'initialPasswords' | 'assignments'>, o: BatchOptions = {}): TenantBatchBody {
+export function tenantBatch(i: Pick<TenantInputs, 'body' | 'applications' | 'clientSecrets' | 'users' | 'initialPasswords' | 'assignments' | 'webhooks' | 'webhookSecrets'>, o: BatchOptions = {}): TenantBatchBody {
   const as = (n: string) => o.sendAs?.[n] ?? n;
   const kept = (n: string) => !(o.omit?.has(n) ?? false);
   const marks = assignmentMarks(i.body);
@@ -186,6 +202,13 @@ export function tenantBatch(i: Pick<TenantInputs, 'body' | 'applications' | 'cli
       return { id, body: { ...body, ...(pw === undefined ? {} : { initialPassword: pw }) } };
     }),
     assignments: Object.entries(i.assignments).filter(([app, users]) => users.length > 0 && kept(app)).map(([app, users]) => ({ application: as(app), users, body: marks })),
+    // Only for a tenant that declares webhooks: the batches of others stay as they were.
+    ...(Object.keys(i.webhooks ?? {}).length === 0 ? {} : {
+      webhooks: Object.entries(i.webhooks!).map(([name, body]) => {
+        const secret = isUnknown(i.webhookSecrets) ? undefined : i.webhookSecrets?.[name];
+        return { name, body: { ...body, ...marks, ...(secret === undefined ? {} : { secret }) } };
+      }),
+    }),
     ...(o.prune === undefined ? {} : { prune: o.prune }),
     force: o.force ?? false,
     report: 'changes',
@@ -193,16 +216,16 @@ export function tenantBatch(i: Pick<TenantInputs, 'body' | 'applications' | 'cli
 }
 
 /** An object of the tenant as diagnostics and drift name it. */
-interface Named { readonly kind: 'tenant' | 'application' | 'user' | 'assignment'; readonly name: string; readonly manager?: string | undefined; readonly reason?: string | undefined }
+interface Named { readonly kind: 'tenant' | 'application' | 'user' | 'assignment' | 'webhook'; readonly name: string; readonly manager?: string | undefined; readonly reason?: string | undefined }
 
 /** What a dry run of the declared batch says about the live tenant. */
 export interface Findings {
   /** The tenant is not there. */
   readonly gone: boolean;
   /** Declared, not on the server. */
-  readonly missing: { readonly applications: string[]; readonly users: string[]; readonly assignments: string[] };
+  readonly missing: { readonly applications: string[]; readonly users: string[]; readonly assignments: string[]; readonly webhooks: string[] };
   /** Declared, and different on the server (its fields). */
-  readonly changed: { readonly tenant: boolean; readonly applications: string[]; readonly users: string[] };
+  readonly changed: { readonly tenant: boolean; readonly applications: string[]; readonly users: string[]; readonly webhooks: string[] };
   readonly drift: Drift;
   /** Not declared, kept by another manager: reported, never removed. */
   readonly others: Named[];
@@ -210,22 +233,23 @@ export interface Findings {
   readonly held: Named[];
 }
 
-const entryName = (r: BatchEntryResult): string => (r.kind === 'assignment' ? `${r.application}/${r.user}` : r.kind === 'user' ? r.user! : (r.application ?? ''));
+const entryName = (r: BatchEntryResult): string =>
+  (r.kind === 'assignment' ? `${r.application}/${r.user}` : r.kind === 'user' ? r.user! : r.kind === 'webhook' ? r.webhook! : (r.application ?? ''));
 
 /** Pure: a dry run's answers, as the read sorts them (`ours`: the stack's manager). */
 export function findingsOf(results: readonly BatchEntryResult[], ours: string | undefined, policy: UnmanagedPolicy): Findings {
   const f = {
     gone: false,
-    missing: { applications: [] as string[], users: [] as string[], assignments: [] as string[] },
-    changed: { tenant: false, applications: [] as string[], users: [] as string[] },
-    drift: { applications: [] as string[], users: [] as string[], assignments: [] as string[], secrets: [] as string[] },
+    missing: { applications: [] as string[], users: [] as string[], assignments: [] as string[], webhooks: [] as string[] },
+    changed: { tenant: false, applications: [] as string[], users: [] as string[], webhooks: [] as string[] },
+    drift: { applications: [] as string[], users: [] as string[], assignments: [] as string[], secrets: [] as string[], webhooks: [] as string[], webhookSecrets: [] as string[] },
     others: [] as Named[],
     held: [] as Named[],
   };
-  const plural = { application: 'applications', user: 'users', assignment: 'assignments' } as const;
+  const plural = { application: 'applications', user: 'users', assignment: 'assignments', webhook: 'webhooks' } as const;
+  /** The changed fields' list of a kind that has fields. */
+  const changedOf = (kind: 'application' | 'user' | 'webhook') => f.changed[kind === 'user' ? 'users' : kind === 'webhook' ? 'webhooks' : 'applications'];
   for (const r of results) {
-    // Webhooks: read by their own findings (webhookFindings).
-    if (r.kind === 'webhook') continue;
     const name = entryName(r);
     const foreign = r.manager !== undefined && r.manager !== ours;
     if (r.kind === 'tenant') {
@@ -240,16 +264,17 @@ export function findingsOf(results: readonly BatchEntryResult[], ours: string | 
         f.missing[list].push(name);
         break;
       case 'updated': {
-        const fields = (r.changes ?? []).filter((c) => c !== 'clientSecret');
-        if ((r.changes ?? []).includes('clientSecret')) f.drift.secrets.push(name);
+        const secret = r.kind === 'webhook' ? 'secret' : 'clientSecret';
+        const fields = (r.changes ?? []).filter((c) => c !== secret);
+        if ((r.changes ?? []).includes(secret)) f.drift[r.kind === 'webhook' ? 'webhookSecrets' : 'secrets'].push(name);
         // An assignment has no fields but its marks: one that lost them is made again.
         if (r.kind === 'assignment') f.missing.assignments.push(name);
-        else if (fields.length > 0) f.changed[r.kind === 'user' ? 'users' : 'applications'].push(name);
+        else if (fields.length > 0) changedOf(r.kind).push(name);
         break;
       }
       case 'refused':
         if (r.kind === 'assignment') f.missing.assignments.push(name);
-        else f.changed[r.kind === 'user' ? 'users' : 'applications'].push(name);
+        else changedOf(r.kind).push(name);
         f.held.push({ kind: r.kind, name, manager: r.manager, reason: r.reason });
         break;
       case 'deleted':
@@ -283,7 +308,7 @@ function outsideError(tenant: string, outside: readonly BatchEntryResult[]): Err
 /** `the admin console: application backdoor; SCIM (...): users a, b (and 3 more)` */
 function byManager(objects: readonly Named[]): string {
   const groups = new Map<string, Named[]>();
-  const rank = { tenant: 0, application: 1, user: 2, assignment: 3 };
+  const rank = { tenant: 0, application: 1, user: 2, assignment: 3, webhook: 4 };
   const sorted = [...objects].sort((a, b) => rank[a.kind] - rank[b.kind] || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   for (const o of sorted) (groups.get(o.manager ?? '') ?? groups.set(o.manager ?? '', []).get(o.manager ?? '')!).push(o);
   return [...groups].map(([manager, list]) => {
@@ -331,6 +356,12 @@ async function readTenant(id: string, old: TenantOutputs, ctx: ProviderContext |
       userMap[u] = fields;
     }
   });
+  const webhooks = Object.fromEntries(Object.entries(old.webhooks ?? {}).filter(([n]) => !f.missing.webhooks.includes(n)));
+  await mapLimit(f.changed.webhooks, 8, async (w) => {
+    const live = await client.find('getWebhook', { tenant: name, webhook: w });
+    if (live === undefined) delete webhooks[w];
+    else webhooks[w] = { url: live.url, types: [...live.types], enabled: live.enabled };
+  });
   const gone = new Set(f.missing.assignments);
   const assignments = normalAssignments(Object.fromEntries(Object.entries(old.assignments).map(([app, ids]) => [app, ids.filter((u) => !gone.has(`${app}/${u}`))])));
 
@@ -349,10 +380,11 @@ async function readTenant(id: string, old: TenantOutputs, ctx: ProviderContext |
   }
 
   const drift = policy === 'remove' && grants.length > 0 ? { ...f.drift, grants: grants.map((g) => g.grant) } : f.drift;
-  const now: TenantOutputs = { ...old, name, body, applications, users: userMap, assignments, drift };
+  const now: TenantOutputs = { ...old, name, body, applications, users: userMap, assignments, ...(old.webhooks === undefined && Object.keys(webhooks).length === 0 ? {} : { webhooks }), drift };
   // The live tenant is the state's: nothing to hand back (the engine keeps the inputs it has).
   const same = name === old.name && !f.changed.tenant && f.changed.applications.length === 0 && f.changed.users.length === 0 &&
-    f.missing.applications.length === 0 && f.missing.users.length === 0 && f.missing.assignments.length === 0 && jsonEqual(drift, normalDrift(old.drift));
+    f.missing.applications.length === 0 && f.missing.users.length === 0 && f.missing.assignments.length === 0 &&
+    f.changed.webhooks.length === 0 && f.missing.webhooks.length === 0 && jsonEqual(drift, normalDrift(old.drift));
   // Inputs as well as outputs, so the next diff compares the model with what is live (pulumi#13679).
   return { id, props: now, inputs: now, refreshBeforeUpdate: true, ...(same ? { same } : {}) };
 }
@@ -365,6 +397,7 @@ export function othersOf(u: UndeclaredObjects | undefined, ours: string | undefi
     ...u.applications.filter((a) => foreign(a.manager)).map((a) => ({ kind: 'application' as const, name: a.application, manager: a.manager })),
     ...u.users.filter((x) => foreign(x.manager)).map((x) => ({ kind: 'user' as const, name: x.user, manager: x.manager })),
     ...u.assignments.filter((a) => foreign(a.manager)).map((a) => ({ kind: 'assignment' as const, name: `${a.application}/${a.user}`, manager: a.manager })),
+    ...(u.webhooks ?? []).filter((w) => foreign(w.manager)).map((w) => ({ kind: 'webhook' as const, name: w.webhook, manager: w.manager })),
   ];
 }
 
@@ -395,12 +428,13 @@ function declaredOf(i: Partial<TenantInputs>) {
   return {
     name: i.name, body: i.body, applications: i.applications ?? {}, users: i.users ?? {}, assignments: normalAssignments(i.assignments ?? {}),
     unmanaged: i.unmanaged ?? 'remove', drift: normalDrift(i.drift), clientSecrets: i.clientSecrets ?? {},
+    webhooks: i.webhooks ?? {}, webhookSecrets: i.webhookSecrets ?? {},
   };
 }
 
 /** A last-applied entry is one change however much of it differs: its fields show under the object already. */
 const whole = (path: readonly (string | number)[]): boolean =>
-  path[path.length - 1] === 'lastApplied' || ((path[0] === 'clientSecrets' || path[0] === 'drift') && path.length === 2);
+  path[path.length - 1] === 'lastApplied' || ((path[0] === 'clientSecrets' || path[0] === 'webhookSecrets' || path[0] === 'drift') && path.length === 2);
 
 /** Pure: the preview's detailed diff between what the stack holds and what the model declares. */
 export function tenantDifferences(olds: Partial<TenantInputs>, news: Partial<TenantInputs>): Difference[] {
@@ -408,7 +442,7 @@ export function tenantDifferences(olds: Partial<TenantInputs>, news: Partial<Ten
   const n = declaredOf(news);
   const out: Difference[] = [];
   // Assignments by user, as sets: `assignments.portal` is one change, named per user in the summary.
-  for (const k of ['name', 'body', 'applications', 'users', 'unmanaged', 'drift', 'clientSecrets'] as const) out.push(...differences({ [k]: o[k] }, { [k]: n[k] }, whole));
+  for (const k of ['name', 'body', 'applications', 'users', 'webhooks', 'unmanaged', 'drift', 'clientSecrets', 'webhookSecrets'] as const) out.push(...differences({ [k]: o[k] }, { [k]: n[k] }, whole));
   out.push(...differences({ assignments: o.assignments }, { assignments: n.assignments }, (p) => p.length === 2));
   return out;
 }
@@ -433,11 +467,17 @@ export function describe(tenant: string, d: Difference, olds: Partial<TenantInpu
     }
     case 'clientSecrets':
       return [key === undefined ? `${tenant}: client secrets of new applications are made in this run` : `${tenant}/${String(key)}: client secret ${verb}`];
+    case 'webhooks':
+      return [`${tenant}/webhooks/${String(key)}: ${rest.length === 0 ? `webhook ${verb}` : `${tail(rest)}${verb}`}`];
+    case 'webhookSecrets':
+      return [`${tenant}/webhooks/${String(key)}: signing secret ${verb}`];
     case 'drift': {
       const found = (olds.drift as Record<string, string[]> | undefined)?.[key as string] ?? [];
       const removes = news.unmanaged === 'remove';
       return found.map((x) => key === 'secrets'
         ? `${tenant}/${x}: the client secret on the server is not the stack's: set again`
+        : key === 'webhookSecrets'
+          ? `${tenant}/webhooks/${x}: the signing secret on the server is not the stack's: set again`
         : key === 'grants'
           ? `${tenant}/${x.split('/')[0]}: group ${x.split('/')[1]} grants access the model does not declare: ${removes ? 'removed' : 'reported (unmanaged: report)'}`
           : `${tenant}: ${String(key).slice(0, -1)} ${x} is in the tenant but not in the model: ${removes ? 'removed' : 'reported (unmanaged: report)'}`);
@@ -484,6 +524,7 @@ async function judgeDeclared(olds: Partial<TenantInputs>, news: TenantInputs): P
     if (x.kind === 'tenant') return { property: `body${at}`, reason: x.reason ?? 'refused' };
     if (x.kind === 'application') return { property: `${formatPath(['applications', back.get(x.application!) ?? x.application!])}${at}`, reason: x.reason ?? 'refused' };
     if (x.kind === 'user') return { property: formatPath(['users', x.user!]), reason: x.reason ?? 'refused' };
+    if (x.kind === 'webhook') return { property: `${formatPath(['webhooks', x.webhook!])}${at}`, reason: x.reason ?? 'refused' };
     return { property: formatPath(['assignments', back.get(x.application!) ?? x.application!]), reason: `${x.user}: ${x.reason ?? 'refused'}` };
   });
   const created = r.results.filter((x) => x.kind === 'user' && x.outcome === 'created').map((x) => x.user!);
@@ -502,7 +543,7 @@ async function checkTenant(before: Partial<TenantInputs>, news: TenantInputs, ct
   const checked = checkWith(TenantInputsSchema as unknown as z.ZodType<TenantInputs & Record<string, unknown>>, news as unknown as Record<string, unknown>);
   if ((checked.failures?.length ?? 0) > 0) return checked;
   const inputs = checked.inputs as TenantInputs;
-  if ([inputs.connection, inputs.name, inputs.body, inputs.applications, inputs.users, inputs.assignments, inputs.renamedApplications].some(isUnknown)) return checked;
+  if ([inputs.connection, inputs.name, inputs.body, inputs.applications, inputs.users, inputs.assignments, inputs.renamedApplications, inputs.webhooks, inputs.webhookSecrets].some(isUnknown)) return checked;
   // What the stack already holds as declared needs no judging again: a no-op preview asks the server nothing here.
   const known = !fromBefore(before) && before.body !== undefined;
   if (known && declaredWire(toWire(before as TenantInputs)) === declaredWire(toWire(inputs))) return checked;
@@ -617,11 +658,12 @@ const onObjects: {
  * object, 3 ms (measured on the bench/compile tenant; bench/pulumi shows the whole effect). The
  * engine still shows each changed object's fields: it decodes JSON strings in a diff (`(json)`).
  */
-export interface TenantWire extends Omit<TenantInputs, 'body' | 'applications' | 'users' | 'assignments'> {
+export interface TenantWire extends Omit<TenantInputs, 'body' | 'applications' | 'users' | 'assignments' | 'webhooks'> {
   readonly body: string;
   readonly applications: Record<string, string>;
   readonly users: Record<string, string>;
   readonly assignments: Record<string, string>;
+  readonly webhooks?: Record<string, string>;
 }
 
 const each = <A, B>(m: Readonly<Record<string, A>>, f: (a: A) => B): Record<string, B> => Object.fromEntries(Object.entries(m).map(([k, v]) => [k, f(v)]));
@@ -632,19 +674,25 @@ const encodeMap = (m: unknown): unknown => (m !== null && typeof m === 'object' 
 
 /** Pure: the inputs as the engine keeps them. */
 export function toWire(i: TenantInputs): TenantWire {
-  return { ...i, body: encode(i.body), applications: encodeMap(i.applications) as Record<string, string>, users: encodeMap(i.users) as Record<string, string>, assignments: encodeMap(i.assignments) as Record<string, string> } as TenantWire;
+  return {
+    ...i, body: encode(i.body), applications: encodeMap(i.applications) as Record<string, string>, users: encodeMap(i.users) as Record<string, string>, assignments: encodeMap(i.assignments) as Record<string, string>,
+    ...(i.webhooks === undefined ? {} : { webhooks: encodeMap(i.webhooks) as Record<string, string> }),
+  } as TenantWire;
 }
 
 /** Pure: the inputs from the engine's copy. Objects that are not strings stay as they are (a state from before, a caller that did not encode). */
 export function fromWire(w: unknown): TenantInputs {
   const x = w as Record<string, unknown>;
   if (fromBefore(x)) return x as unknown as TenantInputs;
-  return { ...x, body: decode(x.body), applications: decodeMap(x.applications ?? {}), users: decodeMap(x.users ?? {}), assignments: decodeMap(x.assignments ?? {}) } as TenantInputs;
+  return {
+    ...x, body: decode(x.body), applications: decodeMap(x.applications ?? {}), users: decodeMap(x.users ?? {}), assignments: decodeMap(x.assignments ?? {}),
+    ...(x.webhooks === undefined ? {} : { webhooks: decodeMap(x.webhooks) }),
+  } as TenantInputs;
 }
 
 /** What the tenant declares, on the wire, as one string: equal for an unchanged tenant, cheap to compare. */
 function declaredWire(w: TenantWire): string {
-  return JSON.stringify([w.name, w.body, w.unmanaged ?? 'remove', sortedEntries(w.applications), sortedEntries(w.users), sortedEntries(w.assignments)]);
+  return JSON.stringify([w.name, w.body, w.unmanaged ?? 'remove', sortedEntries(w.applications), sortedEntries(w.users), sortedEntries(w.assignments), sortedEntries(w.webhooks)]);
 }
 const sortedEntries = (m: Readonly<Record<string, string>> | undefined) => Object.entries(m ?? {}).sort(([a], [b]) => (a < b ? -1 : 1));
 
@@ -667,6 +715,7 @@ export function wireDifferences(olds: TenantWire, news: TenantWire): Difference[
   map('applications', olds.applications, news.applications);
   map('users', olds.users, news.users);
   map('assignments', olds.assignments, news.assignments);
+  map('webhooks', olds.webhooks, news.webhooks);
   scalar('unmanaged');
   const od = normalDrift(olds.drift);
   const nd = normalDrift(news.drift);
@@ -674,14 +723,15 @@ export function wireDifferences(olds: TenantWire, news: TenantWire): Difference[
     if (!jsonEqual((od as Record<string, unknown>)[k], (nd as Record<string, unknown>)[k])) out.push({ path: ['drift', k], kind: k in nd ? (k in od ? 'update' : 'add') : 'delete' });
   }
   map('clientSecrets', olds.clientSecrets, news.clientSecrets);
+  map('webhookSecrets', olds.webhookSecrets, news.webhookSecrets);
   return out;
 }
 
 /** What the outputs leave out: the declared objects, which the inputs hold. */
-const DECLARED_MAPS = ['applications', 'users', 'assignments'] as const;
+const DECLARED_MAPS = ['applications', 'users', 'assignments', 'webhooks'] as const;
 
 /** The inputs but the declared objects, checked alone when those are what the stack holds already. */
-const SmallInputsSchema = TenantInputsSchema.omit({ body: true, applications: true, users: true, assignments: true });
+const SmallInputsSchema = TenantInputsSchema.omit({ body: true, applications: true, users: true, assignments: true, webhooks: true });
 
 /**
  * A check whose declared objects are, string for string, the ones the stack holds (a no-op preview or
@@ -691,12 +741,12 @@ const SmallInputsSchema = TenantInputsSchema.omit({ body: true, applications: tr
  * a no-op preview of the bench fleet (README, "Scale"). Undefined: check it all.
  */
 export function checkUnchanged(olds: TenantWire, news: TenantWire): pulumi.dynamic.CheckResult<TenantWire> | undefined {
-  const strings = (w: TenantWire) => typeof w.body === 'string' && !isUnknown(w.body) && DECLARED_MAPS.every((k) => w[k] !== null && typeof w[k] === 'object' && !isUnknown(w[k]));
+  const strings = (w: TenantWire) => typeof w.body === 'string' && !isUnknown(w.body) && DECLARED_MAPS.every((k) => (k === 'webhooks' && w[k] === undefined) || (w[k] !== null && typeof w[k] === 'object' && !isUnknown(w[k])));
   if (olds === undefined || fromBefore(olds) || !strings(olds) || !strings(news) || declaredWire(olds) !== declaredWire(news)) return undefined;
-  const { body, applications, users, assignments, ...rest } = news;
+  const { body, applications, users, assignments, webhooks, ...rest } = news;
   const checked = checkWith(SmallInputsSchema as unknown as z.ZodType<Record<string, unknown>>, rest as Record<string, unknown>);
   if ((checked.failures?.length ?? 0) > 0 || checked.inputs === undefined) return undefined;
-  return { inputs: { ...(checked.inputs as object), body, applications, users, assignments } as TenantWire };
+  return { inputs: { ...(checked.inputs as object), body, applications, users, assignments, ...(webhooks === undefined ? {} : { webhooks }) } as TenantWire };
 }
 
 /**
@@ -740,7 +790,7 @@ export const tenantProvider: Required<Omit<pulumi.dynamic.ResourceProvider<Tenan
     const renamed = news.previousName !== undefined && olds.name === news.previousName;
     const replaces = renamed || isUnknown(news.name) || olds.name === news.name ? [] : ['name'];
     if (fromBefore(olds)) return { changes: true, replaces };
-    if ([news.body, news.applications, news.users, news.assignments, news.clientSecrets].some(isUnknown)) return { changes: true, replaces };
+    if ([news.body, news.applications, news.users, news.assignments, news.clientSecrets, news.webhooks, news.webhookSecrets].some(isUnknown)) return { changes: true, replaces };
     const found = wireDifferences(olds, news);
     if (found.length === 0 && replaces.length === 0) return { changes: false, replaces };
     // Where, for the engine's display and `preview --json` (idforge's provider host passes it on).
@@ -811,11 +861,13 @@ export class Tenant extends _DynamicResource {
         applications: encodeInput(args.applications ?? {}, encodeMap),
         users: encodeInput(args.users ?? {}, encodeMap),
         assignments: encodeInput(args.assignments ?? {}, (a) => encodeMap(normalAssignments(a as Record<string, string[]>))),
+        ...(args.webhooks === undefined ? {} : { webhooks: encodeInput(args.webhooks, encodeMap) }),
         clientSecrets: args.clientSecrets === undefined ? undefined : pulumi.secret(args.clientSecrets),
         initialPasswords: args.initialPasswords === undefined ? undefined : pulumi.secret(args.initialPasswords),
+        webhookSecrets: args.webhookSecrets === undefined ? undefined : pulumi.secret(args.webhookSecrets),
         drift: undefined,
       },
-      { ...opts, additionalSecretOutputs: ['connection', 'clientSecrets', 'initialPasswords'] },
+      { ...opts, additionalSecretOutputs: ['connection', 'clientSecrets', 'initialPasswords', 'webhookSecrets'] },
     );
   }
 }
