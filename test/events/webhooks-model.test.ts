@@ -118,6 +118,24 @@ describe('webhooks declared in the model', () => {
     expect(new Webhook(SECRET_B).verify(delivery.body, delivery.headers)).toMatchObject({ type: 'user.created' });
   });
 
+  it('a webhook declared without a secret gets one from the server, shown once by apply, which signs its deliveries', async () => {
+    write(model({ users: ['ann', 'bob', 'cy'], hook: `${siem(hookUrl)}      - { name: audit, url: "${hookUrl}?audit", types: [user.updated] }\n` }));
+    const applied = await idforge(['apply', 'acme.yaml'], { SIEM_SECRET: SECRET_B });
+    expect(applied.code, applied.stderr).toBe(0);
+    const made = /signing secret made by the server for webhook acme\/webhooks\/audit: (whsec_\S+) \(shown once/.exec(applied.stdout)?.[1];
+    expect(made).toBeDefined();
+    const again = await idforge(['apply', 'acme.yaml'], { SIEM_SECRET: SECRET_B });
+    expect(again.stdout).not.toContain('signing secret made by the server');
+    write(model({ users: ['ann', 'bob', 'cy'], hook: `${siem(hookUrl)}      - { name: audit, url: "${hookUrl}?audit", types: [user.updated] }\n` }).replace('email: cy@acme.example }', 'email: cy@acme.example, displayName: Cy }'));
+    expect((await idforge(['apply', 'acme.yaml'], { SIEM_SECRET: SECRET_B })).code).toBe(0);
+    const delivery = await until('the audit delivery', () => got.find((g) => g.body.includes('"user.updated"') && g.body.includes('u-cy') && g.headers['webhook-signature'] !== undefined && (() => {
+      try { new Webhook(made!).verify(g.body, g.headers); return true; } catch { return false; }
+    })()));
+    expect(delivery).toBeDefined();
+    write(model({ users: ['ann', 'bob', 'cy'], hook: siem(hookUrl) }));
+    expect((await idforge(['apply', 'acme.yaml'], { SIEM_SECRET: SECRET_B })).code).toBe(0);
+  });
+
   it('a missing or malformed secret stops plan at its place in the model, before anything is sent', async () => {
     const missing = await idforge(['plan', 'acme.yaml'], {});
     expect(missing.code).toBe(1);

@@ -59,6 +59,8 @@ export const run: Command = async (argv, io) => {
   });
   await saveClientSecrets(stateFile, [...movedSecrets, ...made]);
   const secrets: { name: string; clientSecret: string }[] = [];
+  // A webhook declared without a secret gets one from the server: its receiver needs it, and nothing else shows it.
+  const hookSecrets: { name: string; webhookSecret: string }[] = [];
   let result;
   try {
     // Only tenants whose dry run found something to do are sent; the server writes what differs.
@@ -77,6 +79,7 @@ export const run: Command = async (argv, io) => {
       if (r.refused) throw batchRefusal(t.tenant, t.batch, r.results);
       for (const x of r.results) {
         if (typeof x.clientSecret === 'string') secrets.push({ name: stepName({ kind: 'application', tenant: t.tenant, application: x.application! }), clientSecret: x.clientSecret });
+        if (typeof x.webhookSecret === 'string') hookSecrets.push({ name: stepName({ kind: 'webhook', tenant: t.tenant, webhook: x.webhook! }), webhookSecret: x.webhookSecret });
       }
 
       return { tenant: t.tenant, judged: r };
@@ -97,11 +100,12 @@ export const run: Command = async (argv, io) => {
     return EXIT.invalid;
   }
   if (values.json) {
-    io.stdout(`${JSON.stringify({ ok: true, applied: true, stateFile, ...planJson(result), ...(secrets.length > 0 ? { generatedSecrets: secrets } : {}) }, null, 2)}\n`);
+    io.stdout(`${JSON.stringify({ ok: true, applied: true, stateFile, ...planJson(result), ...(secrets.length > 0 ? { generatedSecrets: secrets } : {}), ...(hookSecrets.length > 0 ? { webhookSecrets: hookSecrets } : {}) }, null, 2)}\n`);
     return EXIT.ok;
   }
   io.stdout(formatPlan(result, io.color).replace(/^Plan: /m, 'Applied: ').replace(/ to create, /, ' created, ').replace(/ to change, /, ' changed, ').replace(/ to delete, /, ' deleted, '));
   if (made.length > 0) io.stdout(`  ${made.length} new client secret${made.length === 1 ? '' : 's'} kept in ${stateFile} (idforge compile writes them into the client configurations)\n`);
   for (const x of secrets) io.stdout(`  client secret made by the server for ${x.name}: ${x.clientSecret} (shown once)\n`);
+  for (const x of hookSecrets) io.stdout(`  signing secret made by the server for webhook ${x.name}: ${x.webhookSecret} (shown once; declare secret: {env: VAR} to choose it)\n`);
   return EXIT.ok;
 };
