@@ -14,10 +14,11 @@ import { changedFields } from './json.ts';
 
 /**
  * Declared fields whose effects are other objects, each shown as its own change: a tenant's
- * assignments (the assignment objects) and groups (their members' assignments and scopes). A
- * change of these lists alone is bookkeeping of the tenant's entry, not a change of the tenant.
+ * assignments (the assignment objects), groups (their members' assignments and scopes) and webhooks
+ * (the webhook objects, whose secret references only the entry keeps). A change of these lists alone
+ * is bookkeeping of the tenant's entry, not a change of the tenant.
  */
-const DERIVED: ReadonlySet<string> = new Set(['assignments', 'groups']);
+const DERIVED: ReadonlySet<string> = new Set(['assignments', 'groups', 'webhooks']);
 
 /** The largest entry kept: a tenant's holds its groups and assignments. */
 export const MAX_LAST_APPLIED_BYTES = 4 * 1024 * 1024;

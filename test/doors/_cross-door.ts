@@ -10,8 +10,8 @@
  * 2. no manager changes another's object without a conflict or a force: a refused step changes
  *    nothing; a successful one leaves every object it declares with its manager, the previous owner
  *    when the object stayed as it was, or itself when it made, adopted or (forced) took it;
- * 3. the round trip is lossless: the export of the tenant holds every application and user the last
- *    successful apply declared, exactly as declared (normal form), and plans to no changes;
+ * 3. the round trip is lossless: the export of the tenant holds every application, user and webhook
+ *    the last successful apply declared, exactly as declared (normal form), and plans to no changes;
  * 4. nothing is orphaned by a rename: the old name is gone, the new one has the same client id and
  *    creation time, and its assignments;
  * 5. once converged, plan reports no changes;
@@ -43,6 +43,8 @@ export interface ModelChoice {
   readonly users: readonly (typeof USERS)[number][];
   readonly staff?: readonly string[];
   readonly assign: Readonly<Record<string, readonly string[]>>;
+  /** Webhooks: siem's URL, audit's `enabled` (their types never happen here: no delivery leaves the machine). */
+  readonly hooks?: { readonly siem?: string; readonly audit?: boolean };
 }
 
 export type Step =
@@ -63,6 +65,7 @@ export const modelArb: fc.Arbitrary<ModelChoice> = fc.record({
   users: fc.subarray([...USERS], { minLength: 1 }),
   staff: fc.option(fc.subarray([...USERS]), { nil: undefined }),
   assign: fc.record({ portal: fc.subarray([...USERS, 'staff']), wiki: fc.subarray([...USERS, 'staff']), dash: fc.subarray([...USERS, 'staff']) }),
+  hooks: fc.option(fc.record({ siem: fc.constantFrom('https://siem.doors.example/a', 'https://siem.doors.example/b'), audit: fc.boolean() }, { requiredKeys: [] }), { nil: undefined }),
 });
 
 export const stepArb: fc.Arbitrary<Step> = fc.oneof(
@@ -92,11 +95,16 @@ export function modelText(port: number, c: ModelChoice, renamed = false): string
     const g = who.includes('staff') && c.staff !== undefined ? ['staff'] : [];
     return u.length + g.length === 0 ? [] : [{ application: appName, ...(u.length > 0 ? { users: u } : {}), ...(g.length > 0 ? { groups: g } : {}) }];
   });
+  const webhooks = [
+    ...(c.hooks?.audit === undefined ? [] : [{ name: 'audit', url: 'https://audit.doors.example/hook', types: ['tenant.keys_rotated'], ...(c.hooks.audit ? {} : { enabled: false }) }]),
+    ...(c.hooks?.siem === undefined ? [] : [{ name: 'siem', url: c.hooks.siem, types: ['tenant.keys_rotated'] }]),
+  ];
   return stringify({
     server: { baseDomain: 'localhost', port },
     tenants: [{
       name: TENANT, displayName: 'Doors', scopes: [{ name: 'admin' }], users, ...(groups.length > 0 ? { groups } : {}),
       ...(apps.length > 0 ? { applications: apps } : {}), ...(assignments.length > 0 ? { assignments } : {}),
+      ...(webhooks.length > 0 ? { webhooks } : {}),
     }],
   });
 }
@@ -148,6 +156,7 @@ async function snapshot(admin: AdminClient): Promise<State> {
     if (a.kind !== 'api') for (const x of (await admin.listAll('listAssignments', { tenant: TENANT, application: a.name })) ?? []) add(`assignment ${a.name}/${x.userId}`, x as never);
   }
   for (const u of (await admin.listAll('listUsers', { tenant: TENANT })) ?? []) add(`user ${u.id}`, u as never);
+  for (const w of (await admin.call('listWebhooks', { tenant: TENANT })).items) add(`webhook ${w.name}`, w as never);
   return out;
 }
 
@@ -317,5 +326,10 @@ function lossless(where: string, declared: Model, exported: Model, before: State
     if (foreign(`user ${u.id}`)) continue;
     const back = e.users.find((x) => x.id === u.id);
     if (back === undefined || JSON.stringify(userEntry(back)) !== JSON.stringify(userEntry(u))) throw new Error(`${where}: user ${u.id} came back as ${JSON.stringify(back)}`);
+  }
+  for (const w of d.webhooks) {
+    if (foreign(`webhook ${w.name}`)) continue;
+    const back = e.webhooks.find((x) => x.name === w.name);
+    if (back === undefined || JSON.stringify(back) !== JSON.stringify(w)) throw new Error(`${where}: webhook ${w.name} came back as ${JSON.stringify(back)}, declared ${JSON.stringify(w)}`);
   }
 }
