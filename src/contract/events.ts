@@ -178,11 +178,16 @@ export function fieldChanges(before: object | undefined, after: object | undefin
   for (const field of fields) {
     const x = b[field];
     const y = a[field];
-    if (jsonEqual(x, y)) continue;
+    // A field on one side only (every field of a created or deleted object) differs without comparing
+    // normal forms, which would copy the whole value to learn that.
+    if (absent(x) !== absent(y) ? false : jsonEqual(x, y)) continue;
     out.push(changeOf(field, x, y));
   }
   return out;
 }
+
+/** A value JSON leaves out: what canonicalJson writes as 'undefined'. */
+const absent = (v: unknown): boolean => v === undefined || typeof v === 'function' || typeof v === 'symbol';
 
 /** One change, redacted when the field is a secret. */
 export function changeOf(field: string, before: unknown, after: unknown): EventChange {

@@ -81,16 +81,19 @@ export class BackchannelDispatcher {
     }
   }
 
-  /** The logouts of the events past the place, queued as the place moves past them (one process wins). */
+  /**
+   * The logouts of the events past the place, queued as the place moves past them (one process
+   * wins). Only revocations are read whole; the rest of the log only moves the place.
+   */
   async #queueFromLog(): Promise<void> {
     const from = await this.storage.backchannel.place();
     if (from === undefined) return;
-    const events = await this.storage.events.after(from, READ_BATCH);
-    if (events.length === 0) return;
+    const { last, records } = await this.storage.events.window(from, READ_BATCH, REVOCATION_EVENT_TYPES);
+    if (last === undefined) return;
     const nowMs = Date.now();
     const drafts = [];
-    for (const { event } of events) if (REVOCATION_EVENT_TYPES.has(event.type)) drafts.push(...(await logoutTargets(this.storage, event, nowMs)));
-    await this.storage.backchannel.queue(from, events[events.length - 1]!.seq, drafts, nowMs);
+    for (const { event } of records) drafts.push(...(await logoutTargets(this.storage, event, nowMs)));
+    await this.storage.backchannel.queue(from, last, drafts, nowMs);
   }
 
   async #attempt(due: LogoutRecord): Promise<void> {

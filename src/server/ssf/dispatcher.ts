@@ -15,7 +15,7 @@ import type { Storage } from '../storage/types.ts';
 import type { WebhookSettings } from '../webhooks/options.ts';
 import { post } from '../webhooks/post.ts';
 import { lostAccess } from './access.ts';
-import { NeedsLookup, translate } from './events.ts';
+import { NeedsLookup, SET_SOURCE_TYPES, translate } from './events.ts';
 import type { SetSigner } from './sign.ts';
 
 const ENQUEUE_BATCH = 500;
@@ -108,7 +108,7 @@ export class SsfDispatcher {
   async #enqueue(nowMs: number): Promise<void> {
     for (let i = 0; i <= LOOKUPS_PER_TURN; i++) {
       try {
-        await this.storage.ssf.enqueue(nowMs, ENQUEUE_BATCH, this.#translate);
+        await this.storage.ssf.enqueue(nowMs, ENQUEUE_BATCH, this.#translate, SET_SOURCE_TYPES);
         return;
       } catch (err) {
         if (!(err instanceof NeedsLookup)) throw err;

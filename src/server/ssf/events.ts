@@ -43,6 +43,14 @@ export function eventsDelivered(requested: readonly string[]): string[] {
 
 const changed = (e: EventView, field: string) => e.changes.find((c) => c.field === field);
 
+/**
+ * The event types SETs are made of (signalsOf's cases): the others make none, so the transmitter
+ * leaves them unread in the log (SsfStore.enqueue's `types`).
+ */
+export const SET_SOURCE_TYPES: ReadonlySet<string> = new Set([
+  ...LOOKUP_TYPES, 'user.updated', 'password.set', 'user.deleted', 'application.deleted',
+]);
+
 /** The SET claims for one event, before filtering by what the stream asked for. `lost`: who it left without access. */
 function signalsOf(e: EventView, iss: string, lost: readonly string[]): { type: string; subject: Subject; body: Record<string, unknown> }[] {
   const person = (sub: string): Subject => ({ format: 'iss_sub', iss, sub });
@@ -112,7 +120,7 @@ export function setClaims(iss: string, stream: Pick<SsfStreamRecord, 'body'>, jt
  */
 export function translate(issuer: (tenant: string) => string, lost: ReadonlyMap<string, readonly string[]>) {
   return (stream: SsfStreamRecord, e: EventView): SsfSetDraft[] => {
-    if (stream.tenant !== e.tenant) return [];
+    if (stream.tenant !== e.tenant || !SET_SOURCE_TYPES.has(e.type)) return [];
     const wanted = new Set(eventsDelivered(stream.body.eventsRequested));
     if (!wanted.has(SSF_EVENTS.sessionRevoked) && LOOKUP_TYPES.has(e.type)) return [];
     const found = LOOKUP_TYPES.has(e.type) ? lost.get(e.id) : [];

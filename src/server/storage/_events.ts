@@ -11,7 +11,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { EventFilter, EventView } from '../../contract/index.ts';
 import { decodeCursor, encodeCursor, type Row } from './_common.ts';
-import type { EventRecord, Page, PageRequest } from './types.ts';
+import type { EventRecord, EventWindow, Page, PageRequest } from './types.ts';
 
 export interface Outbox {
   readonly events: () => readonly EventView[];
@@ -37,13 +37,23 @@ export const isWriteSql = (sql: string): boolean => /^\s*(?:INSERT|UPDATE|DELETE
 export const EVENT_COLUMNS = ['id', 'tenant', 'at_ms', 'type', 'who', 'manager', 'git_commit', 'object_kind', 'object_name', 'body'] as const;
 
 /** PostgreSQL text cannot hold NUL (what someone typed at a sign-in may): the columns never do; the body escapes it. */
-const column = (v: string | undefined): string | null => (v === undefined ? null : v.replace(/\u0000/g, '\uFFFD'));
+const column = (v: string | undefined): string | null => (v === undefined ? null : v.includes('\u0000') ? v.replace(/\u0000/g, '\uFFFD') : v);
 
 export function eventValues(e: EventView): (string | number | null)[] {
   return [e.id, column(e.tenant), Date.parse(e.time), e.type, column(e.actor.who), column(e.actor.manager), e.actor.git?.commit ?? null, e.object.kind, column(e.object.name), JSON.stringify(e)];
 }
 
 export const eventRow = (r: Row): EventRecord => ({ seq: Number(r.seq), event: JSON.parse(String(r.body)) as EventView });
+
+/**
+ * The rows of EventStore.window's SELECT (`seq`, and `body` only for the types asked for, else
+ * null) as the window: where it ends, and the events of those types.
+ */
+export function eventWindow(rows: readonly Row[]): EventWindow {
+  const records: EventRecord[] = [];
+  for (const r of rows) if (r.body !== null && r.body !== undefined) records.push(eventRow(r));
+  return { last: rows.length === 0 ? undefined : Number(rows[rows.length - 1]!.seq), records };
+}
 
 /** Where a list starts: after this seq (ascending) or before it (descending); undefined: the start. */
 export const eventCursorSeq = (cursor: string | undefined): number | undefined => {

@@ -138,7 +138,8 @@ export function guardStorage(storage: Storage, watch: FaultWatch): Storage & { r
     events: ((g: EventStore): EventStore => ({
       within: (events, write) => storage.events.within(events, write),
       append: (events) => g.append(events), list: (tenant, filter, page) => g.list(tenant, filter, page),
-      after: (seq, limit) => g.after(seq, limit), lastSeq: () => g.lastSeq(), purge: (nowMs, days) => g.purge(nowMs, days),
+      after: (seq, limit) => g.after(seq, limit), window: (seq, limit, types) => g.window(seq, limit, types),
+      lastSeq: () => g.lastSeq(), purge: (nowMs, days) => g.purge(nowMs, days),
     }))(guard(storage.events)),
     webhooks: guard(storage.webhooks),
     ssf: guard(storage.ssf),

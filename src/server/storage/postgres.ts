@@ -23,7 +23,7 @@ import {
 } from './_common.ts';
 import { KeyedLocks } from './_keyed-locks.ts';
 import { migrate } from './postgres-migrations.ts';
-import { EVENT_COLUMNS, eventListSql, eventPage, eventRow, eventValues, isWriteSql, pendingOutbox, purgeEventsSql, withOutbox } from './_events.ts';
+import { EVENT_COLUMNS, eventListSql, eventPage, eventRow, eventValues, eventWindow, isWriteSql, pendingOutbox, purgeEventsSql, withOutbox } from './_events.ts';
 import type { EventFilter, EventView } from '../../contract/index.ts';
 import { faultKind } from './faults.ts';
 import { outsideRequests } from '../ops/request-context.ts';
@@ -63,6 +63,7 @@ import type {
   UserRecord,
   UserStore,
   EventRecord,
+  EventWindow,
   EventStore,
   DeliveryRecord,
   DueDelivery,
@@ -848,6 +849,8 @@ class Webhooks implements WebhookStore {
     });
   }
   async enqueue(nowMs: number, limit: number): Promise<number> {
+    // No webhook, nothing to queue: no transaction.
+    if ((await this.d.one('SELECT 1 AS x FROM webhooks LIMIT 1')) === undefined) return 0;
     return this.d.tx(async (q) => {
       let queued = 0;
       // Row locks: replicas enqueueing together take turns per webhook (SKIP LOCKED: the other one's turn is its own).
@@ -870,6 +873,7 @@ class Webhooks implements WebhookStore {
     });
   }
   async claim(nowMs: number, leaseMs: number, limit: number): Promise<readonly DueDelivery[]> {
+    if ((await this.d.one(`SELECT 1 AS x FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_ms <= $1 AND lease_until_ms <= $1 LIMIT 1`, [nowMs])) === undefined) return [];
     return this.d.tx(async (q) => {
       // SKIP LOCKED: replicas claiming together each take other deliveries.
       const rows = (await q(`UPDATE webhook_deliveries d SET lease_until_ms = $2, attempts = attempts + 1
@@ -922,6 +926,10 @@ class Events implements EventStore {
   }
   async after(seq: number, limit: number): Promise<readonly EventRecord[]> {
     return (await this.d.q('SELECT seq, body FROM events WHERE seq > $1 ORDER BY seq LIMIT $2', [seq, limit])).rows.map(eventRow);
+  }
+  async window(seq: number, limit: number, types: ReadonlySet<string>): Promise<EventWindow> {
+    const { rows } = await this.d.q('SELECT seq, CASE WHEN type = ANY($3::text[]) THEN body END AS body FROM events WHERE seq > $1 ORDER BY seq LIMIT $2', [seq, limit, [...types]]);
+    return eventWindow(rows);
   }
   async lastSeq(): Promise<number> {
     return Number((await this.d.one('SELECT coalesce(max(seq), 0) AS s FROM events'))!.s);
@@ -1206,15 +1214,19 @@ class Ssf implements SsfStore {
       return (await q('DELETE FROM ssf_streams WHERE tenant = $1 AND id = $2', [tenant, id])).rowCount > 0;
     });
   }
-  async enqueue(nowMs: number, limit: number, translate: (stream: SsfStreamRecord, event: EventView) => readonly SsfSetDraft[]): Promise<number> {
+  async enqueue(nowMs: number, limit: number, translate: (stream: SsfStreamRecord, event: EventView) => readonly SsfSetDraft[], types?: ReadonlySet<string>): Promise<number> {
+    // No stream, nothing to queue: no transaction.
+    if ((await this.d.one('SELECT 1 AS x FROM ssf_streams LIMIT 1')) === undefined) return 0;
+    const body = types === undefined ? 'body' : 'CASE WHEN type = ANY($4::text[]) THEN body END';
     return this.d.tx(async (q) => {
       let queued = 0;
       // Row locks: replicas enqueueing together take turns per stream (SKIP LOCKED: the other one's turn is its own).
       for (const r of (await q('SELECT * FROM ssf_streams ORDER BY tenant, id FOR UPDATE SKIP LOCKED')).rows) {
         const stream = ssfStreamRow(r);
-        const events = (await q('SELECT seq, body FROM events WHERE tenant = $1 AND seq > $2 ORDER BY seq LIMIT $3', [stream.tenant, Number(r.cursor_seq), limit])).rows;
+        const events = (await q(`SELECT seq, ${body} AS body FROM events WHERE tenant = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+          [stream.tenant, Number(r.cursor_seq), limit, ...(types === undefined ? [] : [[...types]])])).rows;
         if (events.length === 0) continue;
-        const sets = stream.status === 'disabled' ? [] : events.flatMap((e) => translate(stream, eventBody(e)));
+        const sets = stream.status === 'disabled' ? [] : events.flatMap((e) => (e.body === null ? [] : translate(stream, eventBody(e))));
         if (sets.length > 0) {
           queued += (await q(`INSERT INTO ssf_sets (tenant, stream, jti, claims, status, attempts, next_attempt_ms, lease_until_ms, created_at_ms)
             SELECT $1, $2, j, c, 'pending', 0, $5, 0, $5 FROM unnest($3::text[], $4::text[]) WITH ORDINALITY AS x(j, c, o) ORDER BY o
@@ -1248,6 +1260,7 @@ class Ssf implements SsfStore {
     });
   }
   async claim(nowMs: number, leaseMs: number, limit: number): Promise<readonly (SsfSetRecord & { readonly streamRecord: SsfStreamRecord })[]> {
+    if ((await this.d.one(`SELECT 1 AS x FROM ssf_sets WHERE status = 'pending' AND next_attempt_ms <= $1 AND lease_until_ms <= $1 LIMIT 1`, [nowMs])) === undefined) return [];
     return this.d.tx(async (q) => {
       // SKIP LOCKED: replicas claiming together each take other SETs.
       const rows = (await q(`UPDATE ssf_sets x SET lease_until_ms = $2, attempts = attempts + 1

@@ -19,7 +19,7 @@ import {
 import { KeyedLocks, type NamedLocks } from './_keyed-locks.ts';
 import { MissingUsersError, NameTakenError } from './types.ts';
 import { migrateSqlite } from './sqlite-migrations.ts';
-import { EVENT_COLUMNS, eventListSql, eventPage, eventRow, eventValues, isWriteSql, pendingOutbox, purgeEventsSql, withOutbox } from './_events.ts';
+import { EVENT_COLUMNS, eventListSql, eventPage, eventRow, eventValues, eventWindow, isWriteSql, pendingOutbox, purgeEventsSql, withOutbox } from './_events.ts';
 import type { EventFilter, EventView } from '../../contract/index.ts';
 import {
   SCIM_USER_SELECT, USER_LINK_TABLES, caseKey, groupAssignmentRow, groupIdsByUser, groupRow, scimTokenRow, userWithScimRow,
@@ -59,6 +59,7 @@ import type {
   UserRecord,
   UserStore,
   EventRecord,
+  EventWindow,
   EventStore,
   DeliveryRecord,
   DueDelivery,
@@ -736,6 +737,8 @@ class Webhooks implements WebhookStore {
     });
   }
   async enqueue(nowMs: number, limit: number): Promise<number> {
+    // No webhook, nothing to queue: no write lock taken (it would wait for a batch's commit, holding this process still).
+    if (this.d.q('SELECT 1 FROM webhooks LIMIT 1').get() === undefined) return 0;
     return this.d.tx(() => {
       let queued = 0;
       const insert = this.d.q(`INSERT INTO webhook_deliveries (${DELIVERY_COLUMNS.join(', ')}) VALUES (${DELIVERY_COLUMNS.map(() => '?').join(', ')})
@@ -754,6 +757,7 @@ class Webhooks implements WebhookStore {
     });
   }
   async claim(nowMs: number, leaseMs: number, limit: number): Promise<readonly DueDelivery[]> {
+    if (this.d.q(`SELECT 1 FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_ms <= ? AND lease_until_ms <= ? LIMIT 1`).get(nowMs, nowMs) === undefined) return [];
     return this.d.tx(() => {
       const rows = this.d.q(`SELECT d.*, e.body AS event_body FROM webhook_deliveries d LEFT JOIN events e ON e.seq = d.seq
         WHERE d.status = 'pending' AND d.next_attempt_ms <= ? AND d.lease_until_ms <= ? ORDER BY d.next_attempt_ms, d.seq LIMIT ?`).all(nowMs, nowMs, limit) as Row[];
@@ -802,6 +806,11 @@ class Events implements EventStore {
   }
   async after(seq: number, limit: number): Promise<readonly EventRecord[]> {
     return (this.d.q('SELECT seq, body FROM events WHERE seq > ? ORDER BY seq LIMIT ?').all(seq, limit) as Row[]).map(eventRow);
+  }
+  async window(seq: number, limit: number, types: ReadonlySet<string>): Promise<EventWindow> {
+    const t = [...types];
+    const body = t.length === 0 ? 'NULL' : `CASE WHEN type IN (${t.map(() => '?').join(', ')}) THEN body END`;
+    return eventWindow(this.d.q(`SELECT seq, ${body} AS body FROM events WHERE seq > ? ORDER BY seq LIMIT ?`).all(...t, seq, limit) as Row[]);
   }
   async lastSeq(): Promise<number> {
     return Number((this.d.q('SELECT coalesce(max(seq), 0) AS s FROM events').get() as Row).s);
@@ -1007,17 +1016,23 @@ class Ssf implements SsfStore {
       return this.d.q('DELETE FROM ssf_streams WHERE tenant = ? AND id = ?').run(tenant, id).changes > 0;
     });
   }
-  async enqueue(nowMs: number, limit: number, translate: (stream: SsfStreamRecord, event: EventView) => readonly SsfSetDraft[]): Promise<number> {
+  async enqueue(nowMs: number, limit: number, translate: (stream: SsfStreamRecord, event: EventView) => readonly SsfSetDraft[], types?: ReadonlySet<string>): Promise<number> {
+    // No stream, nothing to queue: no write lock taken (it would wait for a batch's commit, holding this process still).
+    if (this.d.q('SELECT 1 FROM ssf_streams LIMIT 1').get() === undefined) return 0;
+    const t = types === undefined ? undefined : [...types];
+    const body = t === undefined ? 'body' : t.length === 0 ? 'NULL' : `CASE WHEN type IN (${t.map(() => '?').join(', ')}) THEN body END`;
     return this.d.tx(() => {
       let queued = 0;
       const insert = this.d.q(`INSERT INTO ssf_sets (tenant, stream, jti, claims, status, attempts, next_attempt_ms, lease_until_ms, created_at_ms)
         VALUES (?, ?, ?, ?, 'pending', 0, ?, 0, ?) ON CONFLICT (tenant, stream, jti) DO NOTHING`);
+      const read = this.d.q(`SELECT seq, ${body} AS body FROM events WHERE tenant = ? AND seq > ? ORDER BY seq LIMIT ?`);
       for (const r of (this.d.q('SELECT * FROM ssf_streams').all() as Row[])) {
         const stream = ssfStreamRow(r);
-        const events = this.d.q('SELECT seq, body FROM events WHERE tenant = ? AND seq > ? ORDER BY seq LIMIT ?').all(stream.tenant, r.cursor_seq, limit) as Row[];
+        const events = read.all(...(t ?? []), stream.tenant, r.cursor_seq, limit) as Row[];
         if (events.length === 0) continue;
         if (stream.status !== 'disabled') {
           for (const e of events) {
+            if (e.body === null) continue;
             for (const set of translate(stream, eventBody(e))) queued += insert.run(stream.tenant, stream.id, set.jti, JSON.stringify(set.claims), nowMs, nowMs).changes;
           }
         }
@@ -1049,6 +1064,7 @@ class Ssf implements SsfStore {
     });
   }
   async claim(nowMs: number, leaseMs: number, limit: number): Promise<readonly (SsfSetRecord & { readonly streamRecord: SsfStreamRecord })[]> {
+    if (this.d.q(`SELECT 1 FROM ssf_sets WHERE status = 'pending' AND next_attempt_ms <= ? AND lease_until_ms <= ? LIMIT 1`).get(nowMs, nowMs) === undefined) return [];
     return this.d.tx(() => {
       const rows = this.d.q(`SELECT x.* FROM ssf_sets x JOIN ssf_streams s ON s.tenant = x.tenant AND s.id = x.stream
         WHERE x.status = 'pending' AND x.next_attempt_ms <= ? AND x.lease_until_ms <= ? AND s.status = 'enabled' AND json_extract(s.body, '$.method') = 'push'
@@ -1100,6 +1116,7 @@ class Backchannel implements BackchannelStore {
     for (const l of logouts) insert.run(...logoutValues(l, nowMs));
   }
   async claim(nowMs: number, leaseMs: number, limit: number): Promise<readonly LogoutRecord[]> {
+    if (this.d.q(`SELECT 1 FROM backchannel_logouts WHERE status = 'pending' AND next_attempt_ms <= ? AND lease_until_ms <= ? LIMIT 1`).get(nowMs, nowMs) === undefined) return [];
     return this.d.tx(() => {
       const rows = this.d.q(`SELECT * FROM backchannel_logouts WHERE status = 'pending' AND next_attempt_ms <= ? AND lease_until_ms <= ? ORDER BY next_attempt_ms, n LIMIT ?`)
         .all(nowMs, nowMs, limit) as Row[];

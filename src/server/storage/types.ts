@@ -575,6 +575,12 @@ export interface EventRecord {
   readonly event: EventView;
 }
 
+/** A stretch of the event log (EventStore.window): where it ends, and the events of the types asked for in it. */
+export interface EventWindow {
+  readonly last: number | undefined;
+  readonly records: readonly EventRecord[];
+}
+
 /**
  * The event log. Events of a change ride on its transaction: `within(events, write)` runs `write`,
  * and the first write transaction it commits on this storage (a store method's own transaction, or
@@ -595,6 +601,12 @@ export interface EventStore {
   list(tenant: string, filter: EventFilter, page: PageRequest): Promise<Page<EventRecord> & { readonly follow: string }>;
   /** Events of every tenant after `seq`, oldest first (delivery). */
   after(seq: number, limit: number): Promise<readonly EventRecord[]>;
+  /**
+   * The next `limit` events of every tenant after `seq` (delivery): the seq of the last of them
+   * (undefined when there are none), and those of them whose type is in `types`, oldest first. The
+   * others are skipped in the database, their bodies never read.
+   */
+  window(seq: number, limit: number, types: ReadonlySet<string>): Promise<EventWindow>;
   /** The highest seq stored (0 when none). */
   lastSeq(): Promise<number>;
   /**
@@ -736,8 +748,10 @@ export interface SsfStore {
    * For each stream that is not disabled: the SETs `translate` makes of the tenant's events after
    * the stream's place in the log, queued pending (due now); the places moved on; in one
    * transaction. Disabled streams move on without queueing. At most `limit` events per stream.
+   * `types`: the only event types `translate` makes SETs of (the others are passed over unread).
+   * No transaction is opened when there is no stream.
    */
-  enqueue(nowMs: number, limit: number, translate: (stream: SsfStreamRecord, event: EventView) => readonly SsfSetDraft[]): Promise<number>;
+  enqueue(nowMs: number, limit: number, translate: (stream: SsfStreamRecord, event: EventView) => readonly SsfSetDraft[], types?: ReadonlySet<string>): Promise<number>;
   /** Queues SETs made outside the log (verification). */
   add(tenant: string, stream: string, sets: readonly SsfSetDraft[], nowMs: number): Promise<void>;
   /** Up to `limit` pending SETs of a stream, oldest first, and whether more are pending. */

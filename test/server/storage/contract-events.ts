@@ -135,5 +135,26 @@ export function eventsContract(name: string, fresh: () => Promise<Backend>): voi
       expect(await all('gone')).toHaveLength(1);
       expect(await all('acme')).toHaveLength(20);
     });
+
+    it('reads a window of the log: where it ends, and only the events of the types asked for', async () => {
+      const from = await s.events.lastSeq();
+      await s.events.append([
+        event('acme', 'user.created', { kind: 'user', name: 'u1' }),
+        event('beta', 'user.deleted', { kind: 'user', name: 'u2' }),
+        event('acme', 'login.success', { kind: 'user', name: 'u3' }),
+        event('acme', 'assignment.deleted', { kind: 'assignment', name: 'portal/u4' }),
+        event('acme', 'user.created', { kind: 'user', name: 'u5' }),
+      ]);
+      const seqs = (await s.events.after(from, 10)).map((r) => r.seq);
+      const wanted = new Set(['user.deleted', 'assignment.deleted']);
+      const w = await s.events.window(from, 4, wanted);
+      expect(w.last).toBe(seqs[3]);
+      expect(w.records.map((r) => [r.seq, r.event.object.name])).toEqual([[seqs[1], 'u2'], [seqs[3], 'portal/u4']]);
+      expect(w.records).toEqual((await s.events.after(from, 10)).filter((r) => wanted.has(r.event.type)));
+      // A window with none of the types still ends where it does; past the log's end, it is empty.
+      expect(await s.events.window(seqs[3]!, 10, wanted)).toEqual({ last: seqs[4], records: [] });
+      expect(await s.events.window(seqs[4]!, 10, wanted)).toEqual({ last: undefined, records: [] });
+      expect(await s.events.window(from, 10, new Set())).toEqual({ last: seqs[4], records: [] });
+    });
   });
 }

@@ -104,6 +104,21 @@ export function ssfContract(name: string, fresh: () => Promise<Backend>): void {
       expect(await s.ssf.claim(now + 600 + 120_001, 60_000, 10)).toEqual([]);
     });
 
+    it('queues only events of the types asked for, reading past the others', async () => {
+      await s.tenants.put('acme', { displayName: 'Acme', scopes: [] });
+      // No stream: nothing to queue.
+      expect(await s.ssf.enqueue(Date.now(), 500, oneEach, new Set(['user.deleted']))).toBe(0);
+      await s.ssf.put(stream('acme', 'st-1', 'poll'));
+      await s.events.append([
+        event('acme', 'u1'), { ...event('acme', 'u2'), type: 'user.created' }, event('acme', 'u3'), { ...event('acme', 'u4'), type: 'login.success' },
+      ]);
+      // Two events a turn: the types left out still move the place (u4 is never queued, nor read again).
+      expect(await s.ssf.enqueue(Date.now(), 2, oneEach, new Set(['user.deleted']))).toBe(1);
+      expect(await s.ssf.enqueue(Date.now(), 2, oneEach, new Set(['user.deleted']))).toBe(1);
+      expect(await s.ssf.enqueue(Date.now(), 2, oneEach)).toBe(0);
+      expect((await s.ssf.pending('acme', 'st-1', 10)).sets.map((x) => x.claims.sub)).toEqual(['u1', 'u3']);
+    });
+
     it('streams and their SETs go with their tenant, and with their own deletion', async () => {
       await s.tenants.put('acme', { displayName: 'Acme', scopes: [] });
       await s.tenants.put('globex', { displayName: 'Globex', scopes: [] });
