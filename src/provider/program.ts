@@ -22,7 +22,7 @@
  */
 import * as pulumi from '@pulumi/pulumi';
 import { resolve } from 'node:path';
-import { formatProblems, loadModelWithOverlay } from '../schema/index.ts';
+import { formatProblems, loadModelWithOverlay, type CredentialRef } from '../schema/index.ts';
 import { gitInfoOf } from '../schema/git-source.ts';
 import { IdentityStack } from './identity-stack.ts';
 
@@ -44,23 +44,26 @@ const port = config.getNumber('port');
 // in the client configs names it.
 const model = port === undefined ? loaded.model : { ...loaded.model, server: { ...loaded.model.server, port } };
 
+/** A secret reference of the model, resolved: its value (a Pulumi secret), or where it should come from. */
+function resolveRef(ref: CredentialRef): { readonly value: pulumi.Input<string> } | { readonly missing: string } {
+  if ('env' in ref) {
+    const v = process.env[ref.env];
+    return v === undefined || v === '' ? { missing: `environment variable ${ref.env}` } : { value: pulumi.secret(v) };
+  }
+  const v = config.getSecret(ref.config) ?? new pulumi.Config().getSecret(ref.config);
+  return v === undefined ? { missing: `stack config ${ref.config} (pulumi config set --secret ${ref.config} ...)` } : { value: v };
+}
+
 // Initial passwords are needed only for users being created (TenantUsers' check says which): the
 // ones this run does not have are passed on as where they should come from, never as an error here.
 const passwords: Record<string, pulumi.Input<string>> = {};
 const missingPasswords: Record<string, string> = {};
 for (const t of model.tenants) {
   for (const u of t.users) {
-    const ref = u.password;
-    if (ref === undefined) continue;
-    if ('env' in ref) {
-      const v = process.env[ref.env];
-      if (v === undefined || v === '') missingPasswords[`${t.name}/${u.id}`] = `environment variable ${ref.env}`;
-      else passwords[`${t.name}/${u.id}`] = pulumi.secret(v);
-    } else {
-      const v = config.getSecret(ref.config) ?? new pulumi.Config().getSecret(ref.config);
-      if (v === undefined) missingPasswords[`${t.name}/${u.id}`] = `stack config ${ref.config} (pulumi config set --secret ${ref.config} ...)`;
-      else passwords[`${t.name}/${u.id}`] = v;
-    }
+    if (u.password === undefined) continue;
+    const r = resolveRef(u.password);
+    if ('value' in r) passwords[`${t.name}/${u.id}`] = r.value;
+    else missingPasswords[`${t.name}/${u.id}`] = r.missing;
   }
 }
 
@@ -70,17 +73,10 @@ const webhookSecrets: Record<string, pulumi.Input<string>> = {};
 const unresolvedHooks: string[] = [];
 for (const t of model.tenants) {
   for (const w of t.webhooks) {
-    const ref = w.secret;
-    if (ref === undefined) continue;
-    if ('env' in ref) {
-      const v = process.env[ref.env];
-      if (v === undefined || v === '') unresolvedHooks.push(`secret of webhook ${t.name}/${w.name}: environment variable ${ref.env} is not set`);
-      else webhookSecrets[`${t.name}/${w.name}`] = pulumi.secret(v);
-    } else {
-      const v = config.getSecret(ref.config) ?? new pulumi.Config().getSecret(ref.config);
-      if (v === undefined) unresolvedHooks.push(`secret of webhook ${t.name}/${w.name}: stack config ${ref.config} is not set (pulumi config set --secret ${ref.config} ...)`);
-      else webhookSecrets[`${t.name}/${w.name}`] = v;
-    }
+    if (w.secret === undefined) continue;
+    const r = resolveRef(w.secret);
+    if ('value' in r) webhookSecrets[`${t.name}/${w.name}`] = r.value;
+    else unresolvedHooks.push(`secret of webhook ${t.name}/${w.name}: ${r.missing} is not set`);
   }
 }
 if (unresolvedHooks.length > 0) throw new pulumi.RunError(unresolvedHooks.join('\n'));
