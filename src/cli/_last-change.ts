@@ -7,7 +7,7 @@
  */
 import { mapLimit, type AdminClient } from '../admin-client/index.ts';
 import { EVENT_TYPES, managerWords, type EventView } from '../contract/index.ts';
-import type { PlannedChange } from './commands/plan.ts';
+import type { PlannedChange } from './_planned-change.ts';
 
 /** The events that make an object what it is (a deletion's event is of an object no longer there). */
 const CHANGE_VERBS = ['created', 'updated', 'renamed'] as const;

@@ -16,7 +16,7 @@ import { resolve } from 'node:path';
 import { AdminApiError, AdminClient, mapLimit, readAdminCredentials, endpointFromCredentials } from '../../admin-client/index.ts';
 import {
   DEFAULT_APPLY_MANAGER, MANAGER, SYSTEM_TENANT, adminBaseUrl, applyManager, counted, endpointUrl, managerOf, managerWords, refOf, stepName, tenantBatches,
-  type AdminResourceKind, type EventView, type BatchEntryResult, type PlanStep, type ResourceRef, type ServerAddress, type TenantBatchBody, type TenantBatchResult, type UnmanagedPolicy,
+  type EventView, type BatchEntryResult, type PlanStep, type ResourceRef, type ServerAddress, type TenantBatchBody, type TenantBatchResult, type UnmanagedPolicy,
 } from '../../contract/index.ts';
 import { tenantRenames, type Model } from '../../schema/model.ts';
 import { compilePlan } from '../../generators/index.ts';
@@ -28,22 +28,13 @@ import { locateProblems } from '../../schema/index.ts';
 import { ownershipProblems } from './_ownership.ts';
 import { gitInfoOf } from '../../schema/git-source.ts';
 import { lastChangeWords, lastChanges } from '../_last-change.ts';
+import type { ChangeOp, PlannedChange } from '../_planned-change.ts';
 import { StateFileError, locateStateFile, readClientSecrets, resolvePasswords, resolveWebhookSecrets, stateLine } from '../_state.ts';
 import { appliedDeletion, applyPrune, formatOutsideGit, outsideGitOf, planPrune, type OutsideGitObject } from '../_outside-git.ts';
 
 export { AdminApiError } from '../../admin-client/index.ts';
 
-export type ChangeOp = 'create' | 'update' | 'delete';
-
-export interface PlannedChange {
-  readonly op: ChangeOp | 'unchanged';
-  readonly kind: AdminResourceKind;
-  readonly ref: ResourceRef;
-  /** Human name: `acme`, `acme/portal`, `acme/u-alice`, `acme/portal/u-alice`. */
-  readonly name: string;
-  /** Changed fields (updates). */
-  readonly fields: readonly string[];
-}
+export type { ChangeOp, PlannedChange } from '../_planned-change.ts';
 
 export interface GuardViolation {
   readonly tenant: string;
