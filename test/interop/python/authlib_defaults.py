@@ -92,7 +92,6 @@ def callback():
     step = "token"
     try:
         token = oauth.idforge.authorize_access_token()
-        lifetime = token["expires_at"] - int(time.time())
         step = "fresh token"
         fresh = call_api(token)
         # The same token once most of its life has passed: Authlib refreshes it, as it would then.
@@ -102,7 +101,6 @@ def callback():
     except Exception as err:  # the step and the library's own words, for the test to show
         return jsonify(step=step, error=f"{type(err).__name__}: {err}"), 502
     return jsonify(
-        lifetime=lifetime,
         accessToken=token["access_token"],
         fresh=fresh,
         aged=aged,
