@@ -35,6 +35,8 @@ setInterval(watchEngine, 250).unref();
 
 const { createRequire } = require('node:module');
 const pulumiRequire = createRequire(require.resolve('@pulumi/pulumi/package.json'));
+// Strings in the engine's messages through Buffer's native UTF-8, not google-protobuf's loops (_fast-strings.cjs).
+require('./_fast-strings.cjs').install();
 const grpc = pulumiRequire('@grpc/grpc-js');
 const requireFromString = pulumiRequire('require-from-string');
 const anyproto = pulumiRequire('google-protobuf/google/protobuf/any_pb');
@@ -148,7 +150,30 @@ const unimplemented = (what) => (call, callback) => callback({ code: grpc.status
 
 // IDFORGE_HOST_TIMING=<file>: one line per call (method, URN, milliseconds), for profiling.
 const timingFile = process.env.IDFORGE_HOST_TIMING;
+// IDFORGE_HOST_CPU_PROF=<dir>: a V8 CPU profile of this process, written 2 s after its last call (the
+// engine kills a plugin when it is done, so `node --cpu-prof` never gets to write one).
+const profDir = process.env.IDFORGE_HOST_CPU_PROF;
+let profSession;
+let profTimer;
+if (profDir) {
+  const inspector = require('node:inspector');
+  profSession = new inspector.Session();
+  profSession.connect();
+  profSession.post('Profiler.enable', () => profSession.post('Profiler.start'));
+  for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => { writeProfile(); process.exit(0); });
+}
+function writeProfile() {
+  profSession.post('Profiler.stop', (err, r) => {
+    if (!err) require('node:fs').writeFileSync(`${profDir}/host.${process.pid}.${Date.now()}.cpuprofile`, JSON.stringify(r.profile));
+    profSession.post('Profiler.start');
+  });
+}
+const profileLater = () => {
+  clearTimeout(profTimer);
+  profTimer = setTimeout(writeProfile, 2000);
+};
 const timed = (name, fn) => async (call, callback) => {
+  if (profSession) profileLater();
   if (!timingFile) return fn(call, callback);
   const t0 = process.hrtime.bigint();
   const urn = call.request.getUrn ? call.request.getUrn() : '';
