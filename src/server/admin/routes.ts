@@ -20,7 +20,7 @@ import { sendPasswordLinkFor } from '../directory/password-links.ts';
 import { changePassword, endAllSessions, endApplication, endSession, factorsOf, enrolPasskey, enrolTotp, removePasskey, startPasskeyEnrolment, removeTotp, resetFactors, sessionsOf, unlockUser } from '../directory/account.ts';
 import { GroupAdmin } from './groups.ts';
 import { listEvents } from './events.ts';
-import { WebhookAdmin } from '../webhooks/admin.ts';
+import { WebhookAdmin } from '../directory/webhooks.ts';
 import { AdminService } from './service.ts';
 
 interface HandlerInput<R extends RouteName> {

@@ -11,7 +11,7 @@
  * judges a snapshot of the contents and writes nothing.
  */
 import { type BatchEntryResult, type ParsedTenantBatch, type TenantBatchResult, type UndeclaredObjects, RESERVED_TENANTS, managerOf, prunedBy } from '../../contract/index.ts';
-import { judgeWebhookEntries, NO_WEBHOOK_ENTRIES, type WebhookEntries } from '../webhooks/batch-entries.ts';
+import { judgeWebhookEntries, NO_WEBHOOK_ENTRIES, type WebhookEntries } from './batch-webhooks.ts';
 import type { ServerContext } from '../_context.ts';
 import { ServerError, errors } from '../errors.ts';
 import { newTenantKeys } from '../keys.ts';
@@ -414,7 +414,7 @@ function judge(
     });
   }
 
-  // Webhooks, judged beside the batch (webhooks/batch-entries.ts).
+  // Webhooks, judged beside the batch (batch-webhooks.ts).
   results.push(...hooks.results);
   if (hooks.refused) refused = true;
 

@@ -6,12 +6,12 @@
 import { RESERVED_TENANTS, changeOf, managerOf, type Outcome, type WebhookBody, type WebhookDeliveryView, type WebhookView } from '../../contract/index.ts';
 import type { ServerContext } from '../_context.ts';
 import { errors } from '../errors.ts';
-import { reserved } from '../directory/rules.ts';
+import { reserved } from './rules.ts';
 import { deleteEvent, putEvent, recordWith } from '../events/make.ts';
 import type { DeliveryRecord, Page, PageRequest, WebhookRecord } from '../storage/types.ts';
-import { webhookSecretSealedFor } from './dispatcher.ts';
-import { judgeWebhook, type WebhookDecision } from './judge.ts';
-import { newWebhookSecret } from './sign.ts';
+import { webhookSecretSealedFor } from '../webhooks/dispatcher.ts';
+import { judgeWebhook, type WebhookDecision } from './webhook-rules.ts';
+import { newWebhookSecret } from '../webhooks/sign.ts';
 
 const iso = (epoch: number) => new Date(epoch * 1000).toISOString();
 const isoMs = (ms: number) => new Date(ms).toISOString();

@@ -6,7 +6,7 @@
  */
 import { managerConflict, managerOf, type Outcome, type WebhookBody } from '../../contract/index.ts';
 import { errors } from '../errors.ts';
-import { judgeManaged } from '../directory/rules.ts';
+import { judgeManaged } from './rules.ts';
 import type { WebhookRecord } from '../storage/types.ts';
 
 export interface WebhookDecision {

@@ -1,18 +1,18 @@
 /**
  * A tenant batch's webhooks (src/contract/batch.ts): each entry judged with the single PUT's rule
- * (judge.ts), the deletions it names, and what its prune takes (a manager's webhooks it no longer
+ * (webhook-rules.ts), the deletions it names, and what its prune takes (a manager's webhooks it no longer
  * lists, and the drift). Webhooks are not in the tenant's store, so they are judged before the
  * batch's transaction, from one read of the tenant's webhooks, and written right after it, each
  * with its event in a transaction of its own: a crash between the two is finished by the next run,
- * since every write is idempotent.
+ * since every write is idempotent. (Delivering them is src/server/webhooks/'s.)
  */
 import { managerOf, prunedBy, type BatchEntryResult, type ParsedTenantBatch, type UndeclaredObjects } from '../../contract/index.ts';
 import type { ServerContext } from '../_context.ts';
 import { ServerError } from '../errors.ts';
 import type { WebhookRecord } from '../storage/types.ts';
-import { WebhookAdmin } from './admin.ts';
-import { judgeWebhook } from './judge.ts';
-import { newWebhookSecret } from './sign.ts';
+import { WebhookAdmin } from './webhooks.ts';
+import { judgeWebhook } from './webhook-rules.ts';
+import { newWebhookSecret } from '../webhooks/sign.ts';
 
 export interface WebhookEntries {
   /** One per entry, deletion and pruned webhook, in that order. */
