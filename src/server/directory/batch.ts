@@ -236,9 +236,11 @@ function judge(
   } as { -readonly [K in keyof TenantChanges]: TenantChanges[K] extends readonly (infer E)[] ? E[] : TenantChanges[K] };
   let refused = false;
   const events: EventView[] = [];
-  /** Notes an entry's event, when the batch will be written. */
-  const tell = (e: EventView | undefined) => {
-    if (!prepared.dry && e !== undefined) events.push(e);
+  /** Notes an entry's event when the batch will be written; a dry run (every plan, and apply's own) does not make it at all. */
+  const tell = (make: () => EventView | undefined) => {
+    if (prepared.dry) return;
+    const e = make();
+    if (e !== undefined) events.push(e);
   };
   /** Runs one entry's rules; a refusal (ServerError) becomes its outcome, anything else is a bug and propagates. */
   const entry = (id: Pick<BatchEntryResult, 'kind' | 'application' | 'user'>, run: () => Omit<BatchEntryResult, 'kind' | 'application' | 'user'>) => {
@@ -276,7 +278,7 @@ function judge(
           if (initialKeys === undefined) needs.keys = true;
         }
         changes.tenant = { body: d.stored, ...(initialKeys === undefined ? {} : { initialKeys }) };
-        tell(putEvent(tenant, 'tenant', tenant, before?.body, d.stored, managerOf(body)));
+        tell(() => putEvent(tenant, 'tenant', tenant, before?.body, d.stored, managerOf(body)));
         state.tenant = { name: tenant, body: d.stored, createdAt: before?.createdAt ?? now, updatedAt: now };
       }
       return { outcome: d.outcome, ...updated(d.outcome, d.changes), ...(d.outcome === 'updated' ? ownedBy(before) : keptBy(d)) };
@@ -298,7 +300,7 @@ function judge(
       if (d.outcome !== 'unchanged') {
         state.apps.set(name, { tenant, name, body: d.stored, secretHash: d.secretHash, createdAt: before?.createdAt ?? now, updatedAt: now });
         changes.applications.push({ name, body: d.stored, secretHash: d.secretHash });
-        tell(putEvent(tenant, 'application', name, before?.body, d.stored, managerOf(body), secretChanges(before, d.secretHash)));
+        tell(() => putEvent(tenant, 'application', name, before?.body, d.stored, managerOf(body), secretChanges(before, d.secretHash)));
       }
       return {
         outcome: d.outcome, ...updated(d.outcome, d.changes), ...(d.outcome === 'updated' ? ownedBy(before) : keptBy(d)),
@@ -324,7 +326,7 @@ function judge(
           createdAt: before?.createdAt ?? now, updatedAt: now,
         });
         changes.users.push({ id, body: d.stored, initialPasswordHash: hash, revokeArtifacts: d.revokeArtifacts });
-        tell(putEvent(tenant, 'user', id, before?.body, d.stored, managerOf(body), d.setsPassword ? [PASSWORD_CHANGE] : []));
+        tell(() => putEvent(tenant, 'user', id, before?.body, d.stored, managerOf(body), d.setsPassword ? [PASSWORD_CHANGE] : []));
       }
       return { outcome: d.outcome, ...updated(d.outcome, d.changes), ...(d.outcome === 'updated' ? ownedBy(before) : keptBy(d)) };
     });
@@ -340,7 +342,7 @@ function judge(
         if (d.outcome !== 'unchanged') {
           state.setAssignment({ tenant, application: group.application, userId, body: d.stored, createdAt: before?.createdAt ?? now });
           changes.assignments.push({ application: group.application, userId, body: d.stored });
-          tell(putEvent(tenant, 'assignment', pairName(group.application, userId), before?.body, d.stored, managerOf(group.body)));
+          tell(() => putEvent(tenant, 'assignment', pairName(group.application, userId), before?.body, d.stored, managerOf(group.body)));
         }
         return { outcome: d.outcome, ...updated(d.outcome, d.changes), ...(d.outcome === 'updated' ? ownedBy(before) : keptBy(d)) };
       });
@@ -374,7 +376,7 @@ function judge(
       const clientId = [app, original].map((a) => (a !== undefined && a.body.kind !== 'api' ? a.body.clientId : undefined)).find((c) => c !== undefined);
       state.deleteAssignment(key);
       changes.deleteAssignments.push({ application, userId, clientId: clientId ?? '' });
-      tell(deleteEvent(tenant, 'assignment', pairName(application, userId), before.body));
+      tell(() => deleteEvent(tenant, 'assignment', pairName(application, userId), before.body));
       return { outcome: 'deleted', ...ownedBy(before) };
     });
   }
@@ -390,7 +392,7 @@ function judge(
       if (before === undefined) return { outcome: 'unchanged' };
       state.deleteUser(id);
       changes.deleteUsers.push(id);
-      tell(deleteEvent(tenant, 'user', id, before.body));
+      tell(() => deleteEvent(tenant, 'user', id, before.body));
       return { outcome: 'deleted', ...ownedBy(before) };
     });
   }
@@ -409,7 +411,7 @@ function judge(
       judgeApplicationDelete(tenant, name, app, state);
       state.deleteApplication(name);
       changes.deleteApplications.push(name);
-      tell(deleteEvent(tenant, 'application', name, app.body));
+      tell(() => deleteEvent(tenant, 'application', name, app.body));
       return { outcome: 'deleted', ...ownedBy(app) };
     });
   }

@@ -43,20 +43,23 @@ export interface EventInput {
 
 export function makeEvent(e: EventInput, nowMs: number = Date.now()): EventView {
   const base = e.actor ?? currentActor() ?? {};
-  const actor: EventActor = { ...base, ...(e.manager === undefined ? {} : { manager: e.manager }) };
+  const actor: EventActor = e.manager === undefined ? { ...base } : { ...base, manager: e.manager };
   const details = e.details === undefined ? undefined : safeDetails(e.details);
   const requestId = currentRequestId();
-  return {
+  // Members in this order (the stored body's), the optional ones only when there: set one by one
+  // rather than spread from objects made for the purpose, once per object a batch writes.
+  const event: { -readonly [K in keyof EventView]: EventView[K] } = {
     id: uuidv7(nowMs),
     time: new Date(nowMs).toISOString(),
     tenant: e.tenant,
     type: e.type,
     actor,
     object: { kind: e.object.kind, name: e.object.name },
-    changes: [...(e.changes ?? [])],
-    ...(details === undefined ? {} : { details }),
-    ...(requestId === undefined ? {} : { requestId }),
+    changes: e.changes === undefined ? [] : [...e.changes],
   };
+  if (details !== undefined) event.details = details;
+  if (requestId !== undefined) event.requestId = requestId;
+  return event;
 }
 
 /** The event of a put: created (every field), updated (what differs) or nothing when unchanged. */
@@ -64,7 +67,8 @@ export function putEvent(
   tenant: string, kind: EventObjectKind, name: string, before: object | undefined, after: object, manager: string | undefined,
   extra: readonly EventChange[] = [],
 ): EventView | undefined {
-  const changes = [...fieldChanges(before, after), ...extra];
+  const changes = fieldChanges(before, after);
+  changes.push(...extra);
   if (before !== undefined && changes.length === 0) return undefined;
   return makeEvent({ tenant, type: `${kind}.${before === undefined ? 'created' : 'updated'}` as EventType, object: { kind, name }, changes, manager });
 }
