@@ -94,7 +94,7 @@ console.log('\nidforge is running.\n');
 console.log('Issuers (discovery at <issuer>.well-known/openid-configuration):');
 for (const [tenant, url] of Object.entries(out.issuers ?? {})) console.log(`  ${tenant.padEnd(12)} ${url}`);
 console.log('\nSign in as:');
-for (const u of out.users ?? []) {
+for (const u of loaded.model.tenants.flatMap((t) => t.users.map((x) => ({ ...x, tenant: t.name })))) {
   const ref = u.password;
   let pw = '(no password: another login method)';
   if (ref?.env) pw = `${env[ref.env]}  ($${ref.env}${process.env[ref.env] ? '' : `, dev value kept in ${passwordFile}`})`;

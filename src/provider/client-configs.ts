@@ -9,7 +9,8 @@
  */
 import * as pulumi from '@pulumi/pulumi';
 import { z } from 'zod';
-import { changedKeys, checkWith, jsonEqual } from './_common.ts';
+import { canonicalJson } from '../contract/index.ts';
+import { changedKeys, checkWith, isUnknown, jsonEqual } from './_common.ts';
 import { _DynamicResource } from './_load.ts';
 
 export interface ClientConfigsArgs {
@@ -21,7 +22,13 @@ export interface ClientConfigsArgs {
 
 export interface ClientConfigsInputs {
   readonly dir: string;
-  readonly files: Record<string, string>;
+  /**
+   * On the wire: canonical JSON of every file by path, one string (a state from before, or a caller of
+   * the provider: the object). Why one string: the 100k-user model has 17,500 client files, ~9 MB, and
+   * as an object each was a value that the program, the engine and the provider host converted, copied
+   * and compared on every preview (README, "Scale"); a secret, so a preview never shows them anyway.
+   */
+  readonly files: Record<string, string> | string;
 }
 export type ClientConfigsOutputs = ClientConfigsInputs;
 
@@ -36,6 +43,13 @@ const ClientConfigsInputsSchema = z.strictObject({
   dir: z.string().refine((d) => d.startsWith('/'), { error: 'must be an absolute path' }),
   files: z.record(relPath, z.string()),
 });
+
+/** The files by path, from the wire (one JSON string) or from an object. */
+export const filesOf = (files: ClientConfigsInputs['files'] | undefined): Record<string, string> =>
+  typeof files === 'string' ? (JSON.parse(files) as Record<string, string>) : (files ?? {});
+
+/** The files as the wire carries them: one canonical JSON string (unknown in a preview stays unknown). */
+const packFiles = (files: unknown): unknown => (typeof files === 'string' || isUnknown(files) ? files : canonicalJson(files));
 
 /** Writes and removes files so that `dir` holds `news` instead of `olds`; pure of Pulumi. */
 export async function syncFiles(dir: string, olds: Record<string, string>, news: Record<string, string>): Promise<void> {
@@ -71,15 +85,23 @@ export async function syncFiles(dir: string, olds: Record<string, string>, news:
 export const clientConfigsProvider: Required<
   Omit<pulumi.dynamic.ResourceProvider<ClientConfigsInputs, ClientConfigsOutputs>, 'configure'>
 > = {
-  async check(_olds, news) {
-    return checkWith(ClientConfigsInputsSchema as z.ZodType<ClientConfigsInputs & Record<string, unknown>>, news as never);
+  async check(olds, news) {
+    const schema = ClientConfigsInputsSchema as z.ZodType<ClientConfigsInputs & Record<string, unknown>>;
+    const packed = typeof news.files === 'string' || isUnknown(news.files);
+    // The files the stack holds already, string for string, were judged when they came: only dir is checked.
+    const same = typeof news.files === 'string' && olds?.files === news.files;
+    const files = same || isUnknown(news.files) ? {} : filesOf(news.files);
+    const r = checkWith(schema, { ...news, files } as never);
+    if (r.inputs === undefined || (r.failures?.length ?? 0) > 0) return r;
+    return { ...r, inputs: { ...r.inputs, files: same || isUnknown(news.files) ? news.files : packed ? packFiles(r.inputs.files) : r.inputs.files } as never };
   },
   async diff(_id, olds, news) {
     const replaces = changedKeys(['dir'], { ...olds }, { ...news });
-    return { changes: replaces.length > 0 || !jsonEqual(olds.files, news.files), replaces };
+    const same = typeof olds.files === 'string' && typeof news.files === 'string' ? olds.files === news.files : jsonEqual(filesOf(olds.files), filesOf(news.files));
+    return { changes: replaces.length > 0 || !same, replaces };
   },
   async create(inputs) {
-    await syncFiles(inputs.dir, {}, inputs.files);
+    await syncFiles(inputs.dir, {}, filesOf(inputs.files));
     return { id: inputs.dir, outs: inputs };
   },
   async read(id, props) {
@@ -87,20 +109,21 @@ export const clientConfigsProvider: Required<
     const path = await import('node:path');
     const old = props as ClientConfigsOutputs;
     const files: Record<string, string> = {};
-    for (const rel of Object.keys(old.files)) {
+    for (const rel of Object.keys(filesOf(old.files))) {
       const content = await fs.readFile(path.join(old.dir, rel), 'utf8').catch(() => undefined);
       if (content !== undefined) files[rel] = content;
     }
-    const now = { ...old, files };
+    // In the shape the state had it.
+    const now = { ...old, files: typeof old.files === 'string' ? canonicalJson(files) : files };
     return { id, props: now, inputs: now };
   },
   async update(_id, olds, news) {
-    await syncFiles(news.dir, olds.files, news.files);
+    await syncFiles(news.dir, filesOf(olds.files), filesOf(news.files));
     return { outs: news };
   },
   async delete(_id, props) {
     const old = props as ClientConfigsOutputs;
-    await syncFiles(old.dir, old.files, {});
+    await syncFiles(old.dir, filesOf(old.files), {});
   },
 };
 
@@ -113,7 +136,8 @@ export class ClientConfigs extends _DynamicResource {
       'clientConfigsProvider',
       'ClientConfigs',
       name,
-      { ...args, files: pulumi.secret(args.files) },
+      // One JSON string on the wire (ClientConfigsInputs.files).
+      { ...args, files: pulumi.secret(pulumi.output(args.files).apply(packFiles)) },
       { ...opts, additionalSecretOutputs: ['files'] },
     );
   }

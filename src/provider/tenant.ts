@@ -650,19 +650,29 @@ const onObjects: {
 };
 
 /**
- * The engine's copy: every object (the tenant's body, each application, each user, each
- * application's assignments) as one canonical JSON string. Why: each hop between the engine, the
- * program and this provider converts the inputs to protobuf values and back, one value per leaf, and
- * a tenant of 20 applications and 200 users is ~5,000 leaves: 54 ms a round trip, and a preview
- * makes about eight hops per tenant (500 tenants: over 3 minutes of one core). One string per
- * object, 3 ms (measured on the bench/compile tenant; bench/pulumi shows the whole effect). The
- * engine still shows each changed object's fields: it decodes JSON strings in a diff (`(json)`).
+ * The engine's copy: the tenant's body, each application and each webhook as one canonical JSON
+ * string, and ALL its users, and all its assignments, as one canonical JSON string each. Why: each hop
+ * between the engine, the program and this provider converts the inputs to protobuf values and back,
+ * one value per leaf, and a tenant of 20 applications and 200 users is ~5,000 leaves: 54 ms a round
+ * trip, and a preview makes about eight hops per tenant (500 tenants: over 3 minutes of one core). One
+ * string per object, 3 ms (measured on the bench/compile tenant). Then one string for the users and
+ * one for the assignments (~245 values per tenant → ~30): what was left per value (google-protobuf's
+ * map entries, the engine's copies of every property for its events, the host's garbage) was most
+ * of the provider host's and much of the engine's CPU in a no-op preview of 500 bench tenants
+ * (README, "Scale"). Applications stay one string each, so the engine's `--diff` shows a changed
+ * application by name with its fields (`(json)`); a changed user is named in the detailed diff
+ * (`users["u-bob"]`) and in the summary line check writes.
+ *
+ * A state written before (users and assignments one string per object) reads the same: `packed`
+ * makes it the string this shape holds, so moving to it previews no change.
  */
 export interface TenantWire extends Omit<TenantInputs, 'body' | 'applications' | 'users' | 'assignments' | 'webhooks'> {
   readonly body: string;
   readonly applications: Record<string, string>;
-  readonly users: Record<string, string>;
-  readonly assignments: Record<string, string>;
+  /** Canonical JSON of every user by id (a state from before: one string per user). */
+  readonly users: string | Record<string, string>;
+  /** Canonical JSON of every application's assigned user ids (a state from before: one string per application). */
+  readonly assignments: string | Record<string, string>;
   readonly webhooks?: Record<string, string>;
 }
 
@@ -671,11 +681,17 @@ const encode = (v: unknown): string => (isUnknown(v) ? (v as string) : canonical
 const decode = (v: unknown): unknown => (typeof v === 'string' && !isUnknown(v) ? JSON.parse(v) : v);
 const decodeMap = (m: unknown): unknown => (m !== null && typeof m === 'object' && !isUnknown(m) ? each(m as Record<string, unknown>, decode) : m);
 const encodeMap = (m: unknown): unknown => (m !== null && typeof m === 'object' && !isUnknown(m) ? each(m as Record<string, unknown>, encode) : m);
+/** A packed map (users, assignments) decoded: one string now, one string per entry in a state from before. */
+const unpack = (v: unknown): unknown => (typeof v === 'string' ? decode(v) : decodeMap(v));
+/** A packed map as this shape holds it, whichever shape it came in: equal strings for equal maps. */
+export const packed = (v: unknown): string => (typeof v === 'string' ? v : canonicalJson(unpack(v ?? {})));
+/** A packed map as one string per entry, to name what differs. */
+const entriesOf = (v: unknown): Record<string, string> => encodeMap(unpack(v ?? {})) as Record<string, string>;
 
 /** Pure: the inputs as the engine keeps them. */
 export function toWire(i: TenantInputs): TenantWire {
   return {
-    ...i, body: encode(i.body), applications: encodeMap(i.applications) as Record<string, string>, users: encodeMap(i.users) as Record<string, string>, assignments: encodeMap(i.assignments) as Record<string, string>,
+    ...i, body: encode(i.body), applications: encodeMap(i.applications) as Record<string, string>, users: encode(i.users), assignments: encode(i.assignments),
     ...(i.webhooks === undefined ? {} : { webhooks: encodeMap(i.webhooks) as Record<string, string> }),
   } as TenantWire;
 }
@@ -685,14 +701,14 @@ export function fromWire(w: unknown): TenantInputs {
   const x = w as Record<string, unknown>;
   if (fromBefore(x)) return x as unknown as TenantInputs;
   return {
-    ...x, body: decode(x.body), applications: decodeMap(x.applications ?? {}), users: decodeMap(x.users ?? {}), assignments: decodeMap(x.assignments ?? {}),
+    ...x, body: decode(x.body), applications: decodeMap(x.applications ?? {}), users: unpack(x.users ?? {}), assignments: unpack(x.assignments ?? {}),
     ...(x.webhooks === undefined ? {} : { webhooks: decodeMap(x.webhooks) }),
   } as TenantInputs;
 }
 
 /** What the tenant declares, on the wire, as one string: equal for an unchanged tenant, cheap to compare. */
 function declaredWire(w: TenantWire): string {
-  return JSON.stringify([w.name, w.body, w.unmanaged ?? 'remove', sortedEntries(w.applications), sortedEntries(w.users), sortedEntries(w.assignments), sortedEntries(w.webhooks)]);
+  return JSON.stringify([w.name, w.body, w.unmanaged ?? 'remove', sortedEntries(w.applications), packed(w.users), packed(w.assignments), sortedEntries(w.webhooks)]);
 }
 const sortedEntries = (m: Readonly<Record<string, string>> | undefined) => Object.entries(m ?? {}).sort(([a], [b]) => (a < b ? -1 : 1));
 
@@ -713,8 +729,8 @@ export function wireDifferences(olds: TenantWire, news: TenantWire): Difference[
   scalar('name');
   scalar('body');
   map('applications', olds.applications, news.applications);
-  map('users', olds.users, news.users);
-  map('assignments', olds.assignments, news.assignments);
+  // Packed: compared as one string, taken apart only when it differs.
+  for (const k of ['users', 'assignments'] as const) if (packed(olds[k]) !== packed(news[k])) map(k, entriesOf(olds[k]), entriesOf(news[k]));
   map('webhooks', olds.webhooks, news.webhooks);
   scalar('unmanaged');
   const od = normalDrift(olds.drift);
@@ -741,7 +757,8 @@ const SmallInputsSchema = TenantInputsSchema.omit({ body: true, applications: tr
  * a no-op preview of the bench fleet (README, "Scale"). Undefined: check it all.
  */
 export function checkUnchanged(olds: TenantWire, news: TenantWire): pulumi.dynamic.CheckResult<TenantWire> | undefined {
-  const strings = (w: TenantWire) => typeof w.body === 'string' && !isUnknown(w.body) && DECLARED_MAPS.every((k) => (k === 'webhooks' && w[k] === undefined) || (w[k] !== null && typeof w[k] === 'object' && !isUnknown(w[k])));
+  const strings = (w: TenantWire) => typeof w.body === 'string' && !isUnknown(w.body) &&
+    DECLARED_MAPS.every((k) => (k === 'webhooks' && w[k] === undefined) || (w[k] !== null && (typeof w[k] === 'object' || ((k === 'users' || k === 'assignments') && typeof w[k] === 'string')) && !isUnknown(w[k])));
   if (olds === undefined || fromBefore(olds) || !strings(olds) || !strings(news) || declaredWire(olds) !== declaredWire(news)) return undefined;
   const { body, applications, users, assignments, webhooks, ...rest } = news;
   const checked = checkWith(SmallInputsSchema as unknown as z.ZodType<Record<string, unknown>>, rest as Record<string, unknown>);
@@ -859,8 +876,8 @@ export class Tenant extends _DynamicResource {
         // On the wire: one JSON string per object (TenantWire).
         body: encodeInput(args.body, encode),
         applications: encodeInput(args.applications ?? {}, encodeMap),
-        users: encodeInput(args.users ?? {}, encodeMap),
-        assignments: encodeInput(args.assignments ?? {}, (a) => encodeMap(normalAssignments(a as Record<string, string[]>))),
+        users: encodeInput(args.users ?? {}, encode),
+        assignments: encodeInput(args.assignments ?? {}, (a) => encode(normalAssignments(a as Record<string, string[]>))),
         ...(args.webhooks === undefined ? {} : { webhooks: encodeInput(args.webhooks, encodeMap) }),
         clientSecrets: args.clientSecrets === undefined ? undefined : pulumi.secret(args.clientSecrets),
         initialPasswords: args.initialPasswords === undefined ? undefined : pulumi.secret(args.initialPasswords),

@@ -201,6 +201,21 @@ describe('diff', () => {
     expect(checkUnchanged(olds, { ...toWire(declared), unmanaged: 'sometimes' } as never)).toBeUndefined();
   });
 
+  it('users and assignments travel packed, one string each; a state of before (one string per entry) reads as the same, a changed user is named', async () => {
+    const declared = { ...tenant, applications: { portal: web }, users: { a: { email: 'a@x.io', scopes: [], disabled: false }, b: { email: 'b@x.io', scopes: [], disabled: false } }, assignments: { portal: ['a', 'b'] } };
+    const wire = toWire(declared);
+    expect(typeof wire.users).toBe('string');
+    expect(typeof wire.assignments).toBe('string');
+    expect(fromWire(wire)).toEqual(fromWire({ ...wire, users: declared.users, assignments: declared.assignments }));
+    // The state's shape before: each user and each application's assignments one string.
+    const before = { ...wire, users: { a: JSON.stringify(declared.users.a), b: JSON.stringify(declared.users.b) }, assignments: { portal: '["a","b"]' } };
+    expect(fromWire(before)).toEqual(fromWire(wire));
+    expect(checkUnchanged(before, wire)?.inputs).toMatchObject({ users: wire.users, assignments: wire.assignments });
+    expect(await tenantProvider.diff('acme', before, wire)).toEqual({ changes: false, replaces: [] });
+    const changed = toWire({ ...declared, users: { ...declared.users, b: { ...declared.users.b, disabled: true } }, assignments: { portal: ['a'] } });
+    expect(await tenantProvider.diff('acme', before, changed)).toMatchObject({ changes: true, detailedDiff: { 'users.b': 'update', 'assignments.portal': 'update' } });
+  });
+
   it("the tenant's batch: the whole declared state, secrets with confidential clients, passwords only where asked", () => {
     const b = tenantBatch({
       ...tenant, body: { ...tenant.body, stack: 'idforge/test', manager: 'pulumi:idforge/test' },
@@ -304,6 +319,13 @@ describe('client configs on disk', () => {
     expect(await readdir(join(dir, 'acme'))).toEqual(['portal']);
     const read = await clientConfigsProvider.read(dir, { dir, files: { 'acme/portal/grant.json': '{"a":1}' } });
     expect(read.inputs).toEqual({ dir, files: { 'acme/portal/grant.json': '{"a":2}' } });
+    // On the wire the files are one JSON string; a state of before holds the object, and reads the same.
+    const packed = JSON.stringify({ 'acme/portal/grant.json': '{"a":2}' });
+    expect((await clientConfigsProvider.read(dir, { dir, files: packed })).inputs).toEqual({ dir, files: packed });
+    expect((await clientConfigsProvider.check({ dir, files: packed }, { dir, files: packed })).inputs).toEqual({ dir, files: packed });
+    expect((await clientConfigsProvider.check({} as never, { dir, files: JSON.stringify({ '../x': '' }) })).failures?.[0]?.property).toBe('files["../x"]');
+    expect(await clientConfigsProvider.diff(dir, { dir, files: { 'acme/portal/grant.json': '{"a":2}' } }, { dir, files: packed })).toEqual({ changes: false, replaces: [] });
+    expect((await clientConfigsProvider.diff(dir, { dir, files: packed }, { dir, files: '{}' })).changes).toBe(true);
   });
 });
 
