@@ -88,6 +88,11 @@ describe('webhooks declared in the model', () => {
     const hook = await admin.typed.find('getWebhook', { tenant: 'acme', webhook: 'siem' });
     expect(hook).toMatchObject({ url: hookUrl, types: ['user.*'], enabled: true, manager: 'apply:default' });
     expect(JSON.stringify(hook)).not.toContain('whsec_');
+    // The change is in the event log once, with apply as its manager, and the secret only as "changed".
+    const events = (await admin.typed.call('listEvents', { tenant: 'acme' }, { query: { object: 'webhook:siem' } })).items;
+    expect(events.map((e) => [e.type, e.actor.manager])).toEqual([['webhook.created', 'apply:default']]);
+    expect(JSON.stringify(events)).not.toContain(SECRET_A);
+    expect(events[0]!.changes.map((c) => c.field)).toContain('secret');
 
     // The next change the model makes reaches the receiver, signed with the secret the model names.
     write(model({ users: ['ann', 'bob'], hook: siem(hookUrl) }));
