@@ -11,8 +11,12 @@ export function normalize(value: unknown): unknown {
     const out: Record<string, unknown> = {};
     for (const k of Object.keys(value).sort()) {
       const v = (value as Record<string, unknown>)[k];
-      // defineProperty, not assignment: a key named `__proto__` is data here, not the prototype.
-      if (v !== undefined) Object.defineProperty(out, k, { value: normalize(v), enumerable: true, writable: true, configurable: true });
+      if (v === undefined) continue;
+      // defineProperty for a key named `__proto__`: data here, not the prototype. Assignment for the
+      // rest: defineProperty on every key was 2 to 2.5x slower (the Pulumi program normalizes every
+      // object of the model on every run: 0.9 s of its CPU at 500 bench tenants, README "Scale").
+      if (k === '__proto__') Object.defineProperty(out, k, { value: normalize(v), enumerable: true, writable: true, configurable: true });
+      else out[k] = normalize(v);
     }
     return out;
   }
