@@ -9,8 +9,8 @@
 import { managerOf, prunedBy, type BatchEntryResult, type ParsedTenantBatch, type UndeclaredObjects } from '../../contract/index.ts';
 import type { ServerContext } from '../_context.ts';
 import { ServerError } from '../errors.ts';
-import type { WebhookRecord } from '../storage/types.ts';
 import { WebhookAdmin } from './webhooks.ts';
+import { ownedBy } from './rules.ts';
 import { judgeWebhook } from './webhook-rules.ts';
 import { newWebhookSecret } from '../webhooks/sign.ts';
 
@@ -25,12 +25,6 @@ export interface WebhookEntries {
 }
 
 export const NO_WEBHOOK_ENTRIES: WebhookEntries = { results: [], refused: false, writes: [], undeclared: [] };
-
-const ownedBy = (r: WebhookRecord | undefined) => {
-  const manager = r === undefined ? undefined : managerOf(r.body);
-  const door = r?.body.managedBy;
-  return { ...(door === undefined ? {} : { managedBy: door }), ...(manager === undefined ? {} : { manager }) };
-};
 
 export async function judgeWebhookEntries(ctx: ServerContext, tenant: string, batch: ParsedTenantBatch, dryRun: boolean): Promise<WebhookEntries> {
   const deletes = batch.delete.webhooks;
@@ -73,6 +67,9 @@ export async function judgeWebhookEntries(ctx: ServerContext, tenant: string, ba
     });
   }
   const gone = new Set(going);
-  const undeclared = [...stored.values()].filter((w) => !listed.has(w.name) && !gone.has(w.name)).map((w) => ({ webhook: w.name, ...(managerOf(w.body) === undefined ? {} : { manager: managerOf(w.body)! }) }));
+  const undeclared = [...stored.values()].filter((w) => !listed.has(w.name) && !gone.has(w.name)).map((w) => {
+    const manager = managerOf(w.body);
+    return { webhook: w.name, ...(manager === undefined ? {} : { manager }) };
+  });
   return { results, refused, writes, undeclared };
 }

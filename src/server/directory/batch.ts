@@ -22,7 +22,7 @@ import type {
 import type { EventView } from '../../contract/index.ts';
 import { PASSWORD_CHANGE, deleteEvent, pairName, putEvent, recordWith, secretChanges } from '../events/make.ts';
 import {
-  judgeApplication, judgeApplicationDelete, judgeAssignment, judgeTenant, judgePassword, judgeUser, reserved, type ApplicationLookup,
+  judgeApplication, judgeApplicationDelete, judgeAssignment, judgeTenant, judgePassword, judgeUser, ownedBy, reserved, type ApplicationLookup,
 } from './rules.ts';
 
 /** A refused batch: answered 422 with every entry's outcome (the router adds `result` to the error body). */
@@ -259,11 +259,6 @@ function judge(
   /** An entry left as it was because another manager keeps it: said, so a plan can tell. */
   const keptBy = (d: { readonly foreign?: string }) => (d.foreign === undefined ? {} : { manager: d.foreign });
   /** The owner the stored object had (its door and its manager), answered with updated and deleted entries. */
-  const ownedBy = (before: { readonly body: object } | undefined) => {
-    const owner = before !== undefined && 'managedBy' in before.body ? before.body.managedBy : undefined;
-    const manager = before === undefined ? undefined : managerOf(before.body);
-    return { ...(typeof owner === 'string' ? { managedBy: owner } : {}), ...(manager === undefined ? {} : { manager }) };
-  };
 
   // The tenant.
   if (batch.tenant !== undefined) {

@@ -42,6 +42,13 @@ export function judgeManaged<B extends object>(
   if (manager !== writer) return { stored: before, changes: [], foreign: owner };
   return { stored: withManager(body as never, manager) as B, changes: manager === owner ? all : [...all, 'manager'] };
 }
+/** The owner a stored object had (its door and its manager), answered with a batch's updated and deleted entries. */
+export function ownedBy(before: { readonly body: object } | undefined): { managedBy?: string; manager?: string } {
+  const owner = before !== undefined && 'managedBy' in before.body ? before.body.managedBy : undefined;
+  const manager = before === undefined ? undefined : managerOf(before.body);
+  return { ...(typeof owner === 'string' ? { managedBy: owner } : {}), ...(manager === undefined ? {} : { manager }) };
+}
+
 /** A rule's problems as the one 400 the admin API answers: the first in `message`, all in `problems`. */
 export function refusal(problems: readonly { code: string; path: readonly (string | number)[]; message: string }[]): ServerError {
   const list = problems.map((p) => ({ path: formatPath(p.path), message: p.message, code: p.code }));
