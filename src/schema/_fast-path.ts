@@ -11,7 +11,7 @@ import { ModelFileSpec, assembleModel, type Model, type ModelFile, type TenantSp
 import { blockDepthTooDeep, decodeModelBytes } from './_yaml-source.ts';
 
 /** Anchors (&a) and aliases (*a) are where alias bombs live: leave them to the careful parser. */
-const ANCHOR_OR_ALIAS = /(?:^|[\s[{,:-])[&*][^\s,\]}"']/m;
+export const ANCHOR_OR_ALIAS = /(?:^|[\s[{,:-])[&*][^\s,\]}"']/m;
 
 export interface FastSource {
   readonly file: string;

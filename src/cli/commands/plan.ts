@@ -430,8 +430,10 @@ export async function preparePlan(
     }
     throw err;
   }
-  // Each entry the console may propose a change to keeps the lines it was declared on.
-  const steps = withEntrySources(compilePlan(model, { secrets, passwords, webhookSecrets }).steps, await readEntrySources(paths, io.cwd));
+  // Each entry the console may propose a change to keeps the lines it was declared on: recorded by
+  // apply; a plan writes nothing, and where an entry is declared is never a change it would show.
+  const sources = command === 'apply' ? await readEntrySources(paths, io.cwd) : new Map<string, never>();
+  const steps = withEntrySources(compilePlan(model, { secrets, passwords, webhookSecrets }).steps, sources);
   try {
     // Every write names its manager and, in a Git repository, the model's commit (the server's event log).
     const git = await gitInfoOf(paths[0]!);
