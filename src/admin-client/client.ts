@@ -127,6 +127,15 @@ export interface CallOptions<R extends RouteName> {
   readonly query?: RouteQuery<R>;
 }
 
+/** How many times one request rides out a 503 with Retry-After before its answer is returned. */
+const BUSY_RETRIES = 3;
+
+/** A Retry-After in seconds (RFC 9110: delay-seconds; an HTTP date is not waited for), at most 30. */
+function retryAfterSeconds(value: string | null): number | undefined {
+  if (value === null || !/^\d{1,6}$/.test(value.trim())) return undefined;
+  return Math.min(Number(value.trim()), 30);
+}
+
 /** The answer of a call, as sent: for code that asserts on statuses (tests) or handles them itself. */
 export interface RawResponse {
   readonly status: number;
@@ -182,12 +191,17 @@ export class AdminClient {
   /**
    * One HTTP exchange with an admin API path (below /admin/v1 or absolute on the server), with a
    * token; any status is returned. A 401 (a restarted server forgot the token) is retried once with
-   * a new token.
+   * a new token. With `retryBusy` (the typed operations), a 503 with Retry-After (the database busy
+   * or briefly away) is sent again after the time it asks, up to BUSY_RETRIES times, when the request
+   * is idempotent (every read, PUT and DELETE, and a tenant batch): a long apply rides out another
+   * writer's lock instead of stopping half way.
    */
-  async raw(method: string, path: string, body?: unknown, opts: { readonly token?: string | null } = {}): Promise<RawResponse> {
+  async raw(method: string, path: string, body?: unknown, opts: { readonly token?: string | null; readonly retryBusy?: boolean } = {}): Promise<RawResponse> {
     const ep = await this.endpoint;
     const base = new URL(ep.adminUrl);
     const url = new URL(path.startsWith(ADMIN_BASE_PATH) || path.startsWith('/') ? path : `${ADMIN_BASE_PATH}/${path}`, base.origin).href;
+    const idempotent = method !== 'POST' || /\/batch(?:\?|$)/.test(path);
+    let busy = 0;
     for (let attempt = 0; ; attempt++) {
       const headers: Record<string, string> = { accept: 'application/json', ...(this.options.actor === undefined ? {} : actorHeaders(this.options.actor)) };
       const token = opts.token === undefined ? await this.token(attempt > 0) : opts.token;
@@ -204,6 +218,13 @@ export class AdminClient {
         throw new AdminApiError(0, '', undefined, `cannot reach the server at ${base.origin}: ${reason(err)}`);
       }
       if (res.status === 401 && attempt === 0 && opts.token === undefined) continue;
+      const wait = res.status === 503 && opts.retryBusy === true && idempotent && busy < BUSY_RETRIES ? retryAfterSeconds(res.headers.get('retry-after')) : undefined;
+      if (wait !== undefined) {
+        busy++;
+        await res.arrayBuffer();
+        await new Promise((r) => setTimeout(r, wait * 1000));
+        continue;
+      }
       const text = await res.text();
       let parsed: unknown = text;
       try {
@@ -221,7 +242,7 @@ export class AdminClient {
     const query = new URLSearchParams();
     for (const [k, v] of Object.entries((opts.query ?? {}) as Record<string, unknown>)) if (v !== undefined && v !== false) query.set(k, String(v));
     const path = routePath(name, params) + (query.size > 0 ? `?${query}` : '');
-    const r = await this.raw(spec.method, path, opts.body ?? (spec.method === 'PUT' ? {} : undefined));
+    const r = await this.raw(spec.method, path, opts.body ?? (spec.method === 'PUT' ? {} : undefined), { retryBusy: true });
     if (r.status >= 200 && r.status < 300) return r.body as RouteResponse<R>;
     throw refusal(`${spec.method} ${describe(params)}`, r);
   }
@@ -273,7 +294,7 @@ export class AdminClient {
    */
   async batch(tenant: string, body: TenantBatchBody, opts: { readonly dryRun?: boolean } = {}): Promise<TenantBatchResult & { readonly refused: boolean }> {
     const path = routePath('applyTenantBatch', { tenant }) + (opts.dryRun === true ? '?dryRun=true' : '');
-    const r = await this.raw(ADMIN_ROUTES.applyTenantBatch.method, path, body);
+    const r = await this.raw(ADMIN_ROUTES.applyTenantBatch.method, path, body, { retryBusy: true });
     if (r.status === 200 || (r.status === 422 && Array.isArray((r.body as { results?: unknown } | undefined)?.results))) {
       const { applied, before, results, unchanged, undeclared } = r.body as TenantBatchResult;
       return { applied, before, results, unchanged, ...(undeclared === undefined ? {} : { undeclared }), refused: r.status === 422 };
