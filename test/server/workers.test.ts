@@ -108,6 +108,23 @@ it('two workers take concurrent admin writes on one SQLite file without a "datab
   }
 });
 
+it('tenant batches spread over both workers take turns at the primary, not in SQLite\'s busy handler: none waits out a short busy timeout', async () => {
+  const data = tempDir();
+  // 50 ms: shorter than one of these batches holds the write lock, so two batches meeting in SQLite
+  // would answer 503; queued at the primary, each starts when the last has committed.
+  const { proc, admin } = await serveWorkers('serve-workers-batches', data.path, ['--db-busy-timeout', '50']);
+  try {
+    const users = (t: number) => Array.from({ length: 400 }, (_, i) => ({ id: `u-${i}`, body: { email: `u${i}@t${t}.test`, displayName: `User ${i}` } }));
+    const results = await Promise.all(Array.from({ length: 10 }, (_, t) =>
+      admin.call('POST', `/admin/v1/tenants/t${t}/batch`, { tenant: { displayName: `T${t}` }, users: users(t) })));
+    expect(results.map((r) => r.status)).toEqual(Array.from({ length: 10 }, () => 200));
+    for (let t = 0; t < 10; t++) expect((await admin.call('GET', `/admin/v1/tenants/t${t}/users?limit=1`)).status).toBe(200);
+  } finally {
+    await proc.stop();
+    data.remove();
+  }
+});
+
 it("a SCIM token's rate is one budget across the workers, not one per process", async () => {
   const data = tempDir();
   const burst = 5;
