@@ -296,8 +296,8 @@ export class AdminClient {
     const path = routePath('applyTenantBatch', { tenant }) + (opts.dryRun === true ? '?dryRun=true' : '');
     const r = await this.raw(ADMIN_ROUTES.applyTenantBatch.method, path, body, { retryBusy: true });
     if (r.status === 200 || (r.status === 422 && Array.isArray((r.body as { results?: unknown } | undefined)?.results))) {
-      const { applied, before, results, unchanged, undeclared } = r.body as TenantBatchResult;
-      return { applied, before, results, unchanged, ...(undeclared === undefined ? {} : { undeclared }), refused: r.status === 422 };
+      const { applied, before, results, unchanged, undeclared, revision } = r.body as TenantBatchResult;
+      return { applied, before, results, unchanged, ...(undeclared === undefined ? {} : { undeclared }), ...(revision === undefined ? {} : { revision }), refused: r.status === 422 };
     }
     throw refusal(`POST ${tenant} batch`, r);
   }

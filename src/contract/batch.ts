@@ -170,6 +170,12 @@ export const TenantBatchResult = z.object({
   unchanged: z.number().int(),
   /** Only when the batch asks (`undeclared`). */
   undeclared: UndeclaredObjects.optional(),
+  /**
+   * The tenant's directory revision (TenantRevisions, events.ts) as this batch left it (a dry run: as
+   * it judged it): read in the batch's transaction, so a change by another door after it moves it.
+   * Absent when the server has none for the tenant yet.
+   */
+  revision: z.string().optional(),
 });
 export type TenantBatchResult = z.infer<typeof TenantBatchResult>;
 

@@ -32,6 +32,25 @@ export const EVENT_TYPES = [
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
+/**
+ * The kinds of object whose changes make a tenant's directory: an event whose type starts with one of
+ * them moves the tenant's directory revision (EventStore.revisions). Sign-in outcomes, factors, a
+ * password someone set, recovery and token revocations are no directory change and do not.
+ */
+export const DIRECTORY_EVENT_KINDS: ReadonlySet<string> = new Set(['tenant', 'application', 'user', 'assignment', 'group', 'group_assignment', 'scim_token', 'webhook']);
+
+/** Whether an event of this type is a change to its tenant's directory (DIRECTORY_EVENT_KINDS). */
+export const revisesDirectory = (type: string): boolean => DIRECTORY_EVENT_KINDS.has(type.slice(0, type.indexOf('.')));
+
+/**
+ * Every tenant's directory revision (GET /admin/v1/revisions): an opaque string that changes, in the
+ * transaction of the change, whenever anything of the tenant's directory changes through any door
+ * (the id of the last directory event of that tenant). Equal revisions: nothing changed between. A
+ * tenant that had no change since the server kept revisions is not listed.
+ */
+export const TenantRevisions = z.object({ revisions: z.record(z.string(), z.string()) });
+export type TenantRevisions = z.infer<typeof TenantRevisions>;
+
 /** The kinds of object an event is about. `account` is what someone typed at a sign-in (it may name no user). */
 export const EVENT_OBJECT_KINDS = ['tenant', 'application', 'user', 'assignment', 'group', 'group_assignment', 'scim_token', 'webhook', 'account'] as const;
 export type EventObjectKind = (typeof EVENT_OBJECT_KINDS)[number];

@@ -11,7 +11,7 @@ import {
 } from './bodies.ts';
 import { BATCH_MAX_BYTES, TenantBatchBody, TenantBatchRefusal, TenantBatchResult } from './batch.ts';
 import { DNS_LABEL, NAME, NAME_RULES, USER_ID } from './names.ts';
-import { EventPage, type EventQuery } from './events.ts';
+import { EventPage, TenantRevisions, type EventQuery } from './events.ts';
 import { WebhookBody, WebhookDeliveryView, WebhookList, WebhookPutResult, WebhookView } from './webhooks.ts';
 
 /** Where the admin API lives on the server's base host. */
@@ -76,6 +76,12 @@ const route = <const R extends RouteSpec>(r: R): R => r;
 export const ADMIN_ROUTES = {
   listTenants: route({ method: 'GET', path: '/tenants', tag: 'tenant', summary: 'List tenants', query: 'page', response: Page(TenantView) }),
   getTenant: route({ method: 'GET', path: '/tenants/{tenant}', tag: 'tenant', summary: 'Get one tenant', response: TenantView }),
+  listTenantRevisions: route({
+    method: 'GET', path: '/revisions', tag: 'tenant',
+    summary: "Every tenant's directory revision: changes, in the change's transaction, whenever anything in the tenant's directory changes through any door; " +
+      'a reader that kept a revision reads the tenant again only when it differs',
+    response: TenantRevisions,
+  }),
   putTenant: route({
     method: 'PUT', path: '/tenants/{tenant}', tag: 'tenant', summary: 'Create or replace a tenant (full desired state; idempotent)',
     query: 'dryRun', body: TenantBody, response: PutResult(TenantView), maxBodyBytes: 8 * 1024 * 1024,

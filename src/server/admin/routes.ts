@@ -45,6 +45,7 @@ function handlers(svc: AdminService, groups: GroupAdmin, ctx: ServerContext): Ha
   return {
     listTenants: ({ page }) => svc.listTenants(page),
     getTenant: ({ params }) => svc.getTenant(params.tenant),
+    listTenantRevisions: async () => ({ revisions: await ctx.storage.events.revisions() }),
     putTenant: ({ params, body, dryRun, force }) => svc.putTenant(params.tenant, body, dryRun, force),
     deleteTenant: async ({ params, dryRun }) => void (await svc.deleteTenant(params.tenant, dryRun)),
     renameTenant: ({ params, body }) => svc.renameTenant(params.tenant, body.to),

@@ -10,7 +10,7 @@
  * which the batch is judged again; a refused entry stops the batch before any hashing. A dry run
  * judges a snapshot of the contents and writes nothing.
  */
-import { type BatchEntryResult, type ParsedTenantBatch, type TenantBatchResult, type UndeclaredObjects, RESERVED_TENANTS, managerOf, prunedBy } from '../../contract/index.ts';
+import { type BatchEntryResult, type ParsedTenantBatch, type TenantBatchResult, type UndeclaredObjects, RESERVED_TENANTS, managerOf, prunedBy, revisesDirectory } from '../../contract/index.ts';
 import { judgeWebhookEntries, NO_WEBHOOK_ENTRIES, type WebhookEntries } from './batch-webhooks.ts';
 import type { ServerContext } from '../_context.ts';
 import { ServerError, errors } from '../errors.ts';
@@ -61,11 +61,17 @@ const ATTEMPTS = 4;
 
 export async function applyTenantBatch(ctx: ServerContext, tenant: string, batch: ParsedTenantBatch, dryRun: boolean): Promise<TenantBatchResult> {
   if (RESERVED_TENANTS.includes(tenant)) throw reserved(tenant);
+  // What is read beside the contents (group assignments, webhooks) is read after the revision the
+  // answer gives, so a change between them moves the revision past what the answer says: a reader that
+  // keeps it (the Pulumi provider) reads again rather than missing that change.
+  // A dry run: the contents and their revision first.
+  const dryContents = dryRun ? await ctx.storage.tenants.contents(tenant) : undefined;
+  const revisionBefore = dryRun ? undefined : (await ctx.storage.events.revisions(tenant))[tenant];
   // Group assignments are not the batch's to write: read beside it, only when asked (`undeclared`).
   const grants = batch.undeclared ? await groupAssignmentsOf(ctx, tenant, batch) : [];
   // Webhooks live in a store of their own: judged beside the batch, written right after it.
   const hooks = await judgeWebhookEntries(ctx, tenant, batch, dryRun);
-  if (dryRun) return judged(judge(ctx, tenant, batch, await ctx.storage.tenants.contents(tenant), { dry: true }, grants, hooks), false);
+  if (dryContents !== undefined) return judged(judge(ctx, tenant, batch, dryContents, { dry: true }, grants, hooks), false);
   // A tenant the batch creates needs its signing keys: made before the first judgement rather than
   // found missing by it (the common case when a model is applied to a new server).
   const keys = batch.tenant !== undefined && (await ctx.storage.tenants.get(tenant)) === undefined
@@ -84,7 +90,10 @@ export async function applyTenantBatch(ctx: ServerContext, tenant: string, batch
       }));
       if (j.changes.tenant !== undefined || j.changes.applications.length > 0 || j.changes.deleteApplications.length > 0) ctx.evictTenant(tenant);
       for (const write of hooks.writes) await write();
-      return j.result(true);
+      const result = j.result(true);
+      // Changed by another door between the reads before the transaction and the transaction, or by
+      // the webhook writes after it: no revision the reader could keep as what this batch saw.
+      return hooks.writes.length > 0 || j.revisionJudged !== revisionBefore ? (({ revision: _, ...rest }) => rest)(result) : result;
     } catch (err) {
       if (!(err instanceof Missing) || attempt >= ATTEMPTS) throw err;
       prepared = await prepare(ctx, tenant, batch, err.needs, prepared);
@@ -127,6 +136,8 @@ async function prepare(ctx: ServerContext, tenant: string, batch: ParsedTenantBa
 }
 
 interface Judgement {
+  /** The revision of the contents judged (TenantContents.revision). */
+  readonly revisionJudged: string | undefined;
   /** One per object the batch writes (none for a dry run). */
   readonly events: readonly EventView[];
   readonly refused: boolean;
@@ -283,7 +294,7 @@ function judge(
   if (t === undefined) {
     // Nothing can be judged in a tenant that is not there (and is not being made): as every single-object operation, 404.
     if (!refused) throw errors.notFound(`tenant '${tenant}' does not exist`);
-    return { events, refused, needs, changes, result: (applied) => ({ applied, before: { users: 0, assignments: 0 }, results, unchanged: 0 }) };
+    return { events, refused, needs, changes, revisionJudged: contents.revision, result: (applied) => ({ applied, before: { users: 0, assignments: 0 }, results, unchanged: 0 }) };
   }
 
   // Applications: apis first, since clients name them as their audience.
@@ -420,7 +431,16 @@ function judge(
   // With `changes`, the unchanged entries are only counted, but for those another manager keeps (a plan lists them).
   const listed = batch.report === 'changes' ? results.filter((r) => r.outcome !== 'unchanged' || r.manager !== undefined) : results;
   const undeclared = batch.undeclared ? { undeclared: { ...undeclaredOf(state, listedApps, listedUsers, listedPairs, grants), webhooks: hooks.undeclared } } : {};
-  return { events, refused, needs, changes, result: (applied) => ({ applied, before, results: listed, unchanged, ...undeclared }) };
+  // The revision as the batch leaves it: its own last directory event when it writes one (inserted in its
+  // transaction), else the one read with the contents it judged.
+  const revisionAfter = (applied: boolean) => (applied ? events.findLast((e) => revisesDirectory(e.type))?.id : undefined) ?? contents.revision;
+  return {
+    events, refused, needs, changes, revisionJudged: contents.revision,
+    result: (applied) => {
+      const revision = revisionAfter(applied);
+      return { applied, before, results: listed, unchanged, ...undeclared, ...(revision === undefined ? {} : { revision }) };
+    },
+  };
 }
 
 /** What the tenant holds, as the batch leaves it, that the batch does not list (the internal service client aside). */

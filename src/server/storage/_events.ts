@@ -9,7 +9,7 @@
  * transaction is run in one when an outbox is pending, so it carries the events too.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { EventFilter, EventView } from '../../contract/index.ts';
+import { revisesDirectory, type EventFilter, type EventView } from '../../contract/index.ts';
 import { decodeCursor, encodeCursor, type Row } from './_common.ts';
 import type { EventRecord, EventWindow, Page, PageRequest } from './types.ts';
 
@@ -41,6 +41,13 @@ const column = (v: string | undefined): string | null => (v === undefined ? null
 
 export function eventValues(e: EventView): (string | number | null)[] {
   return [e.id, column(e.tenant), Date.parse(e.time), e.type, column(e.actor.who), column(e.actor.manager), e.actor.git?.commit ?? null, e.object.kind, column(e.object.name), JSON.stringify(e)];
+}
+
+/** Per tenant, the id of the last of `events` that changes its directory (revisesDirectory): what its revision becomes. */
+export function revisionsOf(events: readonly EventView[]): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const e of events) if (e.tenant !== undefined && revisesDirectory(e.type)) out.set(e.tenant, e.id);
+  return out;
 }
 
 export const eventRow = (r: Row): EventRecord => ({ seq: Number(r.seq), event: JSON.parse(String(r.body)) as EventView });

@@ -139,7 +139,7 @@ export function guardStorage(storage: Storage, watch: FaultWatch): Storage & { r
       within: (events, write) => storage.events.within(events, write),
       append: (events) => g.append(events), list: (tenant, filter, page) => g.list(tenant, filter, page),
       after: (seq, limit) => g.after(seq, limit), window: (seq, limit, types) => g.window(seq, limit, types),
-      lastSeq: () => g.lastSeq(), purge: (nowMs, days) => g.purge(nowMs, days),
+      lastSeq: () => g.lastSeq(), revisions: (tenant) => g.revisions(tenant), purge: (nowMs, days) => g.purge(nowMs, days),
     }))(guard(storage.events)),
     webhooks: guard(storage.webhooks),
     ssf: guard(storage.ssf),

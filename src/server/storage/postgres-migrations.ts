@@ -201,6 +201,15 @@ CREATE TABLE backchannel_logouts (
 CREATE INDEX backchannel_logouts_due ON backchannel_logouts (status, next_attempt_ms);
 `,
   },
+  {
+    // Each tenant's directory revision (EventStore.revisions), set where events are inserted. No
+    // foreign key: it outlives a delete and a rename, so a kept revision never names another directory.
+    version: 7,
+    name: "each tenant's directory revision",
+    sql: `
+CREATE TABLE tenant_revisions (tenant text COLLATE "C" PRIMARY KEY, revision text NOT NULL);
+`,
+  },
 ];
 
 export const LATEST_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

@@ -23,7 +23,7 @@ import {
 } from './_common.ts';
 import { KeyedLocks } from './_keyed-locks.ts';
 import { migrate } from './postgres-migrations.ts';
-import { EVENT_COLUMNS, eventListSql, eventPage, eventRow, eventValues, eventWindow, isWriteSql, pendingOutbox, purgeEventsSql, withOutbox } from './_events.ts';
+import { EVENT_COLUMNS, eventListSql, eventPage, eventRow, eventValues, eventWindow, isWriteSql, pendingOutbox, purgeEventsSql, revisionsOf, withOutbox } from './_events.ts';
 import type { EventFilter, EventView } from '../../contract/index.ts';
 import { faultKind } from './faults.ts';
 import { outsideRequests } from '../ops/request-context.ts';
@@ -151,6 +151,12 @@ async function insertEvents(q: (sql: string, params?: readonly Param[]) => Retur
     const columns = EVENT_COLUMNS.map((_, c) => chunk.map((row) => (row[c] === null ? null : String(row[c]))));
     const types = EVENT_COLUMNS.map((c) => (c === 'at_ms' ? 'bigint[]' : 'text[]'));
     await q(`INSERT INTO events (${EVENT_COLUMNS.join(', ')}) SELECT * FROM unnest(${types.map((t, n) => `$${n + 1}::${t}`).join(', ')})`, columns);
+  }
+  // The one place events are written, so also where each tenant's directory revision moves (EventStore.revisions).
+  const revised = revisionsOf(events);
+  if (revised.size > 0) {
+    await q(`INSERT INTO tenant_revisions (tenant, revision) SELECT * FROM unnest($1::text[], $2::text[])
+      ON CONFLICT (tenant) DO UPDATE SET revision = excluded.revision`, [[...revised.keys()], [...revised.values()]]);
   }
 }
 
@@ -303,6 +309,7 @@ async function readContents(q: Query, name: string): Promise<TenantContents> {
     applications: (await q('SELECT * FROM applications WHERE tenant = $1 ORDER BY name', [name])).rows.map(appRow),
     users: (await q('SELECT * FROM users WHERE tenant = $1 ORDER BY id', [name])).rows.map(userRow),
     assignments: (await q('SELECT * FROM assignments WHERE tenant = $1 ORDER BY application, user_id', [name])).rows.map(assignmentRow),
+    revision: (await q('SELECT revision FROM tenant_revisions WHERE tenant = $1', [name])).rows[0]?.revision as string | undefined,
   };
 }
 
@@ -933,6 +940,10 @@ class Events implements EventStore {
   }
   async lastSeq(): Promise<number> {
     return Number((await this.d.one('SELECT coalesce(max(seq), 0) AS s FROM events'))!.s);
+  }
+  async revisions(tenant?: string): Promise<Record<string, string>> {
+    const { rows } = tenant === undefined ? await this.d.q('SELECT tenant, revision FROM tenant_revisions') : await this.d.q('SELECT tenant, revision FROM tenant_revisions WHERE tenant = $1', [tenant]);
+    return Object.fromEntries(rows.map((r) => [String(r.tenant), String(r.revision)]));
   }
   async purge(nowMs: number, defaultDays: number): Promise<number> {
     const sql = purgeEventsSql((n) => `$${n}::bigint`, `(t.body::json #>> '{events,retentionDays}')::bigint`);

@@ -286,6 +286,15 @@ CREATE TABLE backchannel_logouts (
 CREATE INDEX backchannel_logouts_due ON backchannel_logouts (status, next_attempt_ms);
 `;
 
+/**
+ * Version 7: each tenant's directory revision (EventStore.revisions), set where events are inserted.
+ * No foreign key: a tenant's revision outlives a delete and a rename, so a reader that kept one never
+ * meets it again for a different directory.
+ */
+const V7_REVISIONS = `
+CREATE TABLE tenant_revisions (tenant TEXT PRIMARY KEY, revision TEXT NOT NULL);
+`;
+
 export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   { version: 1, name: 'initial schema', up: sql(V1) },
   { version: 2, name: 'groups, group assignments, SCIM users and tokens', up: sql(V2) },
@@ -293,6 +302,7 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   { version: 4, name: 'the event log and webhooks', up: sql(V4_EVENTS) },
   { version: 5, name: 'SSF streams and their security event tokens', up: sql(V5_SSF) },
   { version: 6, name: 'back-channel logout tokens owed to clients', up: sql(V6_BACKCHANNEL) },
+  { version: 7, name: "each tenant's directory revision", up: sql(V7_REVISIONS) },
 ];
 
 export const SQLITE_LATEST_VERSION = SQLITE_MIGRATIONS[SQLITE_MIGRATIONS.length - 1]!.version;

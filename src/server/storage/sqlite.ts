@@ -19,7 +19,7 @@ import {
 import { KeyedLocks, type NamedLocks } from './_keyed-locks.ts';
 import { MissingUsersError, NameTakenError } from './types.ts';
 import { migrateSqlite } from './sqlite-migrations.ts';
-import { EVENT_COLUMNS, eventListSql, eventPage, eventRow, eventValues, eventWindow, isWriteSql, pendingOutbox, purgeEventsSql, withOutbox } from './_events.ts';
+import { EVENT_COLUMNS, eventListSql, eventPage, eventRow, eventValues, eventWindow, isWriteSql, pendingOutbox, purgeEventsSql, revisionsOf, withOutbox } from './_events.ts';
 import type { EventFilter, EventView } from '../../contract/index.ts';
 import {
   SCIM_USER_SELECT, USER_LINK_TABLES, caseKey, groupAssignmentRow, groupIdsByUser, groupRow, scimTokenRow, userWithScimRow,
@@ -149,9 +149,12 @@ class Db {
     }
   }
 
+  /** The one place events are written, so also where each tenant's directory revision moves (EventStore.revisions). */
   insertEvents(events: readonly EventView[]): void {
     const insert = this.q(`INSERT INTO events (${EVENT_COLUMNS.join(', ')}) VALUES (${EVENT_COLUMNS.map(() => '?').join(', ')})`);
     for (const e of events) insert.run(...eventValues(e));
+    const revise = this.q('INSERT INTO tenant_revisions (tenant, revision) VALUES (?, ?) ON CONFLICT (tenant) DO UPDATE SET revision = excluded.revision');
+    for (const [tenant, revision] of revisionsOf(events)) revise.run(tenant, revision);
   }
 }
 
@@ -245,6 +248,7 @@ class Tenants implements TenantStore {
       applications: (this.d.q('SELECT * FROM applications WHERE tenant = ? ORDER BY name').all(name) as Row[]).map(appRow),
       users: (this.d.q('SELECT * FROM users WHERE tenant = ? ORDER BY id').all(name) as Row[]).map(userRow),
       assignments: (this.d.q('SELECT * FROM assignments WHERE tenant = ? ORDER BY application, user_id').all(name) as Row[]).map(assignmentRow),
+      revision: (this.d.q('SELECT revision FROM tenant_revisions WHERE tenant = ?').get(name) as Row | undefined)?.revision as string | undefined,
     };
   }
   /** The writes of TenantChanges, each the SQL of the single-object method it names. */
@@ -822,6 +826,10 @@ class Events implements EventStore {
   }
   async lastSeq(): Promise<number> {
     return Number((this.d.q('SELECT coalesce(max(seq), 0) AS s FROM events').get() as Row).s);
+  }
+  async revisions(tenant?: string): Promise<Record<string, string>> {
+    const rows = (tenant === undefined ? this.d.q('SELECT tenant, revision FROM tenant_revisions').all() : this.d.q('SELECT tenant, revision FROM tenant_revisions WHERE tenant = ?').all(tenant)) as Row[];
+    return Object.fromEntries(rows.map((r) => [String(r.tenant), String(r.revision)]));
   }
   async purge(nowMs: number, defaultDays: number): Promise<number> {
     const sql = purgeEventsSql((n) => `@p${n}`, `json_extract(t.body, '$.events.retentionDays')`);

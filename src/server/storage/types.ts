@@ -151,6 +151,8 @@ export interface TenantContents {
   readonly users: readonly UserRecord[];
   /** Ordered by application, then user id (bytewise). */
   readonly assignments: readonly AssignmentRecord[];
+  /** The tenant's directory revision (EventStore.revisions) read with the rest; undefined when it has none. */
+  readonly revision?: string | undefined;
 }
 
 /**
@@ -609,6 +611,13 @@ export interface EventStore {
   window(seq: number, limit: number, types: ReadonlySet<string>): Promise<EventWindow>;
   /** The highest seq stored (0 when none). */
   lastSeq(): Promise<number>;
+  /**
+   * Every tenant's directory revision: the id of its last event of a directory change
+   * (revisesDirectory), set by the transaction that inserts that event, whatever door made it (the
+   * insert of events is the one place every change passes). Sign-in events leave it. A tenant without
+   * such an event since the revisions were kept is not listed. With `tenant`, only that tenant's.
+   */
+  revisions(tenant?: string): Promise<Record<string, string>>;
   /**
    * Deletes events older than their tenant's `events.retentionDays` (the tenant body), or
    * `defaultDays` for tenants without it and events of tenants deleted since. Returns how many.

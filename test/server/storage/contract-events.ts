@@ -77,6 +77,43 @@ export function eventsContract(name: string, fresh: () => Promise<Backend>): voi
       expect(await all('acme')).toHaveLength(2);
     });
 
+    it("moves a tenant's directory revision with each directory change's events, in their transaction; sign-ins leave it", async () => {
+      expect(await s.events.revisions()).toEqual({});
+      await s.tenants.put('acme', { displayName: 'Acme', scopes: [] });
+      await s.tenants.put('globex', { displayName: 'Globex', scopes: [] });
+      const made = event('acme', 'user.created', { kind: 'user', name: 'u1' });
+      await s.events.within(() => [made], () => s.users.put('acme', 'u1', { email: 'u1@x', scopes: [], disabled: false }, null));
+      expect(await s.events.revisions()).toEqual({ acme: made.id });
+      expect((await s.tenants.contents('acme')).revision).toBe(made.id);
+      expect((await s.tenants.contents('globex')).revision).toBeUndefined();
+
+      // Sign-in outcomes, factors and passwords are no directory change.
+      await s.events.append([event('acme', 'login.success', { kind: 'account', name: 'u1' }), event('acme', 'factor.added', { kind: 'user', name: 'u1' })]);
+      expect(await s.events.revisions()).toEqual({ acme: made.id });
+
+      // A batch's events: the last of each tenant is its revision, read back with the contents the next batch judges.
+      let decided: EventView[] = [];
+      const none = { applications: [], users: [], assignments: [], deleteAssignments: [], deleteUsers: [], deleteApplications: [] };
+      await s.events.within(() => decided, () => s.tenants.batch('globex', () => {
+        decided = [event('globex', 'user.created', { kind: 'user', name: 'u2' }), event('globex', 'tenant.updated', { kind: 'tenant', name: 'globex' })];
+        return { changes: { ...none, users: [{ id: 'u2', body: { email: 'u2@x', scopes: [], disabled: false }, initialPasswordHash: null, revokeArtifacts: false }] }, result: undefined };
+      }));
+      expect(await s.events.revisions()).toEqual({ acme: made.id, globex: decided[1]!.id });
+      expect(await s.events.revisions('globex')).toEqual({ globex: decided[1]!.id });
+      expect(await s.tenants.batch('globex', (c) => ({ changes: none, result: c.revision }))).toBe(decided[1]!.id);
+
+      // A change that fails moves nothing: the revision is written with the events or not at all.
+      await expect(s.events.within(() => {
+        throw new Error('crash while writing the events');
+      }, () => s.users.put('acme', 'u1', { email: 'changed@x', scopes: [], disabled: false }, null))).rejects.toThrow(/crash/);
+      expect(await s.events.revisions()).toEqual({ acme: made.id, globex: decided[1]!.id });
+
+      // Another instance sees it, and a deleted tenant's revision stays (a recreated tenant never meets an old one again).
+      const deleted = event('acme', 'tenant.deleted', { kind: 'tenant', name: 'acme' });
+      await s.events.within(() => [deleted], () => s.tenants.delete('acme'));
+      expect((await (await other()).events.revisions()).acme).toBe(deleted.id);
+    });
+
     it('filters by type, actor, object and time, and pages by cursor in seq order', async () => {
       const t0 = Date.now();
       await s.events.append([
