@@ -6,7 +6,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { fieldChanges } from '../../src/contract/index.ts';
-import { uuidv7 } from '../../src/server/events/make.ts';
+import { isSecretField } from '../../src/contract/index.ts';
+import { makeEvent, uuidv7 } from '../../src/server/events/make.ts';
 
 describe('event ids', () => {
   it('are UUIDv7: the time in the first 48 bits, version 7, RFC 9562 variant, random bits that differ', () => {
@@ -27,6 +28,27 @@ describe('event ids', () => {
     const times = [1, 255, 256, 65_535, 1_700_000_000_000, 1_700_000_000_001, Date.now()];
     const ids = times.map((t) => uuidv7(t));
     expect([...ids].sort()).toEqual(ids);
+  });
+});
+
+describe('an event made at a time', () => {
+  it('has that time, to the millisecond, in its id and as ISO 8601, however the times alternate (each millisecond is kept for the next event)', () => {
+    const times = [1_700_000_000_000, 1_700_000_000_000, 1_700_000_000_001, 1_700_000_000_000, 0, 2 ** 48 - 1, 1_700_000_000_001.9];
+    for (const t of times) {
+      const e = makeEvent({ tenant: 'acme', type: 'user.created', object: { kind: 'user', name: 'u-ann' } }, t);
+      expect(e.time).toBe(new Date(Math.trunc(t)).toISOString());
+      expect(parseInt(e.id.replace(/-/g, '').slice(0, 12), 16)).toBe(Math.trunc(t));
+    }
+    expect(() => makeEvent({ tenant: 'acme', type: 'user.created', object: { kind: 'user', name: 'u-ann' } }, -1)).toThrow(RangeError);
+  });
+});
+
+describe('secret fields', () => {
+  it('are named so, in any case, every time they are asked (the answers are kept by name)', () => {
+    for (let round = 0; round < 2; round++) {
+      for (const f of ['clientSecret', 'PASSWORD', 'passwordHash', 'sealed_secret', 'key', 'privateJwk', 'totpSeed', 'refreshToken']) expect(isSecretField(f)).toBe(true);
+      for (const f of ['displayName', 'email', 'keys', 'monkey', 'scopes', 'manager']) expect(isSecretField(f)).toBe(false);
+    }
   });
 });
 

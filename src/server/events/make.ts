@@ -22,11 +22,19 @@ const MAX_UUIDV7_MS = 2 ** 48 - 1;
  * tenth of an apply's server time (bench/apply, issue 24).
  */
 export function uuidv7(nowMs: number = Date.now()): string {
+  // xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx: the time replaces the first 48 bits, 7 the version digit.
+  return `${timeOf(nowMs).idPrefix}-7${randomUUID().slice(15)}`;
+}
+
+/** A millisecond's id prefix and ISO time, kept for the last one: a batch makes hundreds of events in each. */
+let lastTime: { readonly ms: number; readonly idPrefix: string; readonly iso: string } | undefined;
+function timeOf(nowMs: number): { readonly ms: number; readonly idPrefix: string; readonly iso: string } {
   const ms = Math.trunc(nowMs);
+  if (lastTime?.ms === ms) return lastTime;
   if (!(ms >= 0 && ms <= MAX_UUIDV7_MS)) throw new RangeError(`uuidv7: time ${nowMs} is not 48 bits of milliseconds`);
   const t = ms.toString(16).padStart(12, '0');
-  // xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx: the time replaces the first 48 bits, 7 the version digit.
-  return `${t.slice(0, 8)}-${t.slice(8)}-7${randomUUID().slice(15)}`;
+  lastTime = { ms, idPrefix: `${t.slice(0, 8)}-${t.slice(8)}`, iso: new Date(ms).toISOString() };
+  return lastTime;
 }
 
 export interface EventInput {
@@ -50,7 +58,7 @@ export function makeEvent(e: EventInput, nowMs: number = Date.now()): EventView 
   // rather than spread from objects made for the purpose, once per object a batch writes.
   const event: { -readonly [K in keyof EventView]: EventView[K] } = {
     id: uuidv7(nowMs),
-    time: new Date(nowMs).toISOString(),
+    time: timeOf(nowMs).iso,
     tenant: e.tenant,
     type: e.type,
     actor,
