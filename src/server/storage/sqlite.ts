@@ -916,14 +916,21 @@ class Changes implements ChangeFeed {
   #timer: NodeJS.Timeout | undefined;
   readonly listening = true;
 
-  constructor(private readonly d: Db) {
+  /** `locks`: the cluster primary's, when other processes share the file. */
+  constructor(private readonly d: Db, private readonly locks?: NamedLocks) {
     this.#seen = (this.d.q('SELECT coalesce(max(seq), 0) AS s FROM change_log').get() as { s: number }).s;
   }
 
   async publish(tenant: string): Promise<void> {
-    const now = Date.now();
-    this.d.q('INSERT INTO change_log (tenant, at_ms) VALUES (?, ?)').run(tenant, now);
-    this.d.q('DELETE FROM change_log WHERE at_ms < ?').run(now - CHANGE_RETENTION_MS);
+    const write = async () => {
+      const now = Date.now();
+      this.d.tx(() => {
+        this.d.q('INSERT INTO change_log (tenant, at_ms) VALUES (?, ?)').run(tenant, now);
+        this.d.q('DELETE FROM change_log WHERE at_ms < ?').run(now - CHANGE_RETENTION_MS);
+      });
+    };
+    // Announced right after a batch: in the batches' queue, not in SQLite's busy handler beside the next one.
+    return this.locks === undefined ? write() : this.locks.hold([BATCH_WRITER], write);
   }
 
   subscribe(listener: (tenant: string) => void): () => void {
@@ -973,7 +980,7 @@ export interface SqliteOptions {
 export function openSqliteStorage(dataDir: string, options: SqliteOptions = {}): Storage {
   const d = new Db(resolve(dataDir, DATABASE_FILE), options.busyTimeoutMs ?? 5000, options.log ?? (() => {}));
   const locks = options.locks;
-  const changes = new Changes(d);
+  const changes = new Changes(d, locks);
   return {
     tenants: new Tenants(d, locks),
     applications: new Applications(d),
