@@ -8,21 +8,14 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { main } from '../../src/cli/main.ts';
-import type { CliIo } from '../../src/command/io.ts';
+import { runCli } from '../support/cli.ts';
 import { adminClient, tempDir, testServer, type AdminClient } from '../server/_support.ts';
 
 let server: Awaited<ReturnType<typeof testServer>>;
 let admin: AdminClient;
 const work = tempDir('idforge-busy-');
 
-async function idforge(args: string[]) {
-  let stdout = '';
-  let stderr = '';
-  const io: CliIo = { stdout: (t) => { stdout += t; }, stderr: (t) => { stderr += t; }, env: { IDFORGE_STATE: join(work.path, 'state.json') }, cwd: work.path, color: false };
-  const code = await main([...args, '--data-dir', server.dataDir], io);
-  return { code, stdout, stderr };
-}
+const idforge = (args: string[]) => runCli([...args, '--data-dir', server.dataDir], { cwd: work.path, env: { IDFORGE_STATE: join(work.path, 'state.json') } });
 
 beforeAll(async () => {
   server = await testServer({ busyTimeoutMs: 100 });
