@@ -204,10 +204,12 @@ CREATE INDEX backchannel_logouts_due ON backchannel_logouts (status, next_attemp
   {
     // Each tenant's directory revision (EventStore.revisions), set where events are inserted. No
     // foreign key: it outlives a delete and a rename, so a kept revision never names another directory.
+    // The tenants there are start with one (no event id is ever `migration-7`).
     version: 7,
     name: "each tenant's directory revision",
     sql: `
 CREATE TABLE tenant_revisions (tenant text COLLATE "C" PRIMARY KEY, revision text NOT NULL);
+INSERT INTO tenant_revisions (tenant, revision) SELECT name, 'migration-7' FROM tenants;
 `,
   },
 ];

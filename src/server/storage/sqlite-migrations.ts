@@ -289,10 +289,12 @@ CREATE INDEX backchannel_logouts_due ON backchannel_logouts (status, next_attemp
 /**
  * Version 7: each tenant's directory revision (EventStore.revisions), set where events are inserted.
  * No foreign key: a tenant's revision outlives a delete and a rename, so a reader that kept one never
- * meets it again for a different directory.
+ * meets it again for a different directory. The tenants there are start with one (no event id is
+ * ever `migration-7`), so a reader can keep theirs before their next change.
  */
 const V7_REVISIONS = `
 CREATE TABLE tenant_revisions (tenant TEXT PRIMARY KEY, revision TEXT NOT NULL);
+INSERT INTO tenant_revisions (tenant, revision) SELECT name, 'migration-7' FROM tenants;
 `;
 
 export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
