@@ -3,7 +3,7 @@
  * comparison for diffs, and the admin connection's schema. Pure, so they are tested directly.
  */
 import { z } from 'zod';
-import { batchEntryName, formatPath, jsonEqual as contractJsonEqual, normalize, type BatchEntryResult, type TenantBatchBody } from '../contract/index.ts';
+import { batchEntryName, formatPath, jsonEqual as contractJsonEqual, normalize, type BatchEntryResult, type TenantBatchBody, type TenantBatchResult } from '../contract/index.ts';
 import type { AdminClient } from '../admin-client/index.ts';
 import type * as pulumi from '@pulumi/pulumi';
 
@@ -96,15 +96,17 @@ export function notAdopted(what: string): Error {
   );
 }
 
-/** Sends tenant batches in order; a refused one fails the step, naming every refused entry. Returns the answers. */
-export async function sendBatches(client: AdminClient, tenant: string, batches: readonly TenantBatchBody[]): Promise<BatchEntryResult[]> {
+/** Sends tenant batches in order; a refused one fails the step, naming every refused entry. Returns every entry's answer, and the last batch's whole answer. */
+export async function sendBatches(client: AdminClient, tenant: string, batches: readonly TenantBatchBody[]): Promise<{ results: BatchEntryResult[]; last: TenantBatchResult | undefined }> {
   const out: BatchEntryResult[] = [];
+  let last: TenantBatchResult | undefined;
   for (const b of batches) {
     const r = await client.batch(tenant, b);
     if (r.refused) throw refusedBatch(tenant, r.results);
     out.push(...r.results);
+    last = r;
   }
-  return out;
+  return { results: out, last };
 }
 
 export function refusedBatch(tenant: string, results: readonly BatchEntryResult[]): Error {

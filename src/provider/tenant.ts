@@ -22,7 +22,9 @@
  * run of the declared batch per tenant says what differs (a changed field, a secret that is no longer
  * the stack's, a missing object, an object in the tenant nobody declared), so a plain `pulumi preview`
  * shows drift. Objects other managers keep there (the console, SCIM, `idforge apply`, another stack)
- * are reported under the resource, never removed.
+ * are reported under the resource, never removed. The dry run is skipped for a tenant whose directory
+ * revision (the server's, moved by every change through every door: GET /revisions, one request for
+ * the fleet) is the one the state recorded when the stack last found the tenant exactly as declared.
  *
  * The resource's id stays the name it was created with; the name in its state is the live one (a
  * declared rename, previousName, moves the tenant with everything in it).
@@ -31,7 +33,7 @@ import * as pulumi from '@pulumi/pulumi';
 import { z } from 'zod';
 import {
   ApplicationName, GitInfo, TenantBody, TenantName, UNMANAGED_POLICIES, UserBody, UserId, WEBHOOK_SECRET, WebhookBody, WebhookName, canonicalJson, formatPath, managerOf, managerWords,
-  type BatchEntryResult, type EventActor, type TenantBatchBody, type UndeclaredObjects, type UnmanagedPolicy,
+  type BatchEntryResult, type EventActor, type TenantBatchBody, type TenantBatchResult, type UndeclaredObjects, type UnmanagedPolicy,
 } from '../contract/index.ts';
 import type { AdminConnection } from '../admin-client/index.ts';
 import { AdminConnectionSchema, AdoptSchema, checkWith, differences, isUnknown, jsonEqual, notAdopted, pickKeys, say, type Difference, type ProviderContext } from './_common.ts';
@@ -118,7 +120,61 @@ export interface TenantInputs {
    */
   readonly git?: GitInfo;
 }
-export type TenantOutputs = TenantInputs;
+export interface TenantOutputs extends TenantInputs {
+  /**
+   * An output only: the tenant's directory revision on the server (src/contract/events.ts,
+   * TenantRevisions) when this stack last found or left the tenant exactly as declared, with nothing
+   * another manager keeps, nothing undeclared and no drift in it. While the server's revision is still
+   * this one, a read knows what a dry run would find (nothing) without asking: a no-op preview of 500
+   * tenants was 500 dry runs of ~77 KB each (README, "Scale"). Absent: read in full.
+   */
+  readonly revision?: string;
+}
+
+/**
+ * Every tenant's directory revision, asked once per provider process and server (one request for the
+ * whole fleet, where each tenant's dry run is one request of its own); undefined when the server does
+ * not answer it (one from before revisions, or down: the dry run then says what it says). A write
+ * through this process forgets them, so a read after it asks again.
+ */
+const revisionsByServer = new Map<string, Promise<Record<string, string> | undefined>>();
+async function liveRevision(connection: AdminConnection, tenant: string): Promise<string | undefined> {
+  const key = canonicalJson(connection);
+  let revisions = revisionsByServer.get(key);
+  if (revisions === undefined) {
+    // Set before the first await: the engine reads every tenant at once, and they share one request.
+    revisions = import('../admin-client/index.ts').then(({ AdminClient }) => new AdminClient(connection).call('listTenantRevisions', {})).then((r) => r.revisions, () => undefined);
+    revisionsByServer.set(key, revisions);
+  }
+  return (await revisions)?.[tenant];
+}
+
+/** Whether slim outputs (idforge's host: without the declared objects) recorded a revision the server still has for the tenant. */
+async function unchangedSince(id: string, outs: (TenantWire & { revision?: string }) | undefined): Promise<boolean> {
+  if (outs?.revision === undefined || outs.connection === undefined || DECLARED_MAPS.some((k) => outs[k] !== undefined)) return false;
+  return (await liveRevision(outs.connection, liveName(id, outs as unknown as Partial<TenantOutputs>))) === outs.revision;
+}
+
+/** Pure: whether a write's answer leaves the tenant exactly as declared: nothing another manager keeps, nothing undeclared (when looked for). */
+export function leftAsDeclared(last: Pick<TenantBatchResult, 'results' | 'undeclared'> | undefined, ours: string | undefined, looked: boolean): boolean {
+  if (last === undefined) return false;
+  if (last.results.some((r) => r.outcome === 'refused' || (r.manager !== undefined && r.manager !== ours))) return false;
+  if (!looked) return true;
+  const u = last.undeclared;
+  return u !== undefined && u.applications.length === 0 && u.users.length === 0 && u.assignments.length === 0 && u.groupAssignments.length === 0 && (u.webhooks ?? []).length === 0;
+}
+
+/** The outputs of a write: with the revision its batch left when that leaves the tenant exactly as declared, else without one. */
+function withRevision<T extends TenantInputs>(outs: T, last: TenantBatchResult | undefined, ours: string | undefined, looked: boolean): TenantOutputs {
+  const { revision: _, ...rest } = outs as TenantOutputs;
+  return last?.revision !== undefined && leftAsDeclared(last, ours, looked) ? { ...rest, revision: last.revision } : rest;
+}
+
+/** The inputs the engine keeps: never the revision, an output only. */
+const inputsOf = (o: TenantOutputs): TenantInputs => {
+  const { revision: _, ...inputs } = o;
+  return inputs;
+};
 
 const names = z.array(z.string()).optional();
 const DriftSchema = z.strictObject({ applications: names, users: names, assignments: names, secrets: names, grants: names, webhooks: names, webhookSecrets: names });
@@ -326,6 +382,10 @@ async function readTenant(id: string, old: TenantOutputs, ctx: ProviderContext |
   const ours = managerOfInputs(old);
   const policy = old.unmanaged ?? 'remove';
   const look = policy !== 'keep';
+  // Nothing changed in the tenant since the stack found or left it exactly as declared: nothing to find.
+  if (old.revision !== undefined && name === old.name && (await liveRevision(old.connection, name)) === old.revision) {
+    return { id, props: old, inputs: inputsOf(old), refreshBeforeUpdate: true, same: true };
+  }
   // One request per tenant: a dry run of what the stack declares, pruned as an up prunes (its own
   // objects, and under remove or report nobody's), that also answers what the tenant holds and the
   // stack does not declare (other managers' objects, group grants on its applications).
@@ -380,13 +440,17 @@ async function readTenant(id: string, old: TenantOutputs, ctx: ProviderContext |
   }
 
   const drift = policy === 'remove' && grants.length > 0 ? { ...f.drift, grants: grants.map((g) => g.grant) } : f.drift;
-  const now: TenantOutputs = { ...old, name, body, applications, users: userMap, assignments, ...(old.webhooks === undefined && Object.keys(webhooks).length === 0 ? {} : { webhooks }), drift };
+  const { revision: _, ...kept } = old;
+  const now: TenantOutputs = { ...kept, name, body, applications, users: userMap, assignments, ...(old.webhooks === undefined && Object.keys(webhooks).length === 0 ? {} : { webhooks }), drift };
   // The live tenant is the state's: nothing to hand back (the engine keeps the inputs it has).
   const same = name === old.name && !f.changed.tenant && f.changed.applications.length === 0 && f.changed.users.length === 0 &&
     f.missing.applications.length === 0 && f.missing.users.length === 0 && f.missing.assignments.length === 0 &&
     f.changed.webhooks.length === 0 && f.missing.webhooks.length === 0 && jsonEqual(drift, normalDrift(old.drift));
+  // Found exactly as declared, with nothing to say: its revision is kept, and the next read while it holds asks nothing more.
+  const clean = same && Object.keys(drift).length === 0 && others.length === 0 && f.held.length === 0 && grants.length === 0;
+  const props: TenantOutputs = clean && judged.revision !== undefined ? { ...now, revision: judged.revision } : now;
   // Inputs as well as outputs, so the next diff compares the model with what is live (pulumi#13679).
-  return { id, props: now, inputs: now, refreshBeforeUpdate: true, ...(same ? { same } : {}) };
+  return { id, props, inputs: now, refreshBeforeUpdate: true, ...(same ? { same } : {}) };
 }
 
 /** Pure: the objects a read's dry run says the tenant holds undeclared that another manager keeps (what is nobody's or the stack's, the prune took). */
@@ -597,12 +661,17 @@ const onObjects: {
       const outside = outsideOf((await client.batch(inputs.name, tenantBatch(inputs, {}), { dryRun: true })).results, ours);
       if (outside.length > 0) throw outsideError(inputs.name, outside);
     }
-    const results = await sendBatches(client, inputs.name, [tenantBatch(inputs, {
-      passwordsFor: () => true, force: inputs.adopt === true,
-      prune: { managers: ours === undefined ? [] : [ours], drift: inputs.unmanaged === 'remove' },
-    })]);
+    revisionsByServer.clear();
+    const looked = inputs.unmanaged !== 'keep';
+    const { results, last } = await sendBatches(client, inputs.name, [{
+      ...tenantBatch(inputs, {
+        passwordsFor: () => true, force: inputs.adopt === true,
+        prune: { managers: ours === undefined ? [] : [ours], drift: inputs.unmanaged === 'remove' },
+      }),
+      undeclared: looked,
+    }]);
     if (inputs.unmanaged === 'remove') await removeGrants(client, inputs.name, Object.keys(inputs.applications));
-    return { id: inputs.name, outs: withServerSecrets({ ...inputs, drift: {} }, results), refreshBeforeUpdate: true } as pulumi.dynamic.CreateResult;
+    return { id: inputs.name, outs: withRevision(withServerSecrets({ ...inputs, drift: {} }, results), last, ours, looked), refreshBeforeUpdate: true } as pulumi.dynamic.CreateResult;
   },
   async read(id, props, ctx?: ProviderContext) {
     const { readOrKeep } = await import('./_common.ts');
@@ -632,19 +701,25 @@ const onObjects: {
     const free = applicationsToFree(oldApps, news.applications, news.renamedApplications);
     const ours = managerOfInputs(news);
     const isNew = (id: string) => fromBefore(olds) || !(id in olds.users);
-    const results = await sendBatches(client, news.name, [
+    revisionsByServer.clear();
+    const looked = news.unmanaged !== 'keep';
+    const { results, last } = await sendBatches(client, news.name, [
       ...(free.length > 0 ? [{ delete: { applications: free } }] : []),
-      tenantBatch(news, {
-        passwordsFor: isNew, force: news.adopt === true,
-        prune: { managers: ours === undefined ? [] : [ours], drift: news.unmanaged === 'remove' },
-      }),
+      {
+        ...tenantBatch(news, {
+          passwordsFor: isNew, force: news.adopt === true,
+          prune: { managers: ours === undefined ? [] : [ours], drift: news.unmanaged === 'remove' },
+        }),
+        undeclared: looked,
+      },
     ]);
     if (news.unmanaged === 'remove') await removeGrants(client, news.name, Object.keys(news.applications));
-    return { outs: withServerSecrets({ ...news, drift: {} }, results), refreshBeforeUpdate: true } as pulumi.dynamic.UpdateResult;
+    return { outs: withRevision(withServerSecrets({ ...news, drift: {} }, results), last, ours, looked), refreshBeforeUpdate: true } as pulumi.dynamic.UpdateResult;
   },
   async delete(id, props) {
     const { AdminClient } = await import('../admin-client/index.ts');
     const old = props as TenantOutputs;
+    revisionsByServer.clear();
     await writer(new AdminClient(old.connection), managerOfInputs(old), old.git).remove('deleteTenant', { tenant: liveName(id, old) });
   },
 };
@@ -828,11 +903,19 @@ export const tenantProvider: Required<Omit<pulumi.dynamic.ResourceProvider<Tenan
     return { ...r, outs: outputsFor(toWire(r.outs as TenantInputs), ctx) };
   },
   async read(id, outs, ctx?: ProviderContext) {
+    // The tenant is as the stack recorded it (its revision): answered from the slim outputs alone, the
+    // declared objects (ctx.inputs, ~77 KB a tenant) never decoded. Why: decoding them was most of the
+    // provider host's work before the program ran in a preview of 500 bench tenants (README, "Scale").
+    if (ctx !== undefined && (await unchangedSince(id, outs as TenantWire & { revision?: string }))) return { id, props: outs, refreshBeforeUpdate: true } as pulumi.dynamic.ReadResult<TenantWire>;
     const merged = withInputs(outs ?? ({} as TenantWire), ctx?.inputs);
     const r = await onObjects.read(id, fromWire(merged), ctx);
     if (r.props === undefined) return r as unknown as pulumi.dynamic.ReadResult<TenantWire>;
     // Nothing differs live: no inputs in the answer, so the engine keeps its own (a no-op preview's ~77 KB per tenant not encoded, sent and compared again).
-    if ((r as { same?: boolean }).same === true && ctx?.inputs !== undefined) return { id: r.id, props: slimOutputs(merged), refreshBeforeUpdate: true } as pulumi.dynamic.ReadResult<TenantWire>;
+    if ((r as { same?: boolean }).same === true && ctx?.inputs !== undefined) {
+      const { revision: _, ...rest } = merged as TenantWire & { revision?: string };
+      const revision = (r.props as TenantOutputs).revision;
+      return { id: r.id, props: slimOutputs({ ...rest, ...(revision === undefined ? {} : { revision }) } as TenantWire), refreshBeforeUpdate: true } as pulumi.dynamic.ReadResult<TenantWire>;
+    }
     return { ...r, props: outputsFor(toWire(r.props), ctx), inputs: r.inputs === undefined ? undefined : toWire(r.inputs) } as pulumi.dynamic.ReadResult<TenantWire>;
   },
   async update(id, outs, news, ctx?: ProviderContext) {

@@ -3,7 +3,7 @@
  * what is no change), per-entry change sets of the bulk resources, and the component's mapping of
  * a model onto resource bodies. Engine runs are in engine.test.ts.
  */
-import { mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -16,7 +16,7 @@ import { stableSecretProvider } from '../../src/provider/stable-secret.ts';
 import { assignmentChanges } from '../../src/provider/tenant-assignments.ts';
 import { valuesFor } from '../../src/provider/tenant-secrets.ts';
 import { userChanges } from '../../src/provider/tenant-users.ts';
-import { checkUnchanged, describe as describeChange, findingsOf, fromWire, othersOf, slimOutputs, tenantBatch, tenantDifferences, tenantProvider, toWire, withInputs, type TenantInputs } from '../../src/provider/tenant.ts';
+import { checkUnchanged, describe as describeChange, findingsOf, fromWire, leftAsDeclared, othersOf, slimOutputs, tenantBatch, tenantDifferences, tenantProvider, toWire, withInputs, type TenantInputs } from '../../src/provider/tenant.ts';
 import { loadModel } from '../../src/schema/index.ts';
 import { z } from 'zod';
 
@@ -177,6 +177,21 @@ describe('diff', () => {
     expect(othersOf(undefined, ours)).toEqual([]);
   });
 
+  it("a write records the tenant's revision only when it leaves the tenant exactly as declared", () => {
+    const ours = 'pulumi:idforge/test';
+    const none = { applications: [], users: [], assignments: [], groupAssignments: [], webhooks: [] };
+    const wrote = { kind: 'user' as const, user: 'u-bob', outcome: 'updated' as const, manager: ours };
+    expect(leftAsDeclared(undefined, ours, true)).toBe(false);
+    expect(leftAsDeclared({ results: [wrote], undeclared: none }, ours, true)).toBe(true);
+    // Another manager's object it left alone, or one that nobody declared (under report): read in full next time.
+    expect(leftAsDeclared({ results: [wrote, { kind: 'application', application: 'reports', outcome: 'unchanged', manager: 'console' }], undeclared: none }, ours, true)).toBe(false);
+    expect(leftAsDeclared({ results: [wrote], undeclared: { ...none, users: [{ user: 'u-eve', manager: 'scim' }] } }, ours, true)).toBe(false);
+    expect(leftAsDeclared({ results: [wrote], undeclared: { ...none, groupAssignments: [{ application: 'portal', group: 'g1' }] } }, ours, true)).toBe(false);
+    // Looked for nothing undeclared (unmanaged: keep): what it wrote is all there is to know; asked to look and not answered: not known.
+    expect(leftAsDeclared({ results: [wrote] }, ours, false)).toBe(true);
+    expect(leftAsDeclared({ results: [wrote] }, ours, true)).toBe(false);
+  });
+
   it('outputs leave the declared objects to the inputs, and get them back from there; outputs of before stay whole', () => {
     const full = toWire({ ...tenant, applications: { portal: web }, users: { a: { email: 'a@x.io', scopes: [], disabled: false } }, assignments: { portal: ['a'] } });
     const slim = slimOutputs(full);
@@ -317,6 +332,12 @@ describe('client configs on disk', () => {
     await syncFiles(dir, { 'acme/portal/grant.json': '{"a":1}', 'acme/wiki/oauth2-proxy.env': 'A=1\n' }, { 'acme/portal/grant.json': '{"a":2}' });
     expect(await readFile(join(dir, 'acme/portal/grant.json'), 'utf8')).toBe('{"a":2}');
     expect(await readdir(join(dir, 'acme'))).toEqual(['portal']);
+    // A file the state holds and the disk lacks (deleted by hand, a fresh checkout) is written again, though the model did not change it.
+    await rm(join(dir, 'acme/portal/grant.json'));
+    await syncFiles(dir, { 'acme/portal/grant.json': '{"a":2}' }, { 'acme/portal/grant.json': '{"a":2}', 'acme/spa/config.json': '{}' });
+    expect(await readFile(join(dir, 'acme/portal/grant.json'), 'utf8')).toBe('{"a":2}');
+    expect(await readFile(join(dir, 'acme/spa/config.json'), 'utf8')).toBe('{}');
+    await syncFiles(dir, { 'acme/portal/grant.json': '{"a":2}', 'acme/spa/config.json': '{}' }, { 'acme/portal/grant.json': '{"a":2}' });
     const read = await clientConfigsProvider.read(dir, { dir, files: { 'acme/portal/grant.json': '{"a":1}' } });
     expect(read.inputs).toEqual({ dir, files: { 'acme/portal/grant.json': '{"a":2}' } });
     // On the wire the files are one JSON string; a state of before holds the object, and reads the same.
@@ -326,6 +347,33 @@ describe('client configs on disk', () => {
     expect((await clientConfigsProvider.check({} as never, { dir, files: JSON.stringify({ '../x': '' }) })).failures?.[0]?.property).toBe('files["../x"]');
     expect(await clientConfigsProvider.diff(dir, { dir, files: { 'acme/portal/grant.json': '{"a":2}' } }, { dir, files: packed })).toEqual({ changes: false, replaces: [] });
     expect((await clientConfigsProvider.diff(dir, { dir, files: packed }, { dir, files: '{}' })).changes).toBe(true);
+  });
+
+  it("under idforge's host the outputs leave the files to the inputs, which the host hands back", async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'idforge-configs-'));
+    dirs.push(dir);
+    const files = JSON.stringify({ 'acme/portal/grant.json': '{"a":1}' });
+    const ctx = (inputs?: Record<string, unknown>) => ({ urn: 'urn:x', inputs, log: async () => {} });
+    // The host passes the context as a last argument, which Pulumi's provider type does not name.
+    const provider = clientConfigsProvider as unknown as {
+      create(i: object, c: object): Promise<{ outs?: object }>; diff(id: string, o: object, n: object, c: object): Promise<{ changes?: boolean }>;
+      read(id: string, p: object, c: object): Promise<{ props?: object; inputs?: object }>; update(id: string, o: object, n: object, c: object): Promise<{ outs?: object }>;
+      delete(id: string, p: object, c: object): Promise<void>;
+    };
+    const made = await provider.create({ dir, files }, ctx());
+    expect(made.outs).toEqual({ dir });
+    expect(await provider.diff(dir, made.outs!, { dir, files }, ctx({ dir, files }))).toEqual({ changes: false, replaces: [] });
+    expect((await provider.diff(dir, made.outs!, { dir, files: '{}' }, ctx({ dir, files }))).changes).toBe(true);
+    // A file edited by hand: read shows it in the inputs (what the next diff compares with), the outputs stay slim.
+    await writeFile(join(dir, 'acme/portal/grant.json'), 'edited');
+    const read = await provider.read(dir, made.outs!, ctx({ dir, files }));
+    expect(read.props).toEqual({ dir });
+    expect(read.inputs).toEqual({ dir, files: JSON.stringify({ 'acme/portal/grant.json': 'edited' }) });
+    const next = JSON.stringify({ 'acme/spa/config.json': '{}' });
+    expect((await provider.update(dir, made.outs!, { dir, files: next }, ctx({ dir, files }))).outs).toEqual({ dir });
+    expect(await readdir(join(dir, 'acme'))).toEqual(['spa']);
+    await provider.delete(dir, { dir }, ctx({ dir, files: next }));
+    expect(await readdir(dir)).toEqual([]);
   });
 });
 
