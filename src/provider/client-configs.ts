@@ -10,7 +10,7 @@
 import * as pulumi from '@pulumi/pulumi';
 import { z } from 'zod';
 import { canonicalJson } from '../contract/index.ts';
-import { changedKeys, checkWith, isUnknown, jsonEqual } from './_common.ts';
+import { changedKeys, checkWith, isUnknown, jsonEqual, type ProviderContext } from './_common.ts';
 import { _DynamicResource } from './_load.ts';
 
 export interface ClientConfigsArgs {
@@ -30,7 +30,24 @@ export interface ClientConfigsInputs {
    */
   readonly files: Record<string, string> | string;
 }
-export type ClientConfigsOutputs = ClientConfigsInputs;
+/** Under idforge's provider host, the outputs leave `files` to the inputs (slimOutputs); else they are the inputs. */
+export type ClientConfigsOutputs = Omit<ClientConfigsInputs, 'files'> & { readonly files?: ClientConfigsInputs['files'] };
+
+/**
+ * Pure: the outputs as the state keeps them under idforge's host (the only one that passes a context,
+ * and it hands the inputs back as `ctx.inputs`): without the files. Why: the files are the inputs
+ * already (12.6 MB for the 100k-user model), and outputs that repeated them were a third of the
+ * state, encrypted, written, read back and copied by the engine on every command (README, "Scale").
+ */
+const outputsFor = (i: ClientConfigsInputs, ctx: ProviderContext | undefined): ClientConfigsOutputs => {
+  if (ctx === undefined) return i;
+  const { files: _, ...rest } = i;
+  return rest;
+};
+
+/** Outputs with the files taken from the inputs when they leave them out (outputs of before hold them). */
+const withFiles = (outs: ClientConfigsOutputs, ctx: ProviderContext | undefined): ClientConfigsInputs =>
+  (outs.files !== undefined ? outs : { ...outs, files: (ctx?.inputs?.files as ClientConfigsInputs['files'] | undefined) ?? {} }) as ClientConfigsInputs;
 
 const relPath = z
   .string()
@@ -51,14 +68,21 @@ export const filesOf = (files: ClientConfigsInputs['files'] | undefined): Record
 /** The files as the wire carries them: one canonical JSON string (unknown in a preview stays unknown). */
 const packFiles = (files: unknown): unknown => (typeof files === 'string' || isUnknown(files) ? files : canonicalJson(files));
 
-/** Writes and removes files so that `dir` holds `news` instead of `olds`; pure of Pulumi. */
+/**
+ * Writes and removes files so that `dir` holds `news` instead of `olds`; pure of Pulumi. A file is
+ * written when its content is not the one the state holds (`olds`) or it is missing on disk (deleted
+ * by hand, a fresh checkout); a file edited by hand is what `refresh` finds (read compares contents),
+ * and the up after it writes it again. Why not read every file to compare: the 100k-user model has
+ * 17,500 of them, and reading them all was most of the provider host's work in an `up` that changed
+ * one application (README, "Scale"); one walk of the directory says which are missing.
+ */
 export async function syncFiles(dir: string, olds: Record<string, string>, news: Record<string, string>): Promise<void> {
   const fs = await import('node:fs/promises');
   const path = await import('node:path');
+  const present = new Set((await fs.readdir(dir, { recursive: true }).catch(() => [] as string[])).map((p) => p.split(path.sep).join('/')));
   for (const [rel, content] of Object.entries(news)) {
+    if (olds[rel] === content && present.has(rel)) continue;
     const file = path.join(dir, rel);
-    const current = await fs.readFile(file, 'utf8').catch(() => undefined);
-    if (current === content) continue;
     await fs.mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
     // Write beside and rename, so a reader never sees half a config.
     const tmp = `${file}.${process.pid}.tmp`;
@@ -95,34 +119,35 @@ export const clientConfigsProvider: Required<
     if (r.inputs === undefined || (r.failures?.length ?? 0) > 0) return r;
     return { ...r, inputs: { ...r.inputs, files: same || isUnknown(news.files) ? news.files : packed ? packFiles(r.inputs.files) : r.inputs.files } as never };
   },
-  async diff(_id, olds, news) {
+  async diff(_id, outs, news, ctx?: ProviderContext) {
+    const olds = withFiles(outs, ctx);
     const replaces = changedKeys(['dir'], { ...olds }, { ...news });
     const same = typeof olds.files === 'string' && typeof news.files === 'string' ? olds.files === news.files : jsonEqual(filesOf(olds.files), filesOf(news.files));
     return { changes: replaces.length > 0 || !same, replaces };
   },
-  async create(inputs) {
+  async create(inputs, ctx?: ProviderContext) {
     await syncFiles(inputs.dir, {}, filesOf(inputs.files));
-    return { id: inputs.dir, outs: inputs };
+    return { id: inputs.dir, outs: outputsFor(inputs, ctx) };
   },
-  async read(id, props) {
+  async read(id, props, ctx?: ProviderContext) {
     const fs = await import('node:fs/promises');
     const path = await import('node:path');
-    const old = props as ClientConfigsOutputs;
+    const old = withFiles(props ?? ({} as ClientConfigsOutputs), ctx);
     const files: Record<string, string> = {};
     for (const rel of Object.keys(filesOf(old.files))) {
       const content = await fs.readFile(path.join(old.dir, rel), 'utf8').catch(() => undefined);
       if (content !== undefined) files[rel] = content;
     }
-    // In the shape the state had it.
+    // In the shape the state had it; the files found on disk are the inputs the next diff compares the model with.
     const now = { ...old, files: typeof old.files === 'string' ? canonicalJson(files) : files };
-    return { id, props: now, inputs: now };
+    return { id, props: outputsFor(now, ctx), inputs: now };
   },
-  async update(_id, olds, news) {
-    await syncFiles(news.dir, filesOf(olds.files), filesOf(news.files));
-    return { outs: news };
+  async update(_id, outs, news, ctx?: ProviderContext) {
+    await syncFiles(news.dir, filesOf(withFiles(outs, ctx).files), filesOf(news.files));
+    return { outs: outputsFor(news, ctx) };
   },
-  async delete(_id, props) {
-    const old = props as ClientConfigsOutputs;
+  async delete(_id, props, ctx?: ProviderContext) {
+    const old = withFiles(props, ctx);
     await syncFiles(old.dir, filesOf(old.files), {});
   },
 };
