@@ -9,6 +9,7 @@
 import { mapLimit } from '../../admin-client/index.ts';
 import { stepName } from '../../contract/index.ts';
 import { appKey } from '../../generators/index.ts';
+import { batchWithEntrySources, readEntrySources } from '../_entry-sources.ts';
 import { newClientSecret, saveClientSecrets } from '../_state.ts';
 import { EXIT, type Command } from '../../command/io.ts';
 import {
@@ -34,7 +35,7 @@ ${CREDENTIAL_HELP}
 export const run: Command = async (argv, io) => {
   const prepared = await preparePlan('apply', argv, io, USAGE, HELP);
   if ('exit' in prepared) return prepared.exit;
-  const { plan, client, values, stateFile, movedSecrets } = prepared;
+  const { plan, client, values, stateFile, movedSecrets, paths } = prepared;
   // The guard is judged before the first write, so a refused apply changes nothing.
   if (plan.guard.length > 0 && !values.allowMassDelete) {
     if (values.json) io.stdout(`${JSON.stringify({ ok: false, applied: false, stateFile, ...planJson(plan) }, null, 2)}\n`);
@@ -66,6 +67,8 @@ export const run: Command = async (argv, io) => {
     // Only tenants whose dry run found something to do are sent; the server writes what differs.
     const idle = (t: (typeof plan.tenants)[number]) => t.renameFrom === undefined && (t.appRenames ?? []).length === 0 && t.judged.results.every((r) => r.outcome === 'unchanged');
     const toSend = tenants.filter((t) => !idle(t)).length;
+    // Each entry the console may propose a change to keeps the lines it was declared on: read for the tenants sent.
+    const sources = await readEntrySources(paths, io.cwd, new Set(tenants.filter((t) => !idle(t)).map((t) => t.tenant)));
     const progress = progressLine(io, values.json, 'applying');
     let sent = 0;
     const applied = await mapLimit(tenants, BATCH_CONCURRENCY, async (t) => {
@@ -74,7 +77,7 @@ export const run: Command = async (argv, io) => {
       if (t.renameFrom !== undefined) await client.call('renameTenant', { tenant: t.renameFrom }, { body: { to: t.tenant } });
       // Declared application renames next: each moves with its client id, secret, assignments and tokens.
       for (const r of t.appRenames ?? []) await client.call('renameApplication', { tenant: t.tenant, application: r.from }, { body: { to: r.to } });
-      const r = await client.batch(t.tenant, t.batch);
+      const r = await client.batch(t.tenant, batchWithEntrySources(t.tenant, t.batch, sources));
       progress.update(++sent, toSend);
       if (r.refused) throw batchRefusal(t.tenant, t.batch, r.results);
       for (const x of r.results) {

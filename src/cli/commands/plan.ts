@@ -20,7 +20,6 @@ import {
 } from '../../contract/index.ts';
 import { tenantRenames, type Model } from '../../schema/model.ts';
 import { compilePlan } from '../../generators/index.ts';
-import { readEntrySources, withEntrySources } from '../_entry-sources.ts';
 import { EXIT, UsageError, type CliIo, type Command } from '../../command/io.ts';
 import { parseCommandArgs } from '../../command/args.ts';
 import { loadForCommand, reportProblems } from '../_model.ts';
@@ -395,6 +394,8 @@ export async function preparePlan(
   plan: RemotePlan & { readonly tenants: readonly TenantPlan[] }; client: AdminClient; stateFile: string;
   /** Client secrets found under a renamed tenant's or application's old key: apply keeps them under the new one. */
   movedSecrets: readonly { key: string; clientSecret: string }[];
+  /** The model's files and directories, resolved: where apply reads the sources of what it sends. */
+  paths: readonly string[];
   values: { json: boolean; allowMassDelete: boolean };
 }> {
   const { values, positionals } = parseCommandArgs(argv, PLAN_OPTIONS, usage);
@@ -430,10 +431,9 @@ export async function preparePlan(
     }
     throw err;
   }
-  // Each entry the console may propose a change to keeps the lines it was declared on: recorded by
-  // apply; a plan writes nothing, and where an entry is declared is never a change it would show.
-  const sources = command === 'apply' ? await readEntrySources(paths, io.cwd) : new Map<string, never>();
-  const steps = withEntrySources(compilePlan(model, { secrets, passwords, webhookSecrets }).steps, sources);
+  // Where each entry was declared is recorded by apply, for the tenants it sends (apply.ts): never a
+  // change a plan would show, so the plan is made without it.
+  const steps = compilePlan(model, { secrets, passwords, webhookSecrets }).steps;
   try {
     // Every write names its manager and, in a Git repository, the model's commit (the server's event log).
     const git = await gitInfoOf(paths[0]!);
@@ -462,7 +462,7 @@ export async function preparePlan(
       return { exit: EXIT.invalid };
     }
     if (!json) io.stdout(stateLine(state));
-    return { plan, client, stateFile, movedSecrets, values: { json, allowMassDelete: values['allow-mass-delete'] === true } };
+    return { plan, client, stateFile, movedSecrets, paths, values: { json, allowMassDelete: values['allow-mass-delete'] === true } };
   } catch (err) {
     // Users another door manages (SCIM, the console) are the model's mistake: shown at their place in it.
     const owned = err instanceof BatchRefused ? ownershipProblems(model, err.tenant, err.results) : [];
