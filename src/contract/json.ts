@@ -51,5 +51,6 @@ export function changedFields(before: object | undefined, after: object): string
   if (JSON.stringify(before) === JSON.stringify(after)) return [];
   const b = before as Record<string, unknown>;
   const keys = new Set([...Object.keys(b), ...Object.keys(a)]);
-  return [...keys].filter((k) => canonicalJson(b[k]) !== canonicalJson(a[k])).sort();
+  // A field that is the same value (a string, a number, a boolean: most of them) needs no normal form.
+  return [...keys].filter((k) => b[k] !== a[k] && canonicalJson(b[k]) !== canonicalJson(a[k])).sort();
 }
