@@ -250,7 +250,10 @@ export async function planAgainst(
       const live = new Set(((await client.listAll('listApplications', { tenant: from ?? tenant })) ?? []).map((a) => a.name));
       appRenames = [...declared].filter(([to, was]) => live.has(was) && !live.has(to)).map(([to, was]) => ({ from: was, to }));
     }
-    const judged = afterAppRenames(await client.batch(from ?? tenant, { ...beforeAppRenames(batch, appRenames), prune: planPrune(policy(tenant), manager) }, { dryRun: true }), appRenames);
+    // The dry run also answers the group assignments on the tenant's applications (`undeclared`), where the tenant's policy looks for them.
+    const judged = afterAppRenames(await client.batch(from ?? tenant, {
+      ...beforeAppRenames(batch, appRenames), prune: planPrune(policy(tenant), manager), ...(policy(tenant) === 'keep' ? {} : { undeclared: true }),
+    }, { dryRun: true }), appRenames);
     if (judged.refused) throw batchRefusal(tenant, batch, judged.results);
     options.progress?.(++judgedTenants, batches.length);
     return { tenant, batch, judged, ...(from === undefined ? {} : { renameFrom: from }), ...(appRenames.length === 0 ? {} : { appRenames }) };
@@ -272,17 +275,20 @@ export async function planAgainst(
  * groups become user assignments, so it declares none). A group another door keeps (SCIM's) must not
  * let an identity provider grant access to an application Git manages without anyone seeing it:
  * such grants follow the tenant's `unmanaged` policy, deleted under `remove` (the default), listed
- * under `report`. One request per tenant.
+ * under `report`. Read from each tenant's dry run (`undeclared`).
  */
 async function undeclaredGrants(client: AdminClient, tenants: readonly TenantPlan[], policy: (tenant: string) => UnmanagedPolicy): Promise<OutsideGitObject[]> {
   const found = await mapLimit(tenants.filter((t) => policy(t.tenant) !== 'keep'), BATCH_CONCURRENCY, async (t): Promise<OutsideGitObject[]> => {
     const declared = new Set((t.batch.applications ?? []).map((a) => a.name));
-    let items;
-    try {
-      items = (await client.call('listTenantGroupAssignments', { tenant: t.renameFrom ?? t.tenant })).items;
-    } catch (err) {
-      if (err instanceof AdminApiError && err.status === 404) return [];
-      throw err;
+    // The dry run's answer holds them; a server from before `undeclared` is asked on its own.
+    let items: readonly { application: string; group: string; manager?: string }[] | undefined = t.judged.undeclared?.groupAssignments;
+    if (items === undefined) {
+      try {
+        items = (await client.call('listTenantGroupAssignments', { tenant: t.renameFrom ?? t.tenant })).items;
+      } catch (err) {
+        if (err instanceof AdminApiError && err.status === 404) return [];
+        throw err;
+      }
     }
     return items.filter((g) => declared.has(g.application)).map((g) => {
       const ref = { kind: 'group assignment' as const, tenant: t.tenant, application: g.application, group: g.group };
