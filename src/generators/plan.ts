@@ -108,7 +108,15 @@ export function tenantSteps(tenant: TenantSpec, resolved: Resolved, index = 0): 
   return steps;
 }
 
+/**
+ * The model's tenants in plan order, each compiled when asked: `idforge plan` compiles a tenant just
+ * before it sends that tenant's dry run, so compiling the rest overlaps the server's work.
+ */
+export function compileTenants(model: Model, resolved: Resolved): { readonly name: string; readonly steps: () => PlanStep[] }[] {
+  const index = new Map(model.tenants.map((t, i) => [t, i]));
+  return [...model.tenants].sort(byName).map((t) => ({ name: t.name, steps: () => tenantSteps(t, resolved, index.get(t)) }));
+}
+
 export function compilePlan(model: Model, resolved: Resolved): ProvisioningPlan {
-  const tenants = [...model.tenants].sort(byName);
-  return { version: 2, steps: tenants.flatMap((t) => tenantSteps(t, resolved, model.tenants.indexOf(t))) };
+  return { version: 2, steps: compileTenants(model, resolved).flatMap((t) => t.steps()) };
 }

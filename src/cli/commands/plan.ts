@@ -19,7 +19,7 @@ import {
   type EventView, type BatchEntryResult, type PlanStep, type ResourceRef, type ServerAddress, type TenantBatchBody, type TenantBatchResult, type UnmanagedPolicy,
 } from '../../contract/index.ts';
 import { tenantRenames, type Model } from '../../schema/model.ts';
-import { compilePlan } from '../../generators/index.ts';
+import { compileTenants } from '../../generators/index.ts';
 import { EXIT, UsageError, type CliIo, type Command } from '../../command/io.ts';
 import { parseCommandArgs } from '../../command/args.ts';
 import { loadForCommand, reportProblems } from '../_model.ts';
@@ -220,7 +220,7 @@ export class BatchRefused extends AdminApiError {
  * out: the plan, the mass-deletion guard's verdict, and per tenant what apply will send.
  */
 export async function planAgainst(
-  client: AdminClient, steps: readonly PlanStep[], options: PlanOptions = {},
+  client: AdminClient, compiled: readonly { readonly name: string; readonly steps: () => readonly PlanStep[] }[], options: PlanOptions = {},
 ): Promise<RemotePlan & { readonly tenants: readonly TenantPlan[] }> {
   const allowDeleteConsole = options.allowDeleteConsole === true;
   const manager = options.manager ?? applyManager();
@@ -229,8 +229,11 @@ export async function planAgainst(
   // Only what changes is listed in the answers (unchanged objects are counted): a no-op plan of
   // 100,000 users is then a few bytes per tenant. The dry run prunes the console's objects and the
   // drift too, so the server names them (_outside-git.ts); apply prunes them only when allowed.
-  const batches = [...tenantBatches(steps)].map(([tenant, batch]): [string, TenantBatchBody] =>
-    [tenant, { ...asManager(batch, manager, force), prune: applyPrune(policy(tenant), allowDeleteConsole, manager), report: 'changes' }]);
+  // Each tenant is compiled just before its dry run is sent, while the server judges the ones before it.
+  const batches = compiled.map(({ name, steps }): [string, () => TenantBatchBody] => [name, () => {
+    const batch = tenantBatches(steps()).get(name) ?? {};
+    return { ...asManager(batch, manager, force), prune: applyPrune(policy(name), allowDeleteConsole, manager), report: 'changes' };
+  }]);
   const inModel = new Set(batches.map(([t]) => t));
   let judgedTenants = 0;
   const onServer = (await client.listAll('listTenants', {})) ?? [];
@@ -241,7 +244,8 @@ export async function planAgainst(
   const renamed = new Set(renameFrom.values());
   // Only tenants this manager keeps go when the model leaves them out: another stack's or apply's stay.
   const going = onServer.filter((t) => !inModel.has(t.name) && !renamed.has(t.name) && managerOf(t) === manager).map((t) => t.name);
-  const tenants = await mapLimit(batches, BATCH_CONCURRENCY, async ([tenant, batch]): Promise<TenantPlan> => {
+  const tenants = await mapLimit(batches, BATCH_CONCURRENCY, async ([tenant, build]): Promise<TenantPlan> => {
+    const batch = build();
     const from = renameFrom.get(tenant);
     // Application renames the model declares and the server has not seen yet.
     const declared = options.appRenames?.get(tenant) ?? new Map<string, string>();
@@ -439,14 +443,14 @@ export async function preparePlan(
   }
   // Where each entry was declared is recorded by apply, for the tenants it sends (apply.ts): never a
   // change a plan would show, so the plan is made without it.
-  const steps = compilePlan(model, { secrets, passwords, webhookSecrets }).steps;
+  const compiled = compileTenants(model, { secrets, passwords, webhookSecrets });
   try {
     // Every write names its manager and, in a Git repository, the model's commit (the server's event log).
     const git = await gitInfoOf(paths[0]!);
     const client = (await connect(model.server, values['data-dir'], io)).as({ manager: applyManager(managerName), ...(git === undefined ? {} : { git }) });
     // apply plans first too: the guard and every refusal are judged before anything is written.
     const progress = progressLine(io, json, command === 'plan' ? 'planning' : 'planning before apply');
-    const plan = await planAgainst(client, steps, {
+    const plan = await planAgainst(client, compiled, {
       allowDeleteConsole: values['allow-delete-console'] === true,
       unmanaged: new Map(model.tenants.map((t) => [t.name, t.unmanaged])),
       renames: tenantRenames(model),
