@@ -158,7 +158,7 @@ class Db {
   }
 }
 
-/** The name batches take turns by when other processes share the file. */
+/** The name the busiest writers (tenant batches, their announcements, the back-channel log's place) take turns by when other processes share the file. */
 const BATCH_WRITER = 'sqlite:batch-writer';
 
 class Tenants implements TenantStore {
@@ -993,7 +993,7 @@ export function openSqliteStorage(dataDir: string, options: SqliteOptions = {}):
     events: new Events(d),
     webhooks: new Webhooks(d),
     ssf: new Ssf(d),
-    backchannel: new Backchannel(d),
+    backchannel: new Backchannel(d, locks),
     changes,
     ping: async () => {
       d.q('SELECT 1').get();
@@ -1111,7 +1111,8 @@ class Ssf implements SsfStore {
 }
 
 class Backchannel implements BackchannelStore {
-  constructor(private readonly d: Db) {}
+  /** `locks`: the cluster primary's, when other processes share the file. */
+  constructor(private readonly d: Db, private readonly locks?: NamedLocks) {}
 
   async place(): Promise<number | undefined> {
     const r = this.d.q('SELECT value FROM meta WHERE key = ?').get(BACKCHANNEL_PLACE_KEY) as { value: string } | undefined;
@@ -1124,12 +1125,15 @@ class Backchannel implements BackchannelStore {
     });
   }
   async queue(fromSeq: number, toSeq: number, logouts: readonly LogoutDraft[], nowMs: number): Promise<boolean> {
-    return this.d.tx(() => {
+    const write = async () => this.d.tx(() => {
       const moved = this.d.q('UPDATE meta SET value = ? WHERE key = ? AND value = ?').run(String(toSeq), BACKCHANNEL_PLACE_KEY, String(fromSeq)).changes;
       if (moved === 0) return false;
       this.#insert(logouts, nowMs);
       return true;
     });
+    // Every worker moves the place each poll while a large apply writes events: in the batches'
+    // queue, so neither waits in SQLite's busy handler for the other.
+    return this.locks === undefined ? write() : this.locks.hold([BATCH_WRITER], write);
   }
   async add(logouts: readonly LogoutDraft[], nowMs: number): Promise<void> {
     if (logouts.length > 0) this.d.tx(() => this.#insert(logouts, nowMs));
