@@ -132,10 +132,11 @@ export interface TenantOutputs extends TenantInputs {
 }
 
 /**
- * Every tenant's directory revision, asked once per provider process and server (one request for the
- * whole fleet, where each tenant's dry run is one request of its own); undefined when the server does
- * not answer it (one from before revisions, or down: the dry run then says what it says). A write
- * through this process forgets them, so a read after it asks again.
+ * Every tenant's directory revision: one request for the whole fleet, shared by every read that
+ * asks while it is in flight (the engine reads every tenant at once), where each tenant's dry run is
+ * one request of its own; undefined when the server does not answer it (one from before revisions,
+ * or down: the dry run then says what it says). Once answered it is forgotten, so a later read sees
+ * what changed since, through any door; a write through this process forgets it too.
  */
 const revisionsByServer = new Map<string, Promise<Record<string, string> | undefined>>();
 async function liveRevision(connection: AdminConnection, tenant: string): Promise<string | undefined> {
@@ -143,7 +144,12 @@ async function liveRevision(connection: AdminConnection, tenant: string): Promis
   let revisions = revisionsByServer.get(key);
   if (revisions === undefined) {
     // Set before the first await: the engine reads every tenant at once, and they share one request.
-    revisions = import('../admin-client/index.ts').then(({ AdminClient }) => new AdminClient(connection).call('listTenantRevisions', {})).then((r) => r.revisions, () => undefined);
+    const asked: Promise<Record<string, string> | undefined> = import('../admin-client/index.ts')
+      .then(({ AdminClient }) => new AdminClient(connection).call('listTenantRevisions', {})).then((r) => r.revisions, () => undefined)
+      .finally(() => {
+        if (revisionsByServer.get(key) === asked) revisionsByServer.delete(key);
+      });
+    revisions = asked;
     revisionsByServer.set(key, revisions);
   }
   return (await revisions)?.[tenant];
