@@ -161,6 +161,9 @@ class Db {
 /** The name the busiest writers (tenant batches, their announcements, the back-channel log's place) take turns by when other processes share the file. */
 const BATCH_WRITER = 'sqlite:batch-writer';
 
+/** Runs `write` in the writers' queue at the cluster primary when other processes share the file, else as it is. */
+const queued = <T>(locks: NamedLocks | undefined, write: () => Promise<T>): Promise<T> => (locks === undefined ? write() : locks.hold([BATCH_WRITER], write));
+
 class Tenants implements TenantStore {
   /** `locks`: the cluster primary's, when other processes (`serve --workers`) share the file. */
   constructor(private readonly d: Db, private readonly locks?: NamedLocks) {}
@@ -239,7 +242,7 @@ class Tenants implements TenantStore {
     // queue for it at the cluster primary first: a worker waiting in SQLite's busy handler polls
     // with sleeps of up to 100 ms, so two workers' batches spent much of an apply asleep (the
     // 100-tenant bench apply: 15.1 s with 2 workers against 9.2 s with 1); a queue wakes the next at once.
-    return this.locks === undefined ? write() : this.locks.hold([BATCH_WRITER], async () => write());
+    return queued(this.locks, async () => write());
   }
   #contents(name: string): TenantContents {
     const t = this.d.q('SELECT * FROM tenants WHERE name = ?').get(name) as Row | undefined;
@@ -930,7 +933,7 @@ class Changes implements ChangeFeed {
       });
     };
     // Announced right after a batch: in the batches' queue, not in SQLite's busy handler beside the next one.
-    return this.locks === undefined ? write() : this.locks.hold([BATCH_WRITER], write);
+    return queued(this.locks, write);
   }
 
   subscribe(listener: (tenant: string) => void): () => void {
@@ -1133,7 +1136,7 @@ class Backchannel implements BackchannelStore {
     });
     // Every worker moves the place each poll while a large apply writes events: in the batches'
     // queue, so neither waits in SQLite's busy handler for the other.
-    return this.locks === undefined ? write() : this.locks.hold([BATCH_WRITER], write);
+    return queued(this.locks, write);
   }
   async add(logouts: readonly LogoutDraft[], nowMs: number): Promise<void> {
     if (logouts.length > 0) this.d.tx(() => this.#insert(logouts, nowMs));
