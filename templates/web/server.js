@@ -194,12 +194,18 @@ if (backchannel.path) {
       console.log(`back-channel logout refused: ${err.message}`);
       res.status(400).json({ error: 'invalid_request', error_description: err.message });
     }
-  }, (err, _req, res, _next) => {
+  }, (err, req, res, _next) => {
     // A body the form reader refused (past 16 KiB, another charset or encoding, too many fields):
     // §2.8's 400 like any other bad request, not Express's error page (which shows the stack
     // outside production) with a 413 or 415.
     console.log(`back-channel logout refused: the request body could not be read (${err.message})`);
-    res.set('cache-control', 'no-store').status(400).json({ error: 'invalid_request', error_description: `the request body could not be read: ${err.message}` });
+    const refuse = () => res.set('cache-control', 'no-store').status(400).json({ error: 'invalid_request', error_description: `the request body could not be read: ${err.message}` });
+    // The form reader refuses some bodies (another charset or encoding) without reading them. Read
+    // what is left, up to 8 MiB, before answering, as it does itself for a body past its limit and as
+    // nginx's lingering close does: a connection closed with the body unread is reset, and the reset
+    // can reach the sender before our answer does.
+    if (req.complete || Number(req.headers['content-length'] ?? Infinity) > 8 * 1024 * 1024) return refuse();
+    req.on('error', () => {}).once('end', refuse).resume();
   });
 }
 

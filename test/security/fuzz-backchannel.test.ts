@@ -199,6 +199,8 @@ describe('the web template\'s back-channel logout refuses every hostile body wit
       // Found by this suite: Express's error page, with the stack, as a 413 and a 415.
       { size: 64 * 1024, fields: 0, type: 'application/x-www-form-urlencoded', encoding: undefined },
       { size: 0, fields: 0, type: 'application/x-www-form-urlencoded; charset=utf-16', encoding: undefined },
+      // Found by CI: refused unread, then closed, the connection was reset before the answer arrived.
+      { size: 1024 * 1024, fields: 3000, type: 'application/x-www-form-urlencoded; charset=latin1', encoding: 'bogus' },
     ]);
     await nothingEnded();
   });
