@@ -9,6 +9,7 @@
  * Rows:
  *   empty      apply from empty, no initial passwords                      target < 60 s
  *   noop       plan of the applied model: no changes                       target < 5 s
+ *              (then, for comparison, plan --refresh: every tenant judged by the server again)
  *   change     one user's displayName changed, apply                       target < 3 s
  *   passwords  apply from empty, 10% of users with an initial password     target < 120 s
  *   kill       apply from empty SIGKILLed at random points (by tenants applied), N times, then run to the end: exit 0,
@@ -193,7 +194,12 @@ if (only.some((o) => ['empty', 'noop', 'change'].includes(o))) {
       setupCheck(first.code === 0 || !(only.includes('noop') || only.includes('change')), 'apply from empty (the plan and change rows start from it)', `exit ${first.code}`);
       if (only.includes('noop') || only.includes('change')) {
         const noop = await measured('plan');
-        row('plan of the applied model (no changes)', noop.code === 0 && /No changes/.test(noop.out) ? noop.ms : undefined, 5, `${noop.out.trim().split('\n').pop() ?? ''} ${noop.note}`);
+        const said = (out: string) => /^No changes: .*$/m.exec(out)?.[0] ?? out.trim().split('\n').pop() ?? '';
+        const reused = /^(\d+) tenants? as the last apply left/m.exec(noop.out)?.[1] ?? '0';
+        row('plan of the applied model (no changes)', noop.code === 0 && /No changes/.test(noop.out) ? noop.ms : undefined, 5, `${said(noop.out)} ${reused} tenants not judged again. ${noop.note}`);
+        // For comparison: every tenant judged by the server (what the first plan after another state file pays).
+        const all = await idforge([...argv('plan'), '--refresh'], env);
+        console.log(`  for comparison, plan --refresh (every tenant judged): ${seconds(all.ms)}${all.code === 0 && /No changes/.test(all.out) ? '' : ' FAILED'}, CPU: CLI ${all.cpu.toFixed(1)} s`);
       }
       if (only.includes('change')) {
         const at = Math.min(250, tenants - 1);

@@ -52,6 +52,39 @@ export const stateLine = (s: StateLocation): string => `State file: ${s.file} ($
 interface StateFile {
   version: 1;
   secrets: Record<string, Partial<Record<SecretKind, string>>>;
+  /** Per server (its admin origin), per tenant: how the last apply found or left it exactly as declared (AsDeclared). */
+  asDeclared?: Record<string, Record<string, AsDeclared>>;
+}
+
+/**
+ * A tenant as the last apply found or left it exactly as declared (plan.ts): the digest of the batch
+ * it sent or would have sent, the server's directory revision then, and how many objects that is. While
+ * the model compiles to the same batch and the server's revision holds, plan and apply need not ask
+ * the server to judge the tenant again.
+ */
+export interface AsDeclared {
+  readonly digest: string;
+  readonly revision: string;
+  readonly objects: number;
+}
+
+const isAsDeclared = (v: unknown): v is AsDeclared => typeof v === 'object' && v !== null
+  && typeof (v as AsDeclared).digest === 'string' && typeof (v as AsDeclared).revision === 'string' && Number.isInteger((v as AsDeclared).objects);
+
+/** What the state file keeps of a server's tenants (AsDeclared); what does not read as one is not kept (it only saves a request). */
+export async function readAsDeclared(stateFile: string, server: string): Promise<Map<string, AsDeclared>> {
+  const kept = (await readState(stateFile)).asDeclared?.[server];
+  return new Map(typeof kept === 'object' && kept !== null ? Object.entries(kept).filter((e): e is [string, AsDeclared] => isAsDeclared(e[1])) : []);
+}
+
+/** Keeps what apply found or left as declared, for a server: every tenant of it, replacing what the file had. */
+export async function saveAsDeclared(stateFile: string, server: string, tenants: ReadonlyMap<string, AsDeclared>): Promise<void> {
+  const state = await readState(stateFile);
+  const all = { ...(state.asDeclared ?? {}) };
+  if (tenants.size === 0) delete all[server];
+  else all[server] = Object.fromEntries([...tenants].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  if (Object.keys(all).length === 0 && state.asDeclared === undefined) return;
+  await writeState(stateFile, { ...state, asDeclared: all });
 }
 
 /** Sizes chosen for their use: the proxy's cookie secret is 16 bytes, as the contract requires. */

@@ -179,6 +179,20 @@ export const TenantBatchResult = z.object({
 });
 export type TenantBatchResult = z.infer<typeof TenantBatchResult>;
 
+/**
+ * Whether a batch's answer leaves the tenant exactly as declared: nothing refused, nothing another
+ * manager keeps, nothing undeclared (when looked for, `undeclared`). Its revision then stands for the
+ * declared state: a reader that keeps both (the Pulumi provider, `idforge plan`) need not ask again
+ * while the revision holds.
+ */
+export function leftAsDeclared(last: Pick<TenantBatchResult, 'results' | 'undeclared'> | undefined, ours: string | undefined, looked: boolean): boolean {
+  if (last === undefined) return false;
+  if (last.results.some((r) => r.outcome === 'refused' || (r.manager !== undefined && r.manager !== ours))) return false;
+  if (!looked) return true;
+  const u = last.undeclared;
+  return u !== undefined && u.applications.length === 0 && u.users.length === 0 && u.assignments.length === 0 && u.groupAssignments.length === 0 && (u.webhooks ?? []).length === 0;
+}
+
 /** A refused batch (HTTP 422): the error body (the first refusal) and every entry's outcome. */
 export const TenantBatchRefusal = TenantBatchResult.extend({
   error: z.string(),

@@ -32,7 +32,7 @@
 import * as pulumi from '@pulumi/pulumi';
 import { z } from 'zod';
 import {
-  ApplicationName, GitInfo, TenantBody, TenantName, UNMANAGED_POLICIES, UserBody, UserId, WEBHOOK_SECRET, WebhookBody, WebhookName, canonicalJson, formatPath, managerOf, managerWords,
+  ApplicationName, GitInfo, TenantBody, TenantName, UNMANAGED_POLICIES, UserBody, UserId, WEBHOOK_SECRET, WebhookBody, WebhookName, canonicalJson, formatPath, leftAsDeclared, managerOf, managerWords,
   type BatchEntryResult, type EventActor, type TenantBatchBody, type TenantBatchResult, type UndeclaredObjects, type UnmanagedPolicy,
 } from '../contract/index.ts';
 import type { AdminConnection } from '../admin-client/index.ts';
@@ -159,15 +159,6 @@ async function liveRevision(connection: AdminConnection, tenant: string): Promis
 async function unchangedSince(id: string, outs: (TenantWire & { revision?: string }) | undefined): Promise<boolean> {
   if (outs?.revision === undefined || outs.connection === undefined || DECLARED_MAPS.some((k) => outs[k] !== undefined)) return false;
   return (await liveRevision(outs.connection, liveName(id, outs as unknown as Partial<TenantOutputs>))) === outs.revision;
-}
-
-/** Pure: whether a write's answer leaves the tenant exactly as declared: nothing another manager keeps, nothing undeclared (when looked for). */
-export function leftAsDeclared(last: Pick<TenantBatchResult, 'results' | 'undeclared'> | undefined, ours: string | undefined, looked: boolean): boolean {
-  if (last === undefined) return false;
-  if (last.results.some((r) => r.outcome === 'refused' || (r.manager !== undefined && r.manager !== ours))) return false;
-  if (!looked) return true;
-  const u = last.undeclared;
-  return u !== undefined && u.applications.length === 0 && u.users.length === 0 && u.assignments.length === 0 && u.groupAssignments.length === 0 && (u.webhooks ?? []).length === 0;
 }
 
 /** The outputs of a write: with the revision its batch left when that leaves the tenant exactly as declared, else without one. */

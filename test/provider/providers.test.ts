@@ -16,8 +16,9 @@ import { stableSecretProvider } from '../../src/provider/stable-secret.ts';
 import { assignmentChanges } from '../../src/provider/tenant-assignments.ts';
 import { valuesFor } from '../../src/provider/tenant-secrets.ts';
 import { userChanges } from '../../src/provider/tenant-users.ts';
-import { checkUnchanged, describe as describeChange, findingsOf, fromWire, leftAsDeclared, othersOf, slimOutputs, tenantBatch, tenantDifferences, tenantProvider, toWire, withInputs, type TenantInputs } from '../../src/provider/tenant.ts';
+import { checkUnchanged, describe as describeChange, findingsOf, fromWire, othersOf, slimOutputs, tenantBatch, tenantDifferences, tenantProvider, toWire, withInputs, type TenantInputs } from '../../src/provider/tenant.ts';
 import { loadModel } from '../../src/schema/index.ts';
+import { leftAsDeclared } from '../../src/contract/index.ts';
 import { z } from 'zod';
 
 // Port 1: nothing answers there, so the checks that ask the server find it unreachable at once.

@@ -10,13 +10,13 @@ import { mapLimit } from '../../admin-client/index.ts';
 import { stepName } from '../../contract/index.ts';
 import { appKey } from '../../generators/index.ts';
 import { batchWithEntrySources, readEntrySources } from '../_entry-sources.ts';
-import { newClientSecret, saveClientSecrets } from '../_state.ts';
+import { newClientSecret, saveAsDeclared, saveClientSecrets, type AsDeclared } from '../_state.ts';
 import { EXIT, type Command } from '../../command/io.ts';
 import {
-  AdminApiError, BATCH_CONCURRENCY, CREDENTIAL_HELP, MANAGER_HELP, MODEL_HELP, batchRefusal, changesFrom, formatGuard, formatPlan, planJson, preparePlan, progressLine, renameChanges,
+  AdminApiError, BATCH_CONCURRENCY, CREDENTIAL_HELP, MANAGER_HELP, MODEL_HELP, batchDigest, batchRefusal, changesFrom, leavesNothingToSay, formatGuard, formatPlan, planJson, preparePlan, progressLine, renameChanges,
 } from './plan.ts';
 
-const USAGE = 'usage: idforge apply <model file or directory>... [--overlay <environment overlay>] (--data-dir <server data dir> | env IDFORGE_ADMIN_CLIENT_ID/SECRET) [--manager <name>] [--force-conflicts] [--state <file>] [--json] [--allow-mass-delete] [--allow-delete-console]';
+const USAGE = 'usage: idforge apply <model file or directory>... [--overlay <environment overlay>] (--data-dir <server data dir> | env IDFORGE_ADMIN_CLIENT_ID/SECRET) [--manager <name>] [--force-conflicts] [--refresh] [--state <file>] [--json] [--allow-mass-delete] [--allow-delete-console]';
 const HELP = `${USAGE}
 
 Makes the server named in the model's 'server' section match the model: creates and updates
@@ -56,7 +56,9 @@ export const run: Command = async (argv, io) => {
       made.push({ key: appKey(t.tenant, a.name), clientSecret });
       return { ...a, body: { ...a.body, clientSecret } };
     });
-    return { ...t, batch: { ...t.batch, applications } };
+    const batch = { ...t.batch, applications };
+    // What the next compile gives for the tenant: the secrets made here come from the state file then.
+    return { ...t, batch, digest: applications === t.batch.applications || !applications.some((a, i) => a !== t.batch.applications![i]) ? t.digest : batchDigest(t.tenant, batch, t.policy) };
   });
   await saveClientSecrets(stateFile, [...movedSecrets, ...made]);
   const secrets: { name: string; clientSecret: string }[] = [];
@@ -71,15 +73,25 @@ export const run: Command = async (argv, io) => {
     const sources = await readEntrySources(paths, io.cwd, new Set(tenants.filter((t) => !idle(t)).map((t) => t.tenant)));
     const progress = progressLine(io, values.json, 'applying');
     let sent = 0;
+    // Each tenant found or left exactly as declared: kept in the state file, so the next plan need not judge it again.
+    const asDeclared = new Map<string, AsDeclared>();
     const applied = await mapLimit(tenants, BATCH_CONCURRENCY, async (t) => {
-      if (idle(t)) return { tenant: t.tenant, judged: t.judged };
+      if (idle(t)) {
+        if (t.asDeclared !== undefined) asDeclared.set(t.tenant, t.asDeclared);
+        return { tenant: t.tenant, judged: t.judged };
+      }
       // A declared rename first: the batch then judges the moved tenant under its new name.
       if (t.renameFrom !== undefined) await client.call('renameTenant', { tenant: t.renameFrom }, { body: { to: t.tenant } });
       // Declared application renames next: each moves with its client id, secret, assignments and tokens.
       for (const r of t.appRenames ?? []) await client.call('renameApplication', { tenant: t.tenant, application: r.from }, { body: { to: r.to } });
-      const r = await client.batch(t.tenant, batchWithEntrySources(t.tenant, t.batch, sources));
+      // Asked what else the tenant holds (`undeclared`), in the batch's transaction: to know whether it is left as declared.
+      const r = await client.batch(t.tenant, { ...batchWithEntrySources(t.tenant, t.batch, sources), undeclared: true });
       progress.update(++sent, toSend);
       if (r.refused) throw batchRefusal(t.tenant, t.batch, r.results);
+      if (leavesNothingToSay(r, plan.manager, t.policy, false)) {
+        const objects = r.unchanged + r.results.filter((x) => x.outcome === 'created' || x.outcome === 'updated').length;
+        asDeclared.set(t.tenant, { digest: t.digest, revision: r.revision!, objects });
+      }
       for (const x of r.results) {
         if (typeof x.clientSecret === 'string') secrets.push({ name: stepName({ kind: 'application', tenant: t.tenant, application: x.application! }), clientSecret: x.clientSecret });
         if (typeof x.webhookSecret === 'string') hookSecrets.push({ name: stepName({ kind: 'webhook', tenant: t.tenant, webhook: x.webhook! }), webhookSecret: x.webhookSecret });
@@ -94,6 +106,7 @@ export const run: Command = async (argv, io) => {
     const going = plan.changes.filter((c) => c.op === 'delete' && c.kind === 'tenant');
     for (const c of going) await client.removeRef(c.ref);
     progress.done();
+    await saveAsDeclared(stateFile, plan.server, asDeclared);
     const { changes, unchanged } = changesFrom(applied, going.map((c) => ({ tenant: c.ref.tenant, before: { users: 0, assignments: 0 } })));
     result = { ...plan, changes: [...renameChanges(plan.tenants), ...changes, ...grants], unchanged };
   } catch (err) {

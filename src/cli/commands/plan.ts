@@ -12,10 +12,11 @@
  * Admin credentials, in this order: `--data-dir <server data dir>` (reads the bootstrap file the
  * server wrote, admin-credentials.json), or IDFORGE_ADMIN_CLIENT_ID + IDFORGE_ADMIN_CLIENT_SECRET.
  */
+import { createHash } from 'node:crypto';
 import { resolve } from 'node:path';
 import { AdminApiError, AdminClient, mapLimit, readAdminCredentials, endpointFromCredentials } from '../../admin-client/index.ts';
 import {
-  DEFAULT_APPLY_MANAGER, MANAGER, SYSTEM_TENANT, adminBaseUrl, applyManager, counted, endpointUrl, managerOf, managerWords, refOf, stepName, tenantBatches,
+  DEFAULT_APPLY_MANAGER, MANAGER, SYSTEM_TENANT, adminBaseUrl, applyManager, counted, endpointUrl, MANAGED_BY_CONSOLE, managerOf, managerWords, refOf, stepName, tenantBatches,
   type EventView, type BatchEntryResult, type PlanStep, type ResourceRef, type ServerAddress, type TenantBatchBody, type TenantBatchResult, type UnmanagedPolicy,
 } from '../../contract/index.ts';
 import { tenantRenames, type Model } from '../../schema/model.ts';
@@ -28,7 +29,7 @@ import { ownershipProblems } from './_ownership.ts';
 import { gitInfoOf } from '../../schema/git-source.ts';
 import { lastChangeWords, lastChanges } from '../_last-change.ts';
 import type { ChangeOp, PlannedChange } from '../_planned-change.ts';
-import { StateFileError, locateStateFile, readClientSecrets, resolvePasswords, resolveWebhookSecrets, stateLine } from '../_state.ts';
+import { StateFileError, locateStateFile, readAsDeclared, readClientSecrets, resolvePasswords, resolveWebhookSecrets, stateLine, type AsDeclared } from '../_state.ts';
 import { appliedDeletion, applyPrune, formatOutsideGit, outsideGitOf, planPrune, type OutsideGitObject } from '../_outside-git.ts';
 
 export { AdminApiError } from '../../admin-client/index.ts';
@@ -52,6 +53,8 @@ export interface RemotePlan {
   readonly guard: readonly GuardViolation[];
   /** Objects made outside Git (the console's, or differing only in owner): see _outside-git.ts. */
   readonly outsideGit: readonly OutsideGitObject[];
+  /** Tenants not judged again: as the last apply found or left them (AsDeclared), same batch, same server revision. */
+  readonly reused: number;
 }
 
 /** How plan and apply read the model: the same words in both commands' --help. */
@@ -112,6 +115,50 @@ export interface PlanOptions {
   readonly manager?: string;
   /** Take over what other managers keep (--force-conflicts); otherwise such a change is refused, naming them. */
   readonly force?: boolean;
+  /**
+   * Tenants as the last apply found or left them exactly as declared (the state file's AsDeclared):
+   * one whose batch has the same digest and whose revision the server still answers is not judged
+   * again. Without it (`--refresh`), every tenant is.
+   */
+  readonly asDeclared?: ReadonlyMap<string, AsDeclared>;
+}
+
+/**
+ * Whether a tenant's batch answer leaves nothing for the next plan to say about the tenant while its
+ * revision holds, so that plan may skip it (AsDeclared). A dry run: nothing to change, delete or list
+ * (planPrune finds the console's objects and the drift), no access the model does not declare. An
+ * apply's batch (pruned by applyPrune, asked `undeclared`): nothing refused or another manager's among
+ * its entries, and what it left beside them is kept by another manager that plan never lists (SCIM,
+ * another stack), not the console's nor drift (but under `unmanaged: keep`, which never looks for drift).
+ */
+export function leavesNothingToSay(r: TenantBatchResult, manager: string, policy: UnmanagedPolicy, dryRun: boolean): boolean {
+  if (r.revision === undefined) return false;
+  const noGrants = policy === 'keep' || (r.undeclared !== undefined && r.undeclared.groupAssignments.length === 0);
+  if (dryRun) return r.results.length === 0 && noGrants;
+  if (r.results.some((x) => x.outcome === 'refused' || (x.manager !== undefined && x.manager !== manager))) return false;
+  const u = r.undeclared;
+  if (u === undefined) return false;
+  const unsaid = (o: { readonly manager?: string }) => (o.manager === undefined ? policy === 'keep' : o.manager !== MANAGED_BY_CONSOLE && o.manager !== manager);
+  return noGrants && [...u.applications, ...u.users, ...u.assignments, ...(u.webhooks ?? [])].every(unsaid);
+}
+
+/**
+ * The digest of a tenant's batch as plan judges it and apply sends it (manager, prune and report
+ * included) under the tenant's policy: what AsDeclared keeps. A client secret counts by its value, not
+ * by where the body holds it (apply adds the ones it makes; the next compile reads them from the state file).
+ */
+export function batchDigest(tenant: string, batch: TenantBatchBody, policy: UnmanagedPolicy): string {
+  const hash = createHash('sha256').update(`idforge batch 1\0${tenant}\0${policy}\0`);
+  const secrets: string[] = [];
+  const applications = (batch.applications ?? []).map((a) => {
+    if (!('clientSecret' in a.body)) return a;
+    const { clientSecret, ...body } = a.body as typeof a.body & { clientSecret?: string };
+    secrets.push(`${a.name}\0${clientSecret ?? ''}`);
+    return { ...a, body };
+  });
+  hash.update(JSON.stringify(batch.applications === undefined ? batch : { ...batch, applications }));
+  for (const s of secrets) hash.update(`\0${s}`);
+  return hash.digest('base64url');
 }
 
 /** Every entry of a tenant batch written as `manager`. */
@@ -138,6 +185,12 @@ export interface TenantPlan {
   readonly renameFrom?: string;
   /** Applications to rename first (a previousName not yet applied): the server moves each with its client id, secret, assignments and tokens. */
   readonly appRenames?: readonly { readonly from: string; readonly to: string }[];
+  /** batchDigest of `batch`, under `policy`. */
+  readonly digest: string;
+  readonly policy: UnmanagedPolicy;
+  /** Found exactly as declared (by its dry run, or kept from the last apply, `reused`): what AsDeclared keeps of it. */
+  readonly asDeclared?: AsDeclared;
+  readonly reused?: boolean;
 }
 
 /** Pending tenant and application renames as the plan lists them: updates, first of all changes. */
@@ -244,23 +297,43 @@ export async function planAgainst(
   const renamed = new Set(renameFrom.values());
   // Only tenants this manager keeps go when the model leaves them out: another stack's or apply's stay.
   const going = onServer.filter((t) => !inModel.has(t.name) && !renamed.has(t.name) && managerOf(t) === manager).map((t) => t.name);
+  // Every tenant's revision, in one request, when the last apply left any as declared (a server from before revisions answers none).
+  const kept = options.asDeclared ?? new Map<string, AsDeclared>();
+  const revisions = kept.size === 0 ? {} : await client.call('listTenantRevisions', {}).then((r) => r.revisions, (err: unknown) => {
+    if (err instanceof AdminApiError && err.status === 404) return {} as Record<string, string>;
+    throw err;
+  });
   const tenants = await mapLimit(batches, BATCH_CONCURRENCY, async ([tenant, build]): Promise<TenantPlan> => {
     const batch = build();
+    const digest = batchDigest(tenant, batch, policy(tenant));
     const from = renameFrom.get(tenant);
     // Application renames the model declares and the server has not seen yet.
     const declared = options.appRenames?.get(tenant) ?? new Map<string, string>();
+    // As the last apply found or left it, the same batch, and nothing changed on the server since: nothing to judge.
+    const last = kept.get(tenant);
+    if (last !== undefined && from === undefined && declared.size === 0 && last.digest === digest && revisions[tenant] === last.revision) {
+      options.progress?.(++judgedTenants, batches.length);
+      const none = { applications: [], users: [], assignments: [], groupAssignments: [], webhooks: [] };
+      const judged: TenantBatchResult = { applied: false, before: { users: 0, assignments: 0 }, results: [], unchanged: last.objects, undeclared: none, revision: last.revision };
+      return { tenant, batch, judged, digest, policy: policy(tenant), asDeclared: last, reused: true };
+    }
     let appRenames: { from: string; to: string }[] = [];
     if (declared.size > 0) {
       const live = new Set(((await client.listAll('listApplications', { tenant: from ?? tenant })) ?? []).map((a) => a.name));
       appRenames = [...declared].filter(([to, was]) => live.has(was) && !live.has(to)).map(([to, was]) => ({ from: was, to }));
     }
     // The dry run also answers the group assignments on the tenant's applications (`undeclared`), where the tenant's policy looks for them.
+    const looked = policy(tenant) !== 'keep';
     const judged = afterAppRenames(await client.batch(from ?? tenant, {
-      ...beforeAppRenames(batch, appRenames), prune: planPrune(policy(tenant), manager), ...(policy(tenant) === 'keep' ? {} : { undeclared: true }),
+      ...beforeAppRenames(batch, appRenames), prune: planPrune(policy(tenant), manager), ...(looked ? { undeclared: true } : {}),
     }, { dryRun: true }), appRenames);
     if (judged.refused) throw batchRefusal(tenant, batch, judged.results);
     options.progress?.(++judgedTenants, batches.length);
-    return { tenant, batch, judged, ...(from === undefined ? {} : { renameFrom: from }), ...(appRenames.length === 0 ? {} : { appRenames }) };
+    const clean = from === undefined && appRenames.length === 0 && leavesNothingToSay(judged, manager, policy(tenant), true);
+    return {
+      tenant, batch, judged, digest, policy: policy(tenant), ...(from === undefined ? {} : { renameFrom: from }), ...(appRenames.length === 0 ? {} : { appRenames }),
+      ...(clean ? { asDeclared: { digest, revision: judged.revision!, objects: judged.unchanged } } : {}),
+    };
   });
   const shown = tenants.map((t) => ({ tenant: t.tenant, ...outsideGitOf(t.tenant, t.judged, policy(t.tenant), allowDeleteConsole, refOfResult, manager) }));
   // What a deleted tenant holds goes with it; the guard counts it. An empty batch's dry run says how much.
@@ -271,7 +344,10 @@ export async function planAgainst(
   const changes = [...renameChanges(tenants), ...found, ...granted.filter((g) => g.action === 'delete').map((g) => change('delete', g.ref))];
   // Apply sends a tenant when its dry run, as sent, has anything to do.
   const sent = tenants.map((t) => ({ ...t, judged: { ...t.judged, results: t.judged.results.filter((r) => appliedDeletion(r, policy(t.tenant), allowDeleteConsole, manager)) } }));
-  return { server: await client.server(), manager, changes, unchanged, guard, outsideGit: [...shown.flatMap((t) => t.listed), ...granted], tenants: sent };
+  return {
+    server: await client.server(), manager, changes, unchanged, guard, outsideGit: [...shown.flatMap((t) => t.listed), ...granted], tenants: sent,
+    reused: tenants.filter((t) => t.reused === true).length,
+  };
 }
 
 /**
@@ -378,8 +454,12 @@ export function formatPlan(plan: RemotePlan, color: boolean, last: ReadonlyMap<s
   const tail = total === 0
     ? `No changes: the server matches the model (${s.unchanged} object${s.unchanged === 1 ? '' : 's'}).`
     : `Plan: ${s.create} to create, ${s.update} to change, ${s.delete} to delete, ${s.unchanged} unchanged.`;
-  return [head, ...lines, tail].join('\n') + '\n';
+  return [head, ...lines, tail, ...(plan.reused > 0 ? [reusedWords(plan.reused)] : [])].join('\n') + '\n';
 }
+
+/** The line that says how many tenants were not judged again (AsDeclared), and how to have them judged. */
+export const reusedWords = (n: number): string =>
+  `${counted(n, 'tenant')} as the last apply left ${n === 1 ? 'it' : 'them'} (the same model, no change on the server since): not judged again; --refresh judges every tenant.`;
 
 export function formatGuard(guard: readonly GuardViolation[]): string {
   return guard.map((g) => `refusing to delete ${g.deleting} of ${counted(g.existing, g.kind)} of tenant '${g.tenant}' (most of them); ` +
@@ -395,6 +475,7 @@ export const PLAN_OPTIONS = {
   overlay: { type: 'string' },
   manager: { type: 'string' },
   'force-conflicts': { type: 'boolean' },
+  refresh: { type: 'boolean' },
 } as const;
 
 /** Shared by plan and apply: load, resolve secrets, compile, connect, dry-run. */
@@ -450,7 +531,9 @@ export async function preparePlan(
     const client = (await connect(model.server, values['data-dir'], io)).as({ manager: applyManager(managerName), ...(git === undefined ? {} : { git }) });
     // apply plans first too: the guard and every refusal are judged before anything is written.
     const progress = progressLine(io, json, command === 'plan' ? 'planning' : 'planning before apply');
+    const asDeclared = values.refresh === true ? undefined : await readAsDeclared(stateFile, await client.server());
     const plan = await planAgainst(client, compiled, {
+      ...(asDeclared === undefined ? {} : { asDeclared }),
       allowDeleteConsole: values['allow-delete-console'] === true,
       unmanaged: new Map(model.tenants.map((t) => [t.name, t.unmanaged])),
       renames: tenantRenames(model),
@@ -515,19 +598,24 @@ export function planJson(plan: RemotePlan) {
   return {
     server: plan.server,
     summary: summary(plan),
+    reused: plan.reused,
     changes: plan.changes.filter((c) => c.op !== 'unchanged').map(({ op, ref, name, fields }) => ({ op, ...ref, name, fields })),
     guard: plan.guard,
     outsideGit: plan.outsideGit.map(({ kind, name, owner, action }) => ({ kind, name, owner, action })),
   };
 }
 
-const USAGE = 'usage: idforge plan <model file or directory>... [--overlay <environment overlay>] (--data-dir <server data dir> | env IDFORGE_ADMIN_CLIENT_ID/SECRET) [--manager <name>] [--force-conflicts] [--state <file>] [--json] [--allow-mass-delete] [--allow-delete-console]';
+const USAGE = 'usage: idforge plan <model file or directory>... [--overlay <environment overlay>] (--data-dir <server data dir> | env IDFORGE_ADMIN_CLIENT_ID/SECRET) [--manager <name>] [--force-conflicts] [--refresh] [--state <file>] [--json] [--allow-mass-delete] [--allow-delete-console]';
 export const MANAGER_HELP = `--manager <name>   who this apply is (default 'default'): objects it makes are managed by
                    apply:<name>, and only those are deleted when the model drops them. A change
                    to an object another manager keeps (a Pulumi stack, another --manager, the
                    console, SCIM) is refused, naming it; objects declared exactly as they are stay
                    theirs.
---force-conflicts  take such objects over instead (shown as "taken over from ...").`;
+--force-conflicts  take such objects over instead (shown as "taken over from ...").
+--refresh          have the server judge every tenant. Otherwise a tenant that the last apply
+                   found or left exactly as declared (kept in the state file) is not judged
+                   again while the model compiles to the same batch for it and the server's
+                   directory revision for it (moved by every change through every door) holds.`;
 const HELP = `${USAGE}
 
 Compares the model with the live server named in its 'server' section and prints what
