@@ -106,7 +106,10 @@ export const run: Command = async (argv, io) => {
     const going = plan.changes.filter((c) => c.op === 'delete' && c.kind === 'tenant');
     for (const c of going) await client.removeRef(c.ref);
     progress.done();
-    await saveAsDeclared(stateFile, plan.server, asDeclared);
+    // Only what spares the next plan some requests: a state file that cannot be written is said, not fatal (the server is applied).
+    await saveAsDeclared(stateFile, plan.server, asDeclared).catch((err: NodeJS.ErrnoException) => {
+      io.stderr(`idforge apply: could not keep in ${stateFile} which tenants this apply left as declared (${err.code ?? err.message}); the next plan judges every tenant\n`);
+    });
     const { changes, unchanged } = changesFrom(applied, going.map((c) => ({ tenant: c.ref.tenant, before: { users: 0, assignments: 0 } })));
     result = { ...plan, changes: [...renameChanges(plan.tenants), ...changes, ...grants], unchanged };
   } catch (err) {
