@@ -232,22 +232,9 @@ class Tenants implements TenantStore {
     return this.d.db.transaction(() => this.#contents(name))();
   }
   async batch<T>(name: string, decide: (contents: TenantContents) => { readonly changes: TenantChanges; readonly result: T }): Promise<T> {
-    // A tenant that does not exist yet (the bulk of an apply to a new server) holds nothing (its rows
-    // need its tenant row): judged before the write lock, so batches judge side by side and only write
-    // in turn. Under the lock, still absent with the same revision means nothing changed: what `decide`
-    // saw is what it changes. Otherwise it is judged again there.
-    // A refusal (or a judgement that needs keys or hashes first) is left to the judgement under the lock.
-    const absent = this.#absentRevision(name);
-    let early: ReturnType<typeof decide> | undefined;
-    try {
-      early = absent === undefined ? undefined : decide({ tenant: undefined, applications: [], users: [], assignments: [], ...(absent.revision === undefined ? {} : { revision: absent.revision }) });
-    } catch {
-      early = undefined;
-    }
     // IMMEDIATE: the write lock is taken before the read, so what `decide` saw is what it changes.
     const write = () => this.d.tx(() => {
-      const now = early === undefined ? undefined : this.#absentRevision(name);
-      const { changes, result } = now !== undefined && now.revision === absent!.revision ? early! : decide(this.#contents(name));
+      const { changes, result } = decide(this.#contents(name));
       this.#write(name, changes);
       return result;
     });
@@ -256,11 +243,6 @@ class Tenants implements TenantStore {
     // with sleeps of up to 100 ms, so two workers' batches spent much of an apply asleep (the
     // 100-tenant bench apply: 15.1 s with 2 workers against 9.2 s with 1); a queue wakes the next at once.
     return queued(this.locks, async () => write());
-  }
-  /** When the tenant does not exist: its revision (one that outlived a deleted tenant of that name, or none). */
-  #absentRevision(name: string): { revision: string | undefined } | undefined {
-    if (this.d.q('SELECT 1 FROM tenants WHERE name = ?').get(name) !== undefined) return undefined;
-    return { revision: (this.d.q('SELECT revision FROM tenant_revisions WHERE tenant = ?').get(name) as Row | undefined)?.revision as string | undefined };
   }
   #contents(name: string): TenantContents {
     const t = this.d.q('SELECT * FROM tenants WHERE name = ?').get(name) as Row | undefined;
