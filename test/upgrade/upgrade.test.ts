@@ -21,6 +21,8 @@ import { LATEST_VERSION } from '../../src/server/storage/postgres-migrations.ts'
 import { SQLITE_LATEST_VERSION } from '../../src/server/storage/sqlite-migrations.ts';
 import { localhostFetch, tempDir } from '../server/_support.ts';
 import { runCli } from '../support/cli.ts';
+import { loadExample } from '../support/model.ts';
+import { reusedWords } from '../../src/cli/commands/plan.ts';
 import { postgresBin, startPostgres, type TestPostgres } from '../support/postgres.ts';
 import { SignIn, refresh, type SignInTarget } from './_people.ts';
 import { PASSWORDS, RELEASES, type Manifest, type Release } from './releases.ts';
@@ -198,6 +200,10 @@ describe.each(cases)('upgrade from $release.name ($release.commit) on $backend',
     const apply = await runCli(['apply', join(modelDir, 'model.yaml'), '--data-dir', dataDir], { cwd: elsewhere, env: { ...PASSWORDS } });
     expect(apply.code, apply.stderr).toBe(0);
     const again = await runCli(['plan', join(modelDir, 'model.yaml'), '--data-dir', dataDir], { cwd: elsewhere, env: { ...PASSWORDS } });
-    expect(again.stdout).toBe(`State file: ${join(modelDir, '.idforge', 'state.json')} (next to the model)\nServer ${server.url}\nNo changes: the server matches the model (18 objects).\n`);
+    // The apply left every tenant as declared: the next plan does not have them judged again, and says so.
+    const tenants = (await loadExample(join(modelDir, 'model.yaml'))).tenants.length;
+    expect(again.stdout).toBe(`State file: ${join(modelDir, '.idforge', 'state.json')} (next to the model)\nServer ${server.url}\nNo changes: the server matches the model (18 objects).\n${reusedWords(tenants)}\n`);
+    const judged = await runCli(['plan', join(modelDir, 'model.yaml'), '--data-dir', dataDir, '--refresh'], { cwd: elsewhere, env: { ...PASSWORDS } });
+    expect(judged.stdout).toBe(`State file: ${join(modelDir, '.idforge', 'state.json')} (next to the model)\nServer ${server.url}\nNo changes: the server matches the model (18 objects).\n`);
   });
 });
