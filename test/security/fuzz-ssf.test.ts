@@ -345,8 +345,9 @@ describe.each(['sqlite', 'postgres'] as const)('the SSF transmitter never answer
       setErrs: field(fc.dictionary(fc.oneof(jti, fc.constantFrom('__proto__', 'constructor', '')), fc.oneof(fc.record({ err: field(fc.string({ maxLength: 70 })), description: field(fc.string({ maxLength: 1100 })) }, { requiredKeys: [] }), hAny), { maxKeys: 4 })),
     }, { requiredKeys: [] }).map((b) => Object.fromEntries(Object.entries(b).filter(([, v]) => v !== undefined)));
     const input = fc.tuple(callers, targets, junkId, junkAuth(s.own.token, s.own.id), bodies(validPoll, hostilePoll), wire, fc.boolean())
-      // The admin API's token may poll the sibling, whose SETs must stay pending: it polls its own stream or none.
-      .map(([caller, target, junk, junkHeader, body, headers, encode]) => ({ caller, target: caller === 'admin' && target === 'sibling' ? 'own' as Target : target, junk, junkHeader, body, headers, encode }));
+      // The admin API's token and the sibling's own may poll the sibling, whose SETs must stay pending
+      // (and whose answer is rightly the sibling's, not the own stream's): they poll the own stream instead.
+      .map(([caller, target, junk, junkHeader, body, headers, encode]) => ({ caller, target: (caller === 'admin' || caller === 'sibling') && target === 'sibling' ? 'own' as Target : target, junk, junkHeader, body, headers, encode }));
     let answered = 0;
     await fuzz(`SSF: POST /ssf/poll/<stream> body (${backend})`, input, async ({ caller, target, junk, junkHeader, body, headers, encode }) => {
       const who = await authOf(caller, s, junkHeader);
