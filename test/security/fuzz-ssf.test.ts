@@ -347,7 +347,8 @@ describe.each(['sqlite', 'postgres'] as const)('the SSF transmitter never answer
     const input = fc.tuple(callers, targets, junkId, junkAuth(s.own.token, s.own.id), bodies(validPoll, hostilePoll), wire, fc.boolean())
       // The admin API's token and the sibling's own may poll the sibling, whose SETs must stay pending
       // (and whose answer is rightly the sibling's, not the own stream's): they poll the own stream instead.
-      .map(([caller, target, junk, junkHeader, body, headers, encode]) => ({ caller, target: (caller === 'admin' || caller === 'sibling') && target === 'sibling' ? 'own' as Target : target, junk, junkHeader, body, headers, encode }));
+      // An empty junk id would be another path (POST /ssf/poll/, no route: a 404 before any token is read), not a stream's.
+      .map(([caller, target, junk, junkHeader, body, headers, encode]) => ({ caller, target: (caller === 'admin' || caller === 'sibling') && target === 'sibling' ? 'own' as Target : target, junk: junk === '' ? '0' : junk, junkHeader, body, headers, encode }));
     let answered = 0;
     await fuzz(`SSF: POST /ssf/poll/<stream> body (${backend})`, input, async ({ caller, target, junk, junkHeader, body, headers, encode }) => {
       const who = await authOf(caller, s, junkHeader);
