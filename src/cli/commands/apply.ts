@@ -49,6 +49,7 @@ export const run: Command = async (argv, io) => {
   // sent (compile writes it into their configurations); an existing client keeps the server's.
   const made: { key: string; clientSecret: string }[] = [];
   const tenants = plan.tenants.map((t) => {
+    const madeBefore = made.length;
     const created = new Set(t.judged.results.filter((r) => r.kind === 'application' && r.outcome === 'created').map((r) => r.application));
     const applications = (t.batch.applications ?? []).map((a) => {
       if (!created.has(a.name) || (a.body.kind !== 'web' && a.body.kind !== 'proxy') || a.body.clientSecret !== undefined) return a;
@@ -58,7 +59,7 @@ export const run: Command = async (argv, io) => {
     });
     const batch = { ...t.batch, applications };
     // What the next compile gives for the tenant: the secrets made here come from the state file then.
-    return { ...t, batch, digest: applications === t.batch.applications || !applications.some((a, i) => a !== t.batch.applications![i]) ? t.digest : batchDigest(t.tenant, batch, t.policy) };
+    return { ...t, batch, digest: made.length === madeBefore ? t.digest : batchDigest(t.tenant, batch, t.policy) };
   });
   await saveClientSecrets(stateFile, [...movedSecrets, ...made]);
   const secrets: { name: string; clientSecret: string }[] = [];

@@ -16,7 +16,7 @@ import { createHash } from 'node:crypto';
 import { resolve } from 'node:path';
 import { AdminApiError, AdminClient, mapLimit, readAdminCredentials, endpointFromCredentials } from '../../admin-client/index.ts';
 import {
-  DEFAULT_APPLY_MANAGER, MANAGER, SYSTEM_TENANT, adminBaseUrl, applyManager, counted, endpointUrl, MANAGED_BY_CONSOLE, managerOf, managerWords, refOf, stepName, tenantBatches,
+  DEFAULT_APPLY_MANAGER, MANAGER, SYSTEM_TENANT, adminBaseUrl, applyManager, counted, endpointUrl, leftAsDeclared, MANAGED_BY_CONSOLE, managerOf, managerWords, refOf, stepName, tenantBatches,
   type EventView, type BatchEntryResult, type PlanStep, type ResourceRef, type ServerAddress, type TenantBatchBody, type TenantBatchResult, type UnmanagedPolicy,
 } from '../../contract/index.ts';
 import { tenantRenames, type Model } from '../../schema/model.ts';
@@ -135,7 +135,8 @@ export function leavesNothingToSay(r: TenantBatchResult, manager: string, policy
   if (r.revision === undefined) return false;
   const noGrants = policy === 'keep' || (r.undeclared !== undefined && r.undeclared.groupAssignments.length === 0);
   if (dryRun) return r.results.length === 0 && noGrants;
-  if (r.results.some((x) => x.outcome === 'refused' || (x.manager !== undefined && x.manager !== manager))) return false;
+  // Its entries: the rule a Pulumi stack keeps revisions by (nothing refused, nothing another manager keeps).
+  if (!leftAsDeclared(r, manager, false)) return false;
   const u = r.undeclared;
   if (u === undefined) return false;
   const unsaid = (o: { readonly manager?: string }) => (o.manager === undefined ? policy === 'keep' : o.manager !== MANAGED_BY_CONSOLE && o.manager !== manager);
