@@ -57,7 +57,7 @@ try {
     const t = performance.now();
     await cluster.restart();
     const restartS = (performance.now() - t) / 1000;
-    const toReady = await recovery(server.url, list);
+    const toReady = await recovery(server, list);
     report('restart', `pg_ctl restart -m fast, ${restartS.toFixed(1)} s`, await load.stop(), toReady);
   }
   if (values.only === undefined || values.only === 'pause') {
@@ -66,7 +66,7 @@ try {
     cluster.pause();
     await sleep(pauseSeconds * 1000);
     cluster.resume();
-    const toReady = await recovery(server.url, list);
+    const toReady = await recovery(server, list);
     report('pause', `every PostgreSQL process stopped for ${pauseSeconds} s, connections left open`, await load.stop(), toReady);
   }
   if (values.only === undefined || values.only === 'cold') {
@@ -77,7 +77,7 @@ try {
     const ready = await readyz(server.url).catch(() => ({ status: 0 }));
     await sleep(pauseSeconds * 1000);
     cluster.resume();
-    const toReady = await recovery(server.url, list);
+    const toReady = await recovery(server, list);
     report('pause, cold pool', `every PostgreSQL process stopped for ${pauseSeconds} s after the pool had closed its connections (readyz meanwhile: ${ready.status})`, await load.stop(), toReady);
   }
 } finally {

@@ -49,7 +49,7 @@ describe('PostgreSQL faults under load', () => {
     const load = startLoad(list, 6);
     await new Promise((r) => setTimeout(r, 1_000));
     await cluster.restart();
-    const seconds = await recovery(server.url, list);
+    const seconds = await recovery(server, list);
     const result = await load.stop();
     expect(result.problems).toEqual([]);
     expect(Object.keys(result.byStatus).every((s) => ['200', '201', '303', '400', '503'].includes(s)), JSON.stringify(result.byStatus)).toBe(true);
@@ -74,7 +74,7 @@ describe('PostgreSQL faults under load', () => {
     } finally {
       cluster.resume();
     }
-    await recovery(server.url, list);
+    await recovery(server, list);
     const result = await load.stop();
     expect(result.problems).toEqual([]);
     expect(Object.keys(result.byStatus).every((s) => ['200', '201', '303', '400', '503'].includes(s)), JSON.stringify(result.byStatus)).toBe(true);
@@ -139,7 +139,7 @@ describe('PostgreSQL faults under load', () => {
       await cluster.sql('postgres', `ALTER DATABASE ${database.name} RESET default_transaction_read_only`);
       await cluster.sql('postgres', `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${database.name}' AND application_name = 'idforge'`);
     }
-    await recovery(server.url, list);
+    await recovery(server, list);
     expect((await faultsCounted()).read_only).toBeGreaterThan(0);
   });
 
@@ -159,6 +159,6 @@ describe('PostgreSQL faults under load', () => {
     }
     expect(lost.length).toBeGreaterThan(0);
     for (const e of lost) expect(e).not.toHaveProperty('requestId');
-    await recovery(server.url, list);
+    await recovery(server, list);
   });
 });

@@ -114,7 +114,7 @@ describe.runIf(root)('SQLite on a full disk', () => {
     } finally {
       rmSync(filler, { force: true });
     }
-    await recovery(server.url, list);
+    await recovery(server, list);
     const after = await server.admin.call('PUT', '/admin/v1/tenants/acme/users/u-after-full', { email: 'after-full@acme.test', scopes: [] });
     expect(after.status).toBe(201);
     expect(server.proc.hasExited()).toBe(false);

@@ -182,9 +182,10 @@ export async function readyz(url: string): Promise<{ status: number; body: any }
 
 /**
  * Waits (polling, with a deadline) until readiness is 200 and every door answers as when healthy;
- * returns the seconds that took.
+ * returns the seconds that took. A server process that exits meanwhile fails it at once, with its output.
  */
-export async function recovery(url: string, list: readonly Door[], deadlineMs = 90_000): Promise<number> {
+export async function recovery(server: Served, list: readonly Door[], deadlineMs = 90_000): Promise<number> {
+  const { url, proc } = server;
   const started = Date.now();
   let last = '';
   for (const deadline = started + deadlineMs; Date.now() < deadline;) {
@@ -194,6 +195,8 @@ export async function recovery(url: string, list: readonly Door[], deadlineMs = 
       if (h.ok) return (Date.now() - started) / 1000;
       last = h.statuses.join(', ');
     } else last = `readyz ${ready.status} ${JSON.stringify(ready.body)}`;
+    // A server that died will not recover: say so at once, with what it said last.
+    if (proc.hasExited()) throw new Error(`the server exited instead of recovering (${last}); its last output:\n${proc.output().slice(-4000)}`);
     await new Promise((r) => setTimeout(r, 250));
   }
   throw new Error(`no recovery within ${deadlineMs / 1000} s: ${last}`);

@@ -176,10 +176,11 @@ class Db {
   async tx<T>(fn: (q: (sql: string, params?: readonly Param[]) => ReturnType<typeof query>) => Promise<T>, begin = 'BEGIN'): Promise<T> {
     const outbox = /READ ONLY/i.test(begin) ? undefined : pendingOutbox();
     if (outbox !== undefined) outbox.claimed = true;
-    const client = await this.pool.connect().catch((err: unknown) => {
+    const held = await checkout(this.pool).catch((err: unknown) => {
       if (outbox !== undefined) outbox.claimed = false;
       throw err;
     });
+    const client = held.client;
     let broken: Error | undefined;
     try {
       await client.query(begin);
@@ -202,7 +203,7 @@ class Db {
       throw err;
     } finally {
       // A connection whose ROLLBACK failed is in an unknown state: drop it rather than reuse it.
-      client.release(broken);
+      held.release(broken);
     }
   }
 }
@@ -984,7 +985,8 @@ class Throttle implements ThrottleStore {
       // Session-level advisory locks on one connection held for the attempt, taken in the order of
       // their ids in every replica, so two attempts sharing keys never wait on each other.
       const ids = [...new Set(names.map((n) => lockId(`serialize:${n}`)))].sort((a, b) => (BigInt(a) < BigInt(b) ? -1 : BigInt(a) > BigInt(b) ? 1 : 0));
-      const client = await this.lockPool.connect();
+      const held = await checkout(this.lockPool);
+      const client = held.client;
       let broken: Error | undefined;
       try {
         for (const id of ids) {
@@ -1001,7 +1003,7 @@ class Throttle implements ThrottleStore {
           });
         }
         // Closing a connection whose unlock failed (or that is lost) releases its locks on the server.
-        client.release(broken);
+        held.release(broken);
       }
     });
   }
@@ -1076,13 +1078,15 @@ class Changes implements ChangeFeed {
       this.#timer = setTimeout(() => { this.#connecting = this.#listen(); }, RELISTEN_MS);
       this.#timer.unref();
     };
+    // Listening before connecting: an error emitted at any moment is never uncaught (lost()
+    // ignores a connection that is not yet the feed's; a failed connect is the catch's).
+    client.on('error', (err) => lost(err.message));
     try {
       await client.connect();
       client.on('notification', (n) => {
         if (n.channel !== CHANGE_CHANNEL || n.payload === undefined) return;
         for (const l of this.#listeners) l(n.payload);
       });
-      client.on('error', (err) => lost(err.message));
       client.on('end', () => lost('connection closed'));
       await client.query(`LISTEN ${CHANGE_CHANNEL}`);
       if (this.#closed) {
@@ -1114,6 +1118,29 @@ class Changes implements ChangeFeed {
     this.listening = false;
     await c?.end().catch(() => {});
   }
+}
+
+/**
+ * A connection taken out of a pool for a while (a transaction, a session lock held across other
+ * work). The pool listens for a lost connection's error only while the connection is idle in it, and
+ * node-postgres emits that error on the client whenever the server ends the connection (a restart,
+ * an administrator): with no listener while it is out, the process would die. Ours notes it; the
+ * holder's next statement fails anyway, and release drops a lost connection instead of reusing it.
+ */
+async function checkout(pool: pg.Pool): Promise<{ client: pg.PoolClient; release(broken?: Error): void }> {
+  const client = await pool.connect();
+  let lost: Error | undefined;
+  const onError = (err: Error) => {
+    lost ??= err;
+  };
+  client.on('error', onError);
+  return {
+    client,
+    release(broken) {
+      client.removeListener('error', onError);
+      client.release(broken ?? lost);
+    },
+  };
 }
 
 /** `host:port/database` of a connection URL, for messages: never the user's password. */

@@ -159,3 +159,28 @@ describe('postgres: a database that cannot be used is a one-line StartupError na
     expect(await refused('postgres://u:s3cret@[nope/x')).toBe('the database URL is not a valid URL: expected postgres://user:password@host:port/database');
   });
 });
+
+describe('postgres: a connection lost while work holds it out of the pool', () => {
+  // node-postgres emits a lost connection's error on the client; a checked-out client has no pool
+  // listener, so without one of ours the process dies (seen in CI: a restart under load).
+  it('a lock connection ended during the attempt is no uncaught error, and the storage goes on', async () => {
+    const db = await server.createDatabase();
+    const storage = await openStorage({ dataDir: '/nonexistent', database: db.url });
+    try {
+      const ended = await storage.throttle.serialize('acme', ['k'], async () => {
+        const killed = await server.sql(db.name, `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
+          WHERE datname = current_database() AND application_name = 'idforge' AND pid <> pg_backend_pid()`);
+        // The FATAL reaches the idle lock connection while the attempt still holds it.
+        await new Promise((r) => setTimeout(r, 500));
+        return killed.rows[0].n as number;
+      });
+      expect(ended).toBeGreaterThan(0);
+      // A later attempt on the same keys gets a fresh connection and its lock.
+      expect(await storage.throttle.serialize('acme', ['k'], async () => 'again')).toBe('again');
+      expect(await storage.tenants.get('nobody')).toBeUndefined();
+    } finally {
+      await storage.close();
+      await server.dropDatabase(db.name);
+    }
+  });
+});
