@@ -152,7 +152,8 @@ const KIND = { add: DIFF_KINDS.ADD, 'add-replace': DIFF_KINDS.ADD_REPLACE, delet
 
 const unimplemented = (what) => (call, callback) => callback({ code: grpc.status.UNIMPLEMENTED, details: `${what} is not implemented by the dynamic provider` }, undefined);
 
-// IDFORGE_HOST_TIMING=<file>: one line per call (method, URN, milliseconds), for profiling.
+// IDFORGE_HOST_TIMING=<file>: one line per call (method, URN, milliseconds it took, milliseconds since
+// the host started when it came), for profiling.
 const timingFile = process.env.IDFORGE_HOST_TIMING;
 // IDFORGE_HOST_CPU_PROF=<dir>: a V8 CPU profile of this process, written 2 s after its last call (the
 // engine kills a plugin when it is done, so `node --cpu-prof` never gets to write one).
@@ -182,7 +183,7 @@ const timed = (name, fn) => async (call, callback) => {
   const t0 = process.hrtime.bigint();
   const urn = call.request.getUrn ? call.request.getUrn() : '';
   await fn(call, (...a) => {
-    require('node:fs').appendFileSync(timingFile, `${name} ${urn.slice(urn.lastIndexOf('::') + 2)} ${Number(process.hrtime.bigint() - t0) / 1e6}\n`);
+    require('node:fs').appendFileSync(timingFile, `${name} ${urn.slice(urn.lastIndexOf('::') + 2)} ${Number(process.hrtime.bigint() - t0) / 1e6} ${Math.round(performance.now())}\n`);
     callback(...a);
   });
 };
