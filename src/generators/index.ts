@@ -14,7 +14,7 @@ import type { Resolved } from './secrets.ts';
 import { spaArtifacts } from './spa.ts';
 import { webArtifacts } from './web.ts';
 
-export { compilePlan, compileTenants, tenantSteps } from './plan.ts';
+export { compilePlan, compileTenants, tenantInventory, tenantSteps } from './plan.ts';
 export { requiredSecrets, previousAppKeys, appKey, type Resolved, type ResolvedSecrets, type ResolvedPasswords, type SecretNeed, type SecretKind } from './secrets.ts';
 export { ARTIFACT_SCHEMAS, SpaConfig, ApiConfig, GrantConfig, PlanSchema } from './artifact-schemas.ts';
 export { OAUTH2_PROXY_VERSION, OAUTH2_PROXY_IMAGE } from './proxy.ts';

@@ -3,7 +3,7 @@
  * (tenants, APIs, clients, users, assignments) and sorted by name within each, so a reordered
  * model yields the same plan. Deletions need the live state and are planned by `idforge plan`.
  */
-import { MANAGED_BY, defaultBackchannelLogoutUri, type ApplicationBody, type TenantMailBody, type PlanStep, type ProvisioningPlan, type UserBody } from '../contract/index.ts';
+import { MANAGED_BY, defaultBackchannelLogoutUri, type ApplicationBody, type TenantInventory, type TenantMailBody, type PlanStep, type ProvisioningPlan, type UserBody } from '../contract/index.ts';
 import type { Model, TenantSpec } from '../schema/model.ts';
 import { applicationEntry, tenantEntry, userEntry } from '../schema/normal-form.ts';
 import { assignmentsOf, audienceOf, byName, clientIdOf, originOf, redirectUrisOf, scopesOf, userScopesOf } from './_app-facts.ts';
@@ -51,6 +51,19 @@ export const mailBodyOf = (m: TenantMailBody): TenantMailBody => ({
     ...(m.smtp.passwordEnv === undefined ? {} : { passwordEnv: m.smtp.passwordEnv }),
   },
 });
+
+/**
+ * What the delete guard counts of one tenant (contract's TenantInventory), read off the model without
+ * compiling it: tenantSteps makes one application step per application, one user step per user and
+ * one assignment step per user in assignmentsOf, so these are the counts of its steps.
+ */
+export function tenantInventory(tenant: TenantSpec): TenantInventory {
+  return {
+    applications: tenant.applications.map((a) => a.name).sort(),
+    users: tenant.users.length,
+    assignments: [...assignmentsOf(tenant).values()].reduce((n, ids) => n + ids.length, 0),
+  };
+}
 
 export function tenantSteps(tenant: TenantSpec, resolved: Resolved, index = 0): PlanStep[] {
   const t = tenant.name;

@@ -14,7 +14,7 @@
 import * as pulumi from '@pulumi/pulumi';
 import { pulumiManager, SECRET_BYTES, normalize, type GitInfo, type Inventory, type PutStep, type TenantBody, type UserBody } from '../contract/index.ts';
 import { tenantRenames, type Model } from '../schema/model.ts';
-import { compileClientArtifacts, requiredSecrets, tenantSteps, type Resolved } from '../generators/index.ts';
+import { compileClientArtifacts, requiredSecrets, tenantInventory, tenantSteps, type Resolved } from '../generators/index.ts';
 import type { AdminConnection } from '../admin-client/index.ts';
 import type { ApplicationSpecBody } from './application.ts';
 import { AuthServer, type LocalServerArgs } from './auth-server.ts';
@@ -47,13 +47,9 @@ export interface IdentityStackArgs {
   readonly git?: GitInfo;
 }
 
-/** The delete guard's view of the model: per tenant, application names and user and assignment counts. */
-export function inventoryOf(specs: ReturnType<typeof tenantSpecs>): Inventory {
-  return Object.fromEntries(specs.map((s) => [s.tenant, {
-    applications: s.applications.map((a) => a.name).sort(),
-    users: Object.keys(s.users).length,
-    assignments: Object.values(s.assignments).reduce((n, ids) => n + ids.length, 0),
-  }]));
+/** The delete guard's view of the model: per tenant, application names and user and assignment counts (generators' tenantInventory, without compiling the tenants). */
+export function inventoryOf(model: Model): Inventory {
+  return Object.fromEntries(model.tenants.map((t) => [t.name, tenantInventory(t)]));
 }
 
 /** Port of a local server when neither the stack nor the model names one. */
@@ -64,43 +60,50 @@ const PLACEHOLDER = 'x'.repeat(43);
 
 const withoutUndefined = <T>(o: T): T => normalize(o) as T;
 
-/** Pure: per tenant, the bodies that the resources take (from the generator's plan steps). */
-export function tenantSpecs(model: Model): Array<{
+/** The bodies that one tenant's resources take. */
+export interface TenantSpecOut {
   readonly tenant: string;
   readonly body: TenantBody;
   readonly applications: Array<{ readonly name: string; readonly body: ApplicationSpecBody }>;
   readonly users: Record<string, UserSpecBody>;
   readonly assignments: Record<string, string[]>;
   readonly webhooks: Record<string, WebhookSpecBody>;
-}> {
+}
+
+/** Pure: per tenant, the bodies that the resources take (from the generator's plan steps). */
+export function tenantSpecs(model: Model): TenantSpecOut[] {
+  const spec = tenantSpecMaker(model);
+  return [...model.tenants].sort((a, b) => (a.name < b.name ? -1 : 1)).map(spec);
+}
+
+/** Pure: the maker of one tenant's bodies (one at a time, as IdentityStack makes its resources). */
+function tenantSpecMaker(model: Model): (t: Model['tenants'][number]) => TenantSpecOut {
   const placeholders: Resolved = {
     secrets: Object.fromEntries(
       requiredSecrets(model).map((n) => [n.key, { clientSecret: PLACEHOLDER, cookieSecret: PLACEHOLDER, sessionSecret: PLACEHOLDER }]),
     ),
   };
-  return [...model.tenants]
-    .sort((a, b) => (a.name < b.name ? -1 : 1))
-    .map((t) => {
-      const steps = tenantSteps(t, placeholders) as PutStep[];
-      let tenantBody: TenantBody | undefined;
-      const applications: Array<{ name: string; body: ApplicationSpecBody }> = [];
-      const users: Record<string, UserSpecBody> = {};
-      const assignments: Record<string, string[]> = {};
-      const webhooks: Record<string, WebhookSpecBody> = {};
-      for (const s of steps) {
-        if (s.kind === 'tenant') tenantBody = s.body;
-        else if (s.kind === 'application') {
-          const { clientSecret: _, ...body } = s.body as ApplicationSpecBody & { clientSecret?: string };
-          applications.push({ name: s.application, body: withoutUndefined(body) as ApplicationSpecBody });
-        } else if (s.kind === 'user') {
-          const { initialPassword: _, ...body } = s.body as UserBody;
-          users[s.user] = withoutUndefined(body);
-        } else if (s.kind === 'assignment') (assignments[s.application] ??= []).push(s.user);
-        else if (s.kind === 'webhook') webhooks[s.webhook] = { url: s.body.url, types: [...s.body.types], enabled: s.body.enabled };
-      }
-      for (const k of Object.keys(assignments)) assignments[k] = [...new Set(assignments[k])].sort();
-      return { tenant: t.name, body: withoutUndefined(tenantBody!), applications, users, assignments, webhooks };
-    });
+  return (t) => {
+    const steps = tenantSteps(t, placeholders) as PutStep[];
+    let tenantBody: TenantBody | undefined;
+    const applications: Array<{ name: string; body: ApplicationSpecBody }> = [];
+    const users: Record<string, UserSpecBody> = {};
+    const assignments: Record<string, string[]> = {};
+    const webhooks: Record<string, WebhookSpecBody> = {};
+    for (const s of steps) {
+      if (s.kind === 'tenant') tenantBody = s.body;
+      else if (s.kind === 'application') {
+        const { clientSecret: _, ...body } = s.body as ApplicationSpecBody & { clientSecret?: string };
+        applications.push({ name: s.application, body: withoutUndefined(body) as ApplicationSpecBody });
+      } else if (s.kind === 'user') {
+        const { initialPassword: _, ...body } = s.body as UserBody;
+        users[s.user] = withoutUndefined(body);
+      } else if (s.kind === 'assignment') (assignments[s.application] ??= []).push(s.user);
+      else if (s.kind === 'webhook') webhooks[s.webhook] = { url: s.body.url, types: [...s.body.types], enabled: s.body.enabled };
+    }
+    for (const k of Object.keys(assignments)) assignments[k] = [...new Set(assignments[k])].sort();
+    return { tenant: t.name, body: withoutUndefined(tenantBody!), applications, users, assignments, webhooks };
+  };
 }
 
 export class IdentityStack extends pulumi.ComponentResource {
@@ -108,6 +111,8 @@ export class IdentityStack extends pulumi.ComponentResource {
   readonly baseUrl: pulumi.Output<string>;
   readonly issuers: pulumi.Output<Record<string, string>>;
   readonly clientConfigDir: pulumi.Output<string>;
+  /** Settles once every resource of the stack is made (they are made a few tenants at a time); the program awaits it. Rejects with what stopped that. */
+  readonly ready: Promise<void>;
 
   constructor(name: string, args: IdentityStackArgs, opts?: pulumi.ComponentResourceOptions) {
     super('idforge:index:IdentityStack', name, {}, opts);
@@ -116,17 +121,22 @@ export class IdentityStack extends pulumi.ComponentResource {
     const stack = `${pulumi.getProject()}/${pulumi.getStack()}`;
     // The stack is the objects' named manager (src/contract/managers.ts): another manager's write that would change them is refused.
     const manager = pulumiManager(stack);
-    const specs = tenantSpecs(model).map((spec) => ({
-      ...spec,
-      body: { ...spec.body, stack, manager },
-      applications: spec.applications.map((a) => ({ ...a, body: { ...a.body, stack, manager } as ApplicationSpecBody })),
-      users: Object.fromEntries(Object.entries(spec.users).map(([id, u]) => [id, { ...u, stack, manager }])),
-    }));
+    // Each tenant's bodies are compiled as its resources are made (below), marked with the stack.
+    const specOf = tenantSpecMaker(model);
+    const markedSpecOf = (t: Model['tenants'][number]): TenantSpecOut => {
+      const spec = specOf(t);
+      return {
+        ...spec,
+        body: { ...spec.body, stack, manager },
+        applications: spec.applications.map((a) => ({ ...a, body: { ...a.body, stack, manager } as ApplicationSpecBody })),
+        users: Object.fromEntries(Object.entries(spec.users).map(([id, u]) => [id, { ...u, stack, manager }])),
+      };
+    };
     // First of all, the delete guard: every other resource depends on it, so a change that would
     // delete too much fails the preview (and the up) before anything is touched.
     const renamedApps = Object.fromEntries(model.tenants.map((t) => [t.name, Object.fromEntries(t.applications.flatMap((a) => (a.previousName === undefined ? [] : [[a.name, a.previousName]])))]));
     const previousTenant = tenantRenames(model);
-    const guard = new DeleteGuard('delete-guard', { inventory: inventoryOf(specs), renamed: Object.fromEntries(previousTenant), renamedApps, allow: args.allowDelete ?? false }, { parent: this });
+    const guard = new DeleteGuard('delete-guard', { inventory: inventoryOf(model), renamed: Object.fromEntries(previousTenant), renamedApps, allow: args.allowDelete ?? false }, { parent: this });
     const child = { parent: this, dependsOn: [guard] };
     const adopt = args.adopt ? { adopt: true } : {};
 
@@ -153,82 +163,94 @@ export class IdentityStack extends pulumi.ComponentResource {
     // Per tenant, every secret of its applications by `<application>` and kind, for the client configs.
     const tenantSecrets: pulumi.Output<Resolved['secrets']>[] = [];
 
-    const provisioned: pulumi.Resource[] = [];
-    for (const spec of specs) {
-      const t = spec.tenant;
-      const modelTenant = model.tenants.find((x) => x.name === t)!;
-      const was = previousTenant.get(t);
-      const needs = requiredSecrets({ ...model, tenants: [modelTenant] });
-      const previousApp = new Map(modelTenant.applications.flatMap((a) => (a.previousName === undefined ? [] : [[a.name, a.previousName] as const])));
-      const appOf = (key: string) => key.slice(t.length + 1);
-      let values: pulumi.Output<Record<string, string>> | undefined;
-      if (needs.length > 0) {
-        const sizes = Object.fromEntries(needs.map((n) => [`${appOf(n.key)}/${n.kind}`, SECRET_BYTES[n.kind]]));
-        const moved = Object.fromEntries(needs.flatMap((n) => {
-          const from = previousApp.get(appOf(n.key));
-          return from === undefined ? [] : [[`${appOf(n.key)}/${n.kind}`, `${from}/${n.kind}`]];
-        }));
-        values = new TenantSecrets(`${t}/secrets`, { sizes, ...(Object.keys(moved).length > 0 ? { moved } : {}) }, { ...child, ...aliasesOf(was === undefined ? [] : [`${was}/secrets`]) }).values;
-        tenantSecrets.push(values.apply((v) => {
-          const out: Record<string, Record<string, string>> = {};
-          for (const [k, value] of Object.entries(v)) {
-            const cut = k.lastIndexOf('/');
-            (out[`${t}/${k.slice(0, cut)}`] ??= {})[k.slice(cut + 1)] = value;
-          }
-          return out as Resolved['secrets'];
-        }));
+    // The tenants' resources are made a few tenants at a time, each group handed to the SDK (and so to
+    // the engine) before the next is built: the engine and the provider host work on the first
+    // tenants while the program builds the rest. Built all at once, the program spent its first 2 to
+    // 3 s of a 500-tenant preview constructing before the engine had anything to do (README, "Scale").
+    const built = (async () => {
+      const provisioned: pulumi.Resource[] = [];
+      for (const [i, modelTenant] of [...model.tenants].sort((a, b) => (a.name < b.name ? -1 : 1)).entries()) {
+        if (i > 0 && i % TENANTS_PER_TURN === 0) await new Promise((r) => setImmediate(r));
+        const spec = markedSpecOf(modelTenant);
+        const t = spec.tenant;
+        const was = previousTenant.get(t);
+        const needs = requiredSecrets({ ...model, tenants: [modelTenant] });
+        const previousApp = new Map(modelTenant.applications.flatMap((a) => (a.previousName === undefined ? [] : [[a.name, a.previousName] as const])));
+        const appOf = (key: string) => key.slice(t.length + 1);
+        let values: pulumi.Output<Record<string, string>> | undefined;
+        if (needs.length > 0) {
+          const sizes = Object.fromEntries(needs.map((n) => [`${appOf(n.key)}/${n.kind}`, SECRET_BYTES[n.kind]]));
+          const moved = Object.fromEntries(needs.flatMap((n) => {
+            const from = previousApp.get(appOf(n.key));
+            return from === undefined ? [] : [[`${appOf(n.key)}/${n.kind}`, `${from}/${n.kind}`]];
+          }));
+          values = new TenantSecrets(`${t}/secrets`, { sizes, ...(Object.keys(moved).length > 0 ? { moved } : {}) }, { ...child, ...aliasesOf(was === undefined ? [] : [`${was}/secrets`]) }).values;
+          tenantSecrets.push(values.apply((v) => {
+            const out: Record<string, Record<string, string>> = {};
+            for (const [k, value] of Object.entries(v)) {
+              const cut = k.lastIndexOf('/');
+              (out[`${t}/${k.slice(0, cut)}`] ??= {})[k.slice(cut + 1)] = value;
+            }
+            return out as Resolved['secrets'];
+          }));
+        }
+        const clientSecrets = values?.apply((v) => Object.fromEntries(Object.entries(v).filter(([k]) => k.endsWith('/clientSecret')).map(([k, value]) => [k.slice(0, -'/clientSecret'.length), value])));
+        const passwords: Record<string, pulumi.Input<string>> = {};
+        const missingPasswords: Record<string, string> = {};
+        for (const id of Object.keys(spec.users)) {
+          const pw = args.passwords?.[`${t}/${id}`];
+          if (pw !== undefined) passwords[id] = pw;
+          const from = args.missingPasswords?.[`${t}/${id}`];
+          if (from !== undefined) missingPasswords[id] = from;
+        }
+        const webhookSecrets: Record<string, pulumi.Input<string>> = {};
+        for (const w of Object.keys(spec.webhooks)) {
+          const secret = args.webhookSecrets?.[`${t}/${w}`];
+          if (secret !== undefined) webhookSecrets[w] = secret;
+        }
+        const tenant = new Tenant(
+          t,
+          {
+            connection,
+            name: t,
+            ...(was === undefined ? {} : { previousName: was }),
+            body: spec.body,
+            applications: Object.fromEntries(spec.applications.map((a) => [a.name, a.body])),
+            ...(previousApp.size > 0 ? { renamedApplications: Object.fromEntries(previousApp) } : {}),
+            ...(clientSecrets === undefined ? {} : { clientSecrets }),
+            users: spec.users,
+            ...(Object.keys(passwords).length > 0 ? { initialPasswords: pulumi.secret(passwords) } : {}),
+            ...(Object.keys(missingPasswords).length > 0 ? { missingPasswords } : {}),
+            assignments: spec.assignments,
+            // Only for a tenant that declares webhooks: the state of others stays as it was.
+            ...(Object.keys(spec.webhooks).length === 0 ? {} : { webhooks: spec.webhooks }),
+            ...(Object.keys(webhookSecrets).length === 0 ? {} : { webhookSecrets: pulumi.secret(webhookSecrets) }),
+            unmanaged: modelTenant.unmanaged ?? 'remove',
+            ...adopt,
+            ...(args.git === undefined ? {} : { git: args.git }),
+          },
+          { ...child, ...aliasesOf(was === undefined ? [] : [was]) },
+        );
+        provisioned.push(tenant);
       }
-      const clientSecrets = values?.apply((v) => Object.fromEntries(Object.entries(v).filter(([k]) => k.endsWith('/clientSecret')).map(([k, value]) => [k.slice(0, -'/clientSecret'.length), value])));
-      const passwords: Record<string, pulumi.Input<string>> = {};
-      const missingPasswords: Record<string, string> = {};
-      for (const id of Object.keys(spec.users)) {
-        const pw = args.passwords?.[`${t}/${id}`];
-        if (pw !== undefined) passwords[id] = pw;
-        const from = args.missingPasswords?.[`${t}/${id}`];
-        if (from !== undefined) missingPasswords[id] = from;
-      }
-      const webhookSecrets: Record<string, pulumi.Input<string>> = {};
-      for (const w of Object.keys(spec.webhooks)) {
-        const secret = args.webhookSecrets?.[`${t}/${w}`];
-        if (secret !== undefined) webhookSecrets[w] = secret;
-      }
-      const tenant = new Tenant(
-        t,
-        {
-          connection,
-          name: t,
-          ...(was === undefined ? {} : { previousName: was }),
-          body: spec.body,
-          applications: Object.fromEntries(spec.applications.map((a) => [a.name, a.body])),
-          ...(previousApp.size > 0 ? { renamedApplications: Object.fromEntries(previousApp) } : {}),
-          ...(clientSecrets === undefined ? {} : { clientSecrets }),
-          users: spec.users,
-          ...(Object.keys(passwords).length > 0 ? { initialPasswords: pulumi.secret(passwords) } : {}),
-          ...(Object.keys(missingPasswords).length > 0 ? { missingPasswords } : {}),
-          assignments: spec.assignments,
-          // Only for a tenant that declares webhooks: the state of others stays as it was.
-          ...(Object.keys(spec.webhooks).length === 0 ? {} : { webhooks: spec.webhooks }),
-          ...(Object.keys(webhookSecrets).length === 0 ? {} : { webhookSecrets: pulumi.secret(webhookSecrets) }),
-          unmanaged: modelTenant.unmanaged ?? 'remove',
-          ...adopt,
-          ...(args.git === undefined ? {} : { git: args.git }),
-        },
-        { ...child, ...aliasesOf(was === undefined ? [] : [was]) },
-      );
-      provisioned.push(tenant);
-    }
 
-    // Generate every client file once all secrets are known; the result is a secret as a whole.
-    const resolvedSecrets = pulumi.all(tenantSecrets).apply((all) => Object.assign({}, ...all) as Resolved['secrets']);
-    const files = resolvedSecrets.apply((s) =>
-      Object.fromEntries(compileClientArtifacts(model, { secrets: s }).map((a) => [a.path, a.content])),
-    );
-    // Written only once the server has accepted every change: a refused up leaves the old configs.
-    const configs = new ClientConfigs('client-configs', { dir: args.clientConfigDir, files }, { parent: this, dependsOn: [guard, ...provisioned] });
+      // Generate every client file once all secrets are known; the result is a secret as a whole.
+      const resolvedSecrets = pulumi.all(tenantSecrets).apply((all) => Object.assign({}, ...all) as Resolved['secrets']);
+      const files = resolvedSecrets.apply((s) =>
+        Object.fromEntries(compileClientArtifacts(model, { secrets: s }).map((a) => [a.path, a.content])),
+      );
+      // Written only once the server has accepted every change: a refused up leaves the old configs.
+      return new ClientConfigs('client-configs', { dir: args.clientConfigDir, files }, { parent: this, dependsOn: [guard, ...provisioned] });
+    })();
 
     this.baseUrl = this.server.baseUrl;
     this.issuers = this.server.issuers;
-    this.clientConfigDir = configs.dir;
-    this.registerOutputs({ baseUrl: this.baseUrl, issuers: this.issuers, clientConfigDir: this.clientConfigDir });
+    this.clientConfigDir = pulumi.output(built.then((configs) => configs.dir));
+    this.ready = built.then(() => {
+      this.registerOutputs({ baseUrl: this.baseUrl, issuers: this.issuers, clientConfigDir: this.clientConfigDir });
+    });
   }
 }
+
+/** How many tenants' resources IdentityStack makes before it lets the SDK send them. */
+const TENANTS_PER_TURN = 10;

@@ -111,6 +111,9 @@ const identity = new IdentityStack('idforge', {
   ...(git === undefined ? {} : { git }),
 });
 
+// Every resource made before the program's exports are read (IdentityStack makes them a few tenants at a time).
+await identity.ready;
+
 export const baseUrl = identity.baseUrl;
 export const issuers = identity.issuers;
 export const clientConfigDir = identity.clientConfigDir;

@@ -11,7 +11,7 @@ import { UNKNOWN, checkWith, jsonEqual, propertyPath } from '../../src/provider/
 import { applicationsToFree } from '../../src/provider/application.ts';
 import { authServerProvider, needsRestart, serverUrls, type AuthServerInputs } from '../../src/provider/auth-server.ts';
 import { clientConfigsProvider, syncFiles } from '../../src/provider/client-configs.ts';
-import { tenantSpecs } from '../../src/provider/identity-stack.ts';
+import { inventoryOf, tenantSpecs } from '../../src/provider/identity-stack.ts';
 import { stableSecretProvider } from '../../src/provider/stable-secret.ts';
 import { assignmentChanges } from '../../src/provider/tenant-assignments.ts';
 import { valuesFor } from '../../src/provider/tenant-secrets.ts';
@@ -395,5 +395,31 @@ describe('model → resources', () => {
     expect(Object.values(acme?.users ?? {}).some((u) => 'initialPassword' in u)).toBe(false);
     expect(acme?.assignments).toEqual({ dashboard: ['u-alice', 'u-bob'], portal: ['u-alice', 'u-bob'], wiki: ['u-alice'] });
     expect(jsonEqual(tenantSpecs(loaded.model), tenantSpecs(loaded.model))).toBe(true);
+  });
+
+  // The delete guard registers before any tenant is compiled (IdentityStack makes the tenants a few at
+  // a time), so its inventory is read off the model: it must count exactly what the compiled bodies hold.
+  it.each([
+    ['the acme example', [join(import.meta.dirname, '../../examples/acme.yaml')]],
+    ['the multi-tenant example', [join(import.meta.dirname, '../../examples/multi-tenant')]],
+    ['the bench model (groups, 20 applications, 200 users per tenant)', 'bench'],
+  ] as const)('the delete guard counts what the compiled tenants hold: %s', async (_name, source) => {
+    let paths: readonly string[];
+    if (source === 'bench') {
+      const dir = await mkdtemp(join(tmpdir(), 'idforge-inventory-'));
+      const { generateModel } = await import('../../bench/compile/generate.ts');
+      await generateModel(dir, 3);
+      paths = [dir];
+    } else paths = source;
+    const loaded = await loadModel([...paths]);
+    if (source === 'bench') await rm(paths[0]!, { recursive: true, force: true });
+    if (!loaded.ok) throw new Error(`model invalid: ${JSON.stringify(loaded.problems)}`);
+    const counted = Object.fromEntries(tenantSpecs(loaded.model).map((s) => [s.tenant, {
+      applications: s.applications.map((a) => a.name).sort(),
+      users: Object.keys(s.users).length,
+      assignments: Object.values(s.assignments).reduce((n, ids) => n + ids.length, 0),
+    }]));
+    expect(Object.values(counted).some((t) => t.assignments > 0)).toBe(true);
+    expect(inventoryOf(loaded.model)).toEqual(counted);
   });
 });
