@@ -118,7 +118,7 @@ type ModelWriter = (path: string, port: number) => Promise<Record<string, string
 
 async function compareRow(label: string, write: ModelWriter): Promise<string> {
   const port = await freePort();
-  const p = await setupStep('a Pulumi project of the real program', () => PulumiProject.create(join(REPO, 'src/provider/program.ts'), {}, runEnv));
+  const p = await setupStep('a Pulumi project of the real program', () => PulumiProject.create(join(REPO, 'src/provider/pulumi-main.js'), {}, runEnv));
   const model = join(p.root, 'model');
   const env = await setupStep(`the model and stack config of ${label.trim()}`, async () => {
     const env = await write(model, port);
@@ -227,7 +227,8 @@ async function writeCompileModel(dir: string, tenants: number, port: number): Pr
 /** A project deploying `tenants` tenants of the compile model with the real program. */
 async function compileProject(tenants: number, env: Record<string, string> = runEnv): Promise<{ p: PulumiProject; dataDir: string; stopServer: () => Promise<void> }> {
   const port = await freePort();
-  const p = await setupStep('a Pulumi project of the real program', () => PulumiProject.create(join(REPO, 'src/provider/program.ts'), {}, env));
+  // The program as a user's stack runs it: Pulumi.yaml's main (compiled when the build is fresh; the header says which).
+  const p = await setupStep('a Pulumi project of the real program', () => PulumiProject.create(join(REPO, 'src/provider/pulumi-main.js'), {}, env));
   const model = join(p.root, 'model');
   const dataDir = join(p.root, 'server');
   await setupStep(`the model and stack config of ${tenants} tenants`, async () => {
@@ -437,7 +438,9 @@ async function targetRows(fleet: number, big: number, killTenants: number, seed:
   console.log(await killRow(killTenants, seed));
 }
 
-console.log(`bench/pulumi on ${process.platform}/${process.arch}, ${availableParallelism()} cores, node ${process.version}, load ${loadavg().map((l) => l.toFixed(1)).join(' ')}, ${checkpointWords}`);
+const { buildIsFresh } = await import('../../bin/_load.js');
+const programWords = buildIsFresh() ? 'the compiled program (dist/)' : 'the program from its TypeScript sources (the build is stale: npm run build)';
+console.log(`bench/pulumi on ${process.platform}/${process.arch}, ${availableParallelism()} cores, node ${process.version}, load ${loadavg().map((l) => l.toFixed(1)).join(' ')}, ${checkpointWords}, ${programWords}`);
 const seed = Number(opt('seed', String(Date.now() % 100_000)));
 if (only.includes('targets')) await targetRows(Number(opt('fleet-tenants', '50')), Number(opt('big-tenants', '500')), Number(opt('kill-tenants', '20')), seed);
 if (only.includes('engine')) for (const n of sizes) console.log(await engineRow(n));

@@ -35,7 +35,11 @@ export class PulumiProject {
     private readonly env: NodeJS.ProcessEnv,
   ) {}
 
-  /** `program` is a module of this repo whose exports become the stack outputs. */
+  /**
+   * `program` is a module of this repo whose exports become the stack outputs: a TypeScript module
+   * (run through tsx), or a Pulumi `main` of plain JavaScript whose default export they are
+   * (src/provider/pulumi-main.js: the compiled program when the build is fresh, as a user's stack runs it).
+   */
   static async create(program: string, config: Record<string, string>, extraEnv: Record<string, string> = {}): Promise<PulumiProject> {
     const root = await mkdtemp(join(tmpdir(), 'idforge-pulumi-'));
     const dir = join(root, 'project');
@@ -53,7 +57,9 @@ export class PulumiProject {
     await symlink(join(REPO, 'node_modules'), join(dir, 'node_modules'));
     await writeFile(
       join(dir, 'index.js'),
-      `import { register } from 'tsx/esm/api';\nregister();\nconst program = await import(${JSON.stringify(pathToFileURL(program).href)});\nexport default { ...program };\n`,
+      program.endsWith('.js')
+        ? `const main = await import(${JSON.stringify(pathToFileURL(program).href)});\nexport default main.default;\n`
+        : `import { register } from 'tsx/esm/api';\nregister();\nconst program = await import(${JSON.stringify(pathToFileURL(program).href)});\nexport default { ...program };\n`,
     );
     const env = devPulumiEnv({
       ...process.env,
