@@ -152,7 +152,14 @@ it('over every door, a plan that reuses what the last apply kept says what a pla
       expect(judged.reused).toBe(0);
       reusedAtAll += kept.reused;
     }
-  }), { numRuns: 15, seed: Number(process.env.FC_SEED ?? Date.now() % 1_000_000) });
+  }), {
+    numRuns: 15, seed: Number(process.env.FC_SEED ?? Date.now() % 1_000_000),
+    // First, on the state beforeAll left (the model applied, then SCIM tokens made): an apply that
+    // leaves both tenants as declared, so the plan after it reuses them. Generated sequences reach
+    // such a state only now and then (a console object needs --allow-delete-console, a group grant a
+    // second apply), and 1 run in 3 of 15 never did: the check below failed with nothing wrong.
+    examples: [[[{ door: 'apply' }]]],
+  });
   // Reuse happened: what the last apply kept was reused by some plan, or this proves nothing.
   expect(reusedAtAll).toBeGreaterThan(0);
 });
