@@ -146,7 +146,8 @@ it('pushes signed SETs (202): a disabled user is session-revoked and account-dis
   expect(disabled.headers['content-type']).toBe('application/secevent+jwt');
   expect(disabled.headers.authorization).toBe('Bearer receiver-secret');
   expect(disabled.claims).toMatchObject({ aud, sub_id: { format: 'iss_sub', iss: server.issuer('acme'), sub: acme.users.bob.id } });
-  expect(r.got.find((g) => SESSION_REVOKED in g.claims.events && g.claims.sub_id.sub === acme.users.bob.id)).toBeDefined();
+  // Each event is its own SET, pushed on its own: the session-revoked one may come after account-disabled.
+  await until('session-revoked', () => r.got.find((g) => SESSION_REVOKED in g.claims.events && g.claims.sub_id.sub === acme.users.bob.id));
 
   await admin.call('DELETE', routePath('getUser', { tenant: 'acme', userId: acme.users.bob.id }));
   await until('account-purged', () => r.got.find((g) => ACCOUNT_PURGED in g.claims.events && g.claims.sub_id.sub === acme.users.bob.id));
