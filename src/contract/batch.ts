@@ -81,7 +81,7 @@ export const TenantBatchBody = z
      * Also answer `undeclared`: what the tenant holds that the batch neither lists nor deletes (its
      * prune included), each object with its manager, and the group assignments on the applications
      * the batch lists. With a dry run that is all a reader of the tenant needs, in one request (the
-     * Pulumi provider's read before every preview: the drift, and what other managers keep there).
+     * Pulumi provider's look at the live tenant in every preview: the drift, and what other managers keep there).
      */
     undeclared: z.boolean().default(false),
   })

@@ -76,16 +76,15 @@ export function unreachable(err: unknown): boolean {
 export async function readOrKeep<T>(
   id: string,
   old: T,
-  read: () => Promise<pulumi.dynamic.ReadResult<T> & { readonly refreshBeforeUpdate?: boolean }>,
+  read: () => Promise<pulumi.dynamic.ReadResult<T>>,
   ctx?: ProviderContext,
-  refreshBeforeUpdate = false,
-): Promise<pulumi.dynamic.ReadResult<T> & { readonly refreshBeforeUpdate?: boolean }> {
+): Promise<pulumi.dynamic.ReadResult<T>> {
   try {
     return await read();
   } catch (err) {
     if (!unreachable(err)) throw err;
     await say(ctx, 'warning', `${String((err as Error).message)}; compared with the state, not the live server (the server is down or not deployed yet)`);
-    return { id, props: old, inputs: old, ...(refreshBeforeUpdate ? { refreshBeforeUpdate } : {}) };
+    return { id, props: old, inputs: old };
   }
 }
 

@@ -9,8 +9,10 @@
 // - A provider's `diff` may answer `detailedDiff` (property path → kind), which the engine shows
 //   and puts in `preview --json` (`applications["portal"].redirectUris[1]: add`).
 // - `create`, `read` and `update` may answer `refreshBeforeUpdate`: the engine then reads the
-//   resource before every preview and up, so a plain `pulumi preview` compares the model with the
-//   live server (pkg/resource/deploy/deployment_executor.go, refreshBeforeUpdateOnly).
+//   resource before every preview and up (pkg/resource/deploy/deployment_executor.go,
+//   refreshBeforeUpdateOnly). No idforge provider does any longer: those reads run one after another
+//   before the engine starts the program (Tenant compares with the live server in its diff instead),
+//   and a state that asked for them stops asking at its next read, which answers without the flag.
 // - Every method gets a last argument `{ urn, log(severity, message) }`: diagnostics attached to the
 //   resource, shown by the engine under it; diff, update and delete also `inputs`, the old inputs the
 //   engine keeps, and read the inputs (so a provider's outputs need not repeat its inputs: Tenant's).

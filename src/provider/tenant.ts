@@ -18,7 +18,7 @@
  * longer declares (the batch's prune). Nothing another manager keeps is taken without
  * `idforge:adopt`.
  *
- * The live server is read before every preview and up (refresh before update, _host.cjs): one dry
+ * Every preview and up compares each tenant with the live server, in its diff (liveTenant): one dry
  * run of the declared batch per tenant says what differs (a changed field, a secret that is no longer
  * the stack's, a missing object, an object in the tenant nobody declared), so a plain `pulumi preview`
  * shows drift. Objects other managers keep there (the console, SCIM, `idforge apply`, another stack)
@@ -167,10 +167,13 @@ async function liveRevision(connection: AdminConnection, tenant: string): Promis
   return (await answer.revisions)?.[tenant];
 }
 
-/** Whether slim outputs (idforge's host: without the declared objects) recorded a revision the server still has for the tenant. */
-async function unchangedSince(id: string, outs: (TenantWire & { revision?: string }) | undefined): Promise<boolean> {
-  if (outs?.revision === undefined || outs.connection === undefined || DECLARED_MAPS.some((k) => outs[k] !== undefined)) return false;
-  return (await liveRevision(outs.connection, liveName(id, outs as unknown as Partial<TenantOutputs>))) === outs.revision;
+/**
+ * Whether slim outputs (idforge's host: without the declared objects) recorded a revision the server
+ * still has for the tenant ('same'), or one it moved from ('moved'); undefined: nothing to ask about.
+ */
+async function revisionSince(id: string, outs: (TenantWire & { revision?: string }) | undefined): Promise<'same' | 'moved' | undefined> {
+  if (outs?.revision === undefined || outs.connection === undefined || DECLARED_MAPS.some((k) => outs[k] !== undefined)) return undefined;
+  return (await liveRevision(outs.connection, liveName(id, outs as unknown as Partial<TenantOutputs>))) === outs.revision ? 'same' : 'moved';
 }
 
 /** The outputs of a write: with the revision its batch left when that leaves the tenant exactly as declared, else without one. */
@@ -384,7 +387,7 @@ function byManager(objects: readonly Named[]): string {
   }).join('; ');
 }
 
-async function readTenant(id: string, old: TenantOutputs, ctx: ProviderContext | undefined): Promise<pulumi.dynamic.ReadResult<TenantOutputs> & { refreshBeforeUpdate?: boolean; same?: boolean }> {
+async function readTenant(id: string, old: TenantOutputs, ctx: ProviderContext | undefined, moved = false): Promise<pulumi.dynamic.ReadResult<TenantOutputs> & { same?: boolean }> {
   const { AdminClient, mapLimit } = await import('../admin-client/index.ts');
   const client = new AdminClient(old.connection);
   const name = liveName(id, old);
@@ -392,8 +395,9 @@ async function readTenant(id: string, old: TenantOutputs, ctx: ProviderContext |
   const policy = old.unmanaged ?? 'remove';
   const look = policy !== 'keep';
   // Nothing changed in the tenant since the stack found or left it exactly as declared: nothing to find.
-  if (old.revision !== undefined && name === old.name && (await liveRevision(old.connection, name)) === old.revision) {
-    return { id, props: old, inputs: inputsOf(old), refreshBeforeUpdate: true, same: true };
+  // (`moved`: the caller asked already, and the revision moved.)
+  if (!moved && old.revision !== undefined && name === old.name && (await liveRevision(old.connection, name)) === old.revision) {
+    return { id, props: old, inputs: inputsOf(old), same: true };
   }
   // One request per tenant: a dry run of what the stack declares, pruned as an up prunes (its own
   // objects, and under remove or report nobody's), that also answers what the tenant holds and the
@@ -459,7 +463,7 @@ async function readTenant(id: string, old: TenantOutputs, ctx: ProviderContext |
   const clean = same && Object.keys(drift).length === 0 && others.length === 0 && f.held.length === 0 && grants.length === 0;
   const props: TenantOutputs = clean && judged.revision !== undefined ? { ...now, revision: judged.revision } : now;
   // Inputs as well as outputs, so the next diff compares the model with what is live (pulumi#13679).
-  return { id, props, inputs: now, refreshBeforeUpdate: true, ...(same ? { same } : {}) };
+  return { id, props, inputs: now, ...(same ? { same } : {}) };
 }
 
 /** Pure: the objects a read's dry run says the tenant holds undeclared that another manager keeps (what is nobody's or the stack's, the prune took). */
@@ -565,6 +569,13 @@ export function describe(tenant: string, d: Difference, olds: Partial<TenantInpu
 /** Lines of a summary shown at most; the detailed diff holds all. */
 const SUMMARY_LINES = 30;
 
+/** The change lines under the resource, at most SUMMARY_LINES of them. */
+async function sayLines(ctx: ProviderContext | undefined, lines: readonly string[]): Promise<void> {
+  if (lines.length === 0) return;
+  const more = lines.length > SUMMARY_LINES ? `\n(and ${lines.length - SUMMARY_LINES} more: pulumi preview --diff shows every one)` : '';
+  await say(ctx, 'info', `${lines.slice(0, SUMMARY_LINES).join('\n')}${more}`);
+}
+
 /**
  * Preview = up: the declared batch judged by the server before anything is written, one dry run:
  * what it would refuse (a client id another application holds, a user SCIM keeps, another
@@ -623,11 +634,7 @@ async function checkTenant(before: Partial<TenantInputs>, news: TenantInputs, ct
   // What this run changes, one line each (`acme/portal: redirectUris[1] added`), said once per run:
   // here, where only the model's registration comes (the engine also diffs for a refresh).
   if (known) {
-    const lines = tenantDifferences(before, inputs).flatMap((d) => describe(inputs.name, d, before, inputs));
-    if (lines.length > 0) {
-      const more = lines.length > SUMMARY_LINES ? `\n(and ${lines.length - SUMMARY_LINES} more: pulumi preview --diff shows every one)` : '';
-      await say(ctx, 'info', `${lines.slice(0, SUMMARY_LINES).join('\n')}${more}`);
-    }
+    await sayLines(ctx, tenantDifferences(before, inputs).flatMap((d) => describe(inputs.name, d, before, inputs)));
   }
   // Users another door (SCIM, the console) manages: the model may not declare them, in that door's words.
   const { ownershipFailures } = await import('./_ownership.ts');
@@ -651,7 +658,8 @@ async function checkTenant(before: Partial<TenantInputs>, news: TenantInputs, ct
 const onObjects: {
   check(olds: Partial<TenantInputs>, news: TenantInputs, ctx?: ProviderContext): Promise<pulumi.dynamic.CheckResult<TenantInputs>>;
   create(inputs: TenantInputs): Promise<pulumi.dynamic.CreateResult<TenantInputs>>;
-  read(id: string, props: TenantInputs, ctx?: ProviderContext): Promise<pulumi.dynamic.ReadResult<TenantInputs>>;
+  /** `moved`: the caller asked for the tenant's revision already, and it moved (no second request for it). */
+  read(id: string, props: TenantInputs, ctx?: ProviderContext, moved?: boolean): Promise<pulumi.dynamic.ReadResult<TenantInputs>>;
   update(id: string, olds: TenantInputs, news: TenantInputs): Promise<pulumi.dynamic.UpdateResult<TenantInputs>>;
   delete(id: string, props: TenantInputs): Promise<void>;
 } = {
@@ -680,14 +688,14 @@ const onObjects: {
       undeclared: looked,
     }]);
     if (inputs.unmanaged === 'remove') await removeGrants(client, inputs.name, Object.keys(inputs.applications));
-    return { id: inputs.name, outs: withRevision(withServerSecrets({ ...inputs, drift: {} }, results), last, ours, looked), refreshBeforeUpdate: true } as pulumi.dynamic.CreateResult;
+    return { id: inputs.name, outs: withRevision(withServerSecrets({ ...inputs, drift: {} }, results), last, ours, looked) } as pulumi.dynamic.CreateResult;
   },
-  async read(id, props, ctx?: ProviderContext) {
+  async read(id, props, ctx?: ProviderContext, moved = false) {
     const { readOrKeep } = await import('./_common.ts');
     const old = props as TenantOutputs;
     // A state from before issue 23: kept as it is; the next up rewrites it in this shape.
     if (fromBefore(old)) return { id, props: old, inputs: old };
-    return readOrKeep(id, old, () => readTenant(id, old, ctx), ctx, true);
+    return readOrKeep(id, old, () => readTenant(id, old, ctx, moved), ctx);
   },
   async update(_id, olds, news) {
     const { AdminClient } = await import('../admin-client/index.ts');
@@ -723,7 +731,7 @@ const onObjects: {
       },
     ]);
     if (news.unmanaged === 'remove') await removeGrants(client, news.name, Object.keys(news.applications));
-    return { outs: withRevision(withServerSecrets({ ...news, drift: {} }, results), last, ours, looked), refreshBeforeUpdate: true } as pulumi.dynamic.UpdateResult;
+    return { outs: withRevision(withServerSecrets({ ...news, drift: {} }, results), last, ours, looked) } as pulumi.dynamic.UpdateResult;
   },
   async delete(id, props) {
     const { AdminClient } = await import('../admin-client/index.ts');
@@ -894,13 +902,18 @@ export const tenantProvider: Required<Omit<pulumi.dynamic.ResourceProvider<Tenan
     const r = await onObjects.check(fromWire(olds), fromWire(news), ctx);
     return { ...r, inputs: r.inputs === undefined ? undefined : toWire(r.inputs as TenantInputs) } as pulumi.dynamic.CheckResult<TenantWire>;
   },
-  async diff(_id, outs, news, ctx?: ProviderContext) {
-    const olds = withInputs(outs, ctx?.inputs);
+  async diff(id, outs, news, ctx?: ProviderContext) {
+    const recorded = withInputs(outs, ctx?.inputs);
     // A new name is a new tenant, unless it is the rename the model declares.
-    const renamed = news.previousName !== undefined && olds.name === news.previousName;
-    const replaces = renamed || isUnknown(news.name) || olds.name === news.name ? [] : ['name'];
-    if (fromBefore(olds)) return { changes: true, replaces };
+    const renamed = news.previousName !== undefined && recorded.name === news.previousName;
+    const replaces = renamed || isUnknown(news.name) || recorded.name === news.name ? [] : ['name'];
+    if (fromBefore(recorded)) return { changes: true, replaces };
     if ([news.body, news.applications, news.users, news.assignments, news.clientSecrets, news.webhooks, news.webhookSecrets].some(isUnknown)) return { changes: true, replaces };
+    // Compared with the live tenant (a plain preview sees drift), pipelined with the program; after a
+    // read in this process (a refresh), with what that read found.
+    const live = ctx === undefined || readHere.has(ctx.urn) ? recorded : await liveTenant(id, outs as TenantWire & { revision?: string }, recorded, news, ctx);
+    if (live === 'gone') return { changes: true, replaces, detailedDiff: { name: 'add' } } as pulumi.dynamic.DiffResult;
+    const olds = live;
     const found = wireDifferences(olds, news);
     if (found.length === 0 && replaces.length === 0) return { changes: false, replaces };
     // Where, for the engine's display and `preview --json` (idforge's provider host passes it on).
@@ -912,18 +925,20 @@ export const tenantProvider: Required<Omit<pulumi.dynamic.ResourceProvider<Tenan
     return { ...r, outs: outputsFor(toWire(r.outs as TenantInputs), ctx) };
   },
   async read(id, outs, ctx?: ProviderContext) {
+    if (ctx !== undefined) readHere.add(ctx.urn);
     // The tenant is as the stack recorded it (its revision): answered from the slim outputs alone, the
     // declared objects (ctx.inputs, ~77 KB a tenant) never decoded. Why: decoding them was most of the
     // provider host's work before the program ran in a preview of 500 bench tenants (README, "Scale").
-    if (ctx !== undefined && (await unchangedSince(id, outs as TenantWire & { revision?: string }))) return { id, props: outs, refreshBeforeUpdate: true } as pulumi.dynamic.ReadResult<TenantWire>;
+    const since = ctx === undefined ? undefined : await revisionSince(id, outs as TenantWire & { revision?: string });
+    if (since === 'same') return { id, props: outs } as pulumi.dynamic.ReadResult<TenantWire>;
     const merged = withInputs(outs ?? ({} as TenantWire), ctx?.inputs);
-    const r = await onObjects.read(id, fromWire(merged), ctx);
+    const r = await onObjects.read(id, fromWire(merged), ctx, since === 'moved');
     if (r.props === undefined) return r as unknown as pulumi.dynamic.ReadResult<TenantWire>;
     // Nothing differs live: no inputs in the answer, so the engine keeps its own (a no-op preview's ~77 KB per tenant not encoded, sent and compared again).
     if ((r as { same?: boolean }).same === true && ctx?.inputs !== undefined) {
       const { revision: _, ...rest } = merged as TenantWire & { revision?: string };
       const revision = (r.props as TenantOutputs).revision;
-      return { id: r.id, props: slimOutputs({ ...rest, ...(revision === undefined ? {} : { revision }) } as TenantWire), refreshBeforeUpdate: true } as pulumi.dynamic.ReadResult<TenantWire>;
+      return { id: r.id, props: slimOutputs({ ...rest, ...(revision === undefined ? {} : { revision }) } as TenantWire) } as pulumi.dynamic.ReadResult<TenantWire>;
     }
     return { ...r, props: outputsFor(toWire(r.props), ctx), inputs: r.inputs === undefined ? undefined : toWire(r.inputs) } as pulumi.dynamic.ReadResult<TenantWire>;
   },
@@ -935,6 +950,37 @@ export const tenantProvider: Required<Omit<pulumi.dynamic.ResourceProvider<Tenan
     await onObjects.delete(id, fromWire(withInputs(outs, ctx?.inputs)));
   },
 };
+
+/** The tenants this process read (a refresh): their diff compares with what the read found, and reads nothing again. */
+const readHere = new Set<string>();
+
+/**
+ * The tenant as it is live, for the diff: what the state recorded when nothing changed since (its
+ * revision; one request for the fleet), else what one dry run of its batch finds (readTenant), with
+ * one line said for each way the live tenant differs from the model that the state does not already
+ * explain (`acme/wiki: redirectUris[0] changed`). 'gone': the tenant is not on the server.
+ *
+ * Why in the diff, and not a read before the update (the engine's refreshBeforeUpdate, as until
+ * now): the engine makes those reads one after another before it even starts the program, ~3 s of a
+ * 500-tenant preview's 16 (README, "Scale"); here each tenant is read as the program registers it.
+ */
+async function liveTenant(id: string, outs: TenantWire & { revision?: string }, recorded: TenantWire, news: TenantWire, ctx: ProviderContext): Promise<TenantWire | 'gone'> {
+  const since = await revisionSince(id, outs);
+  if (since === 'same') return recorded;
+  const state = fromWire(recorded);
+  const r = await onObjects.read(id, state, ctx, since === 'moved');
+  if (r.props === undefined || r.id === '') {
+    await say(ctx, 'warning', `tenant ${liveName(id, state)} is not on the server (deleted outside this stack): the next up makes it again`);
+    return 'gone';
+  }
+  if ((r as { same?: boolean }).same === true) return recorded;
+  const found = r.props as TenantInputs;
+  const declared = fromWire(news);
+  const explained = new Set(tenantDifferences(state, declared).map((d) => formatPath(d.path)));
+  await sayLines(ctx, tenantDifferences(found, declared).filter((d) => !explained.has(formatPath(d.path))).flatMap((d) => describe(declared.name, d, found, declared)));
+  const { revision: _, ...rest } = toWire(found) as TenantWire & { revision?: string };
+  return rest as TenantWire;
+}
 
 /** Client secrets the server made (an application declared without one) are kept in the state, the only place they are known. */
 function withServerSecrets(outs: TenantOutputs, results: readonly BatchEntryResult[]): TenantOutputs {

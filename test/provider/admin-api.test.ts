@@ -1,14 +1,15 @@
 /**
  * The Tenant provider against the real server (started in-process on a free port): create, read
- * (with drift, found by one dry run), update and delete of a tenant with its applications, users and
- * assignments through the admin API, exactly as the engine calls them; a create that takes back
- * what the stack made and refuses what others made.
+ * (with drift, found by one dry run; a diff under idforge's host finds it too), update and delete of
+ * a tenant with its applications, users and assignments through the admin API, exactly as the engine
+ * calls them; a create that takes back what the stack made and refuses what others made.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdminClient, type AdminConnection } from '../../src/admin-client/index.ts';
+import type { ProviderContext } from '../../src/provider/_common.ts';
 import { fromWire, tenantProvider, toWire, type TenantInputs, type TenantOutputs } from '../../src/provider/tenant.ts';
 import type { ApplicationBody } from '../../src/contract/index.ts';
 import { startServer, type RunningServer } from '../../src/server/index.ts';
@@ -56,15 +57,17 @@ describe('the Tenant provider against the real admin API', () => {
     return { ...r, props: fromWire(r.props), inputs: fromWire(r.inputs) };
   };
 
-  it('create, read back unchanged (asking to be read before every update), see drift, update, delete', async () => {
+  it('create, read back unchanged, see drift (in a read, and in a diff of the recorded state), update, delete', async () => {
     const made = await tenantProvider.create(toWire(tenant()));
-    expect(made).toMatchObject({ id: 'acme', refreshBeforeUpdate: true });
+    expect(made).toMatchObject({ id: 'acme' });
+    // The diff compares with the live server itself; the engine's reads one by one before the program (refreshBeforeUpdate) are not asked for.
+    expect(made).not.toHaveProperty('refreshBeforeUpdate');
     const created = { ...made, outs: fromWire(made.outs) };
     expect(await admin.find('getUser', { tenant: 'acme', userId: 'u-alice' })).toMatchObject({ hasPassword: true, manager: MANAGER });
     expect(await admin.find('getUser', { tenant: 'acme', userId: 'u-bob' })).toMatchObject({ hasPassword: false });
     expect(await admin.call('verifyClientSecret', { tenant: 'acme', application: 'portal' }, { body: { clientSecret: 'p'.repeat(43) } })).toMatchObject({ matches: true });
     const same = await read(created.outs!);
-    expect(same.refreshBeforeUpdate).toBe(true);
+    expect(same).not.toHaveProperty('refreshBeforeUpdate');
     expect(await tenantProvider.diff('acme', toWire(same.inputs), toWire(tenant()))).toEqual({ changes: false, replaces: [] });
 
     // Changes behind the stack's back (forced, as an operator would), a user made by hand, a rotated secret.
@@ -72,6 +75,15 @@ describe('the Tenant provider against the real admin API', () => {
     await admin.remove('deleteAssignment', { tenant: 'acme', application: 'portal', userId: 'u-bob' });
     await admin.call('putUser', { tenant: 'acme', userId: 'u-mallory' }, { body: { email: 'mallory@evil.example' } });
     await admin.call('rotateClientSecret', { tenant: 'acme', application: 'portal' });
+    // Under idforge's host (a context), a diff of what the state recorded against the model sees it all, and says it.
+    const said: string[] = [];
+    const ctx = { urn: 'urn:pulumi:test::idforge::pulumi-nodejs:dynamic/idforge:Tenant::acme', log: async (_: string, m: string) => void said.push(m) };
+    const diffUnderHost = tenantProvider.diff as (id: string, olds: unknown, news: unknown, ctx: ProviderContext) => ReturnType<typeof tenantProvider.diff>;
+    expect(await diffUnderHost('acme', made.outs, toWire(tenant()), ctx)).toMatchObject({
+      changes: true, detailedDiff: { body: 'update', 'drift.users': 'delete', 'drift.secrets': 'delete', 'assignments.portal': 'update' },
+    });
+    expect(said.join('\n')).toContain('acme: user u-mallory is in the tenant but not in the model: removed');
+    expect(said.join('\n')).toContain("acme/portal: the client secret on the server is not the stack's: set again");
     const drifted = await read(created.outs!);
     expect(drifted.inputs.body.displayName).toBe('Changed behind our back');
     expect(drifted.inputs.assignments).toEqual({ portal: ['u-alice'] });
@@ -117,9 +129,18 @@ describe('the Tenant provider against the real admin API', () => {
     await tenantProvider.delete('crash', toWire(t));
   });
 
-  it('deleting is idempotent, and a deleted tenant reads as gone', async () => {
+  it('deleting is idempotent, and a deleted tenant reads as gone; a diff under the host says so, and the update makes it again', async () => {
     await tenantProvider.delete('acme', toWire(tenant()));
     await tenantProvider.delete('acme', toWire(tenant()));
     expect(await tenantProvider.read('acme', toWire(tenant()))).toEqual({ id: '' });
+    const said: string[] = [];
+    const ctx = { urn: 'urn:pulumi:test::idforge::pulumi-nodejs:dynamic/idforge:Tenant::acme-gone', log: async (_: string, m: string) => void said.push(m) };
+    const diffUnderHost = tenantProvider.diff as (id: string, olds: unknown, news: unknown, ctx: ProviderContext) => ReturnType<typeof tenantProvider.diff>;
+    expect(await diffUnderHost('acme', toWire(tenant()), toWire(tenant()), ctx)).toMatchObject({ changes: true, detailedDiff: { name: 'add' } });
+    expect(said.join('\n')).toContain('tenant acme is not on the server (deleted outside this stack): the next up makes it again');
+    await tenantProvider.update('acme', toWire(tenant()), toWire(tenant()));
+    expect(await admin.find('getTenant', { tenant: 'acme' })).toMatchObject({ displayName: 'Acme' });
+    expect(await admin.find('getUser', { tenant: 'acme', userId: 'u-alice' })).toBeDefined();
+    await tenantProvider.delete('acme', toWire(tenant()));
   });
 });

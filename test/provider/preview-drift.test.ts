@@ -1,7 +1,7 @@
 /**
  * Previews that see drift (issue 23): a plain `pulumi preview`, without --refresh, compares the model
- * with the live server (each Tenant is read before every preview and up: one dry run of its batch),
- * so it shows an admin user made by hand in a managed tenant, a client secret changed on the
+ * with the live server (each Tenant's diff, in every preview and up: one dry run of its batch), so it
+ * shows an admin user made by hand in a managed tenant, a client secret changed on the
  * server and a field changed behind the stack's back, each named in the detailed diff and in one
  * line each; it reports, never removes, an application the console made there (issue 20, point b).
  * With the server down it says so and shows the plain diff of the model against the state. The next

@@ -6,6 +6,8 @@
  * is empty; a field changed through the admin API, then a user made through SCIM, each show in the
  * next plain preview (a diff, a report) as they did when every preview read every tenant.
  */
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdminClient } from '../../src/admin-client/index.ts';
 import type { ApplicationBody } from '../../src/contract/index.ts';
@@ -86,9 +88,29 @@ describe('a plain preview after a change through another door', { timeout: 300_0
     const afterScim = await plainPreview(p);
     expect(afterScim.changed).toEqual([]);
     expect(afterScim.said).toMatch(/tenant acme holds objects this stack does not declare, kept by other managers \(reported, never removed\): SCIM[^:]*: user /);
-    // A tenant holding another manager's objects is not recorded as the stack left it: every preview reads it, and says so again.
+    // A tenant holding another manager's objects keeps the revision the stack's last write left (the up
+    // has nothing to change): the live one differs, so every preview reads it, and says so again.
     await p.up(PASSWORDS);
-    expect(await recordedRevision(p)).toBeUndefined();
+    expect(await recordedRevision(p)).toBe(repaired);
     expect((await plainPreview(p)).said).toMatch(/kept by other managers \(reported, never removed\): SCIM/);
+  });
+
+  it('a state whose tenants asked to be read before every update (until now) stops asking at its next up', async () => {
+    type Exported = { deployment: { resources: { type: string; refreshBeforeUpdate?: boolean }[] } };
+    const asking = (e: Exported) => e.deployment.resources.filter((r) => r.refreshBeforeUpdate === true).map((r) => r.type);
+    const now = JSON.parse((await p.must(['stack', 'export'])).stdout) as Exported;
+    expect(asking(now)).toEqual([]);
+    // The state as the provider left it until now: every Tenant asks the engine to read it before each update.
+    for (const r of now.deployment.resources) if (r.type.endsWith(':Tenant')) r.refreshBeforeUpdate = true;
+    const file = join(p.root, 'asking.json');
+    await writeFile(file, JSON.stringify(now));
+    await p.must(['stack', 'import', '--file', file]);
+    expect(asking(JSON.parse((await p.must(['stack', 'export'])).stdout) as Exported)).toEqual(['pulumi-nodejs:dynamic/idforge:Tenant']);
+    const reads = async () => (JSON.parse((await p.must(['preview', '--json'], PASSWORDS)).stdout) as PreviewJson).steps.filter((s) => s.op === 'refresh').map((s) => urnName(s.urn));
+    expect(await reads()).toEqual(['acme']);
+    await p.up(PASSWORDS);
+    expect(asking(JSON.parse((await p.must(['stack', 'export'])).stdout) as Exported)).toEqual([]);
+    expect(await reads()).toEqual([]);
+    await p.must(['preview', '--expect-no-changes'], PASSWORDS);
   });
 });
