@@ -423,7 +423,7 @@ async function targetRows(fleet: number, big: number, killTenants: number, seed:
         up.code === 0 ? `${big * COMPILE_RESOURCES_PER_TENANT + 3} resources, state ${(await stateBytes(p) / 1e6).toFixed(1)} MB` : errorLines(up.out)));
       if (up.code === 0) {
         const preview = await pulumiWithin(p, ['preview', '--expect-no-changes'], 3_600_000);
-        console.log(figure(`big ${big} tenants: no-op preview (reads every tenant)`, preview.code === 0 ? preview.ms : undefined, 30, preview.code === 0 ? '' : errorLines(preview.out)));
+        console.log(figure(`big ${big} tenants: no-op preview (compares every tenant with the server)`, preview.code === 0 ? preview.ms : undefined, 30, preview.code === 0 ? '' : errorLines(preview.out)));
         // One application changed: a web app's origin (its redirect URI and its recorded model entry).
         const file = join(p.root, 'model', 't00000.yaml');
         await writeFile(file, (await readFile(file, 'utf8')).replace('origin: https://web0.t00000.example', 'origin: https://web0-moved.t00000.example'));

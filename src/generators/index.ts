@@ -19,6 +19,7 @@ export { requiredSecrets, previousAppKeys, appKey, type Resolved, type ResolvedS
 export { ARTIFACT_SCHEMAS, SpaConfig, ApiConfig, GrantConfig, PlanSchema } from './artifact-schemas.ts';
 export { OAUTH2_PROXY_VERSION, OAUTH2_PROXY_IMAGE } from './proxy.ts';
 export { stableJson } from './_serialize.ts';
+export { byName } from './_app-facts.ts';
 export type { Artifact } from './_artifact.ts';
 export { modelFileOfLive, tenantSpecOfLive, serverSpecOf, UNKNOWN_UPSTREAM, type LiveTenant, type ExportNote, type ModelFileInput, type TenantSpecInput } from './from-live.ts';
 export { modelYaml, unifiedDiff } from './model-yaml.ts';

@@ -14,7 +14,7 @@
 import * as pulumi from '@pulumi/pulumi';
 import { pulumiManager, SECRET_BYTES, normalize, type GitInfo, type Inventory, type PutStep, type TenantBody, type UserBody } from '../contract/index.ts';
 import { tenantRenames, type Model } from '../schema/model.ts';
-import { compileClientArtifacts, requiredSecrets, tenantInventory, tenantSteps, type Resolved } from '../generators/index.ts';
+import { byName, compileClientArtifacts, requiredSecrets, tenantInventory, tenantSteps, type Resolved } from '../generators/index.ts';
 import type { AdminConnection } from '../admin-client/index.ts';
 import type { ApplicationSpecBody } from './application.ts';
 import { AuthServer, type LocalServerArgs } from './auth-server.ts';
@@ -73,7 +73,7 @@ export interface TenantSpecOut {
 /** Pure: per tenant, the bodies that the resources take (from the generator's plan steps). */
 export function tenantSpecs(model: Model): TenantSpecOut[] {
   const spec = tenantSpecMaker(model);
-  return [...model.tenants].sort((a, b) => (a.name < b.name ? -1 : 1)).map(spec);
+  return [...model.tenants].sort(byName).map(spec);
 }
 
 /** Pure: the maker of one tenant's bodies (one at a time, as IdentityStack makes its resources). */
@@ -169,7 +169,7 @@ export class IdentityStack extends pulumi.ComponentResource {
     // 3 s of a 500-tenant preview constructing before the engine had anything to do (README, "Scale").
     const built = (async () => {
       const provisioned: pulumi.Resource[] = [];
-      for (const [i, modelTenant] of [...model.tenants].sort((a, b) => (a.name < b.name ? -1 : 1)).entries()) {
+      for (const [i, modelTenant] of [...model.tenants].sort(byName).entries()) {
         if (i > 0 && i % TENANTS_PER_TURN === 0) await new Promise((r) => setImmediate(r));
         const spec = markedSpecOf(modelTenant);
         const t = spec.tenant;

@@ -3,6 +3,7 @@
  * what is no change), per-entry change sets of the bulk resources, and the component's mapping of
  * a model onto resource bodies. Engine runs are in engine.test.ts.
  */
+import fc from 'fast-check';
 import { mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,7 +18,8 @@ import { assignmentChanges } from '../../src/provider/tenant-assignments.ts';
 import { valuesFor } from '../../src/provider/tenant-secrets.ts';
 import { userChanges } from '../../src/provider/tenant-users.ts';
 import { checkUnchanged, describe as describeChange, findingsOf, fromWire, othersOf, slimOutputs, tenantBatch, tenantDifferences, tenantProvider, toWire, withInputs, type TenantInputs } from '../../src/provider/tenant.ts';
-import { loadModel } from '../../src/schema/index.ts';
+import { loadModel, validateSources } from '../../src/schema/index.ts';
+import { modelArb, modelText } from '../doors/_cross-door.ts';
 import { leftAsDeclared } from '../../src/contract/index.ts';
 import { z } from 'zod';
 
@@ -421,5 +423,18 @@ describe('model → resources', () => {
     }]));
     expect(Object.values(counted).some((t) => t.assignments > 0)).toBe(true);
     expect(inventoryOf(loaded.model)).toEqual(counted);
+  });
+
+  it('the delete guard counts what the compiled tenants hold, over generated models (groups, renames, any assignments)', () => {
+    fc.assert(fc.property(modelArb, fc.boolean(), (choice, renamed) => {
+      const loaded = validateSources([{ file: 'm.yaml', content: modelText(4000, choice, renamed) }]);
+      if (!loaded.ok) throw new Error(`model invalid: ${JSON.stringify(loaded.problems)}`);
+      const counted = Object.fromEntries(tenantSpecs(loaded.model).map((s) => [s.tenant, {
+        applications: s.applications.map((a) => a.name).sort(),
+        users: Object.keys(s.users).length,
+        assignments: Object.values(s.assignments).reduce((n, ids) => n + ids.length, 0),
+      }]));
+      expect(inventoryOf(loaded.model)).toEqual(counted);
+    }), { numRuns: 200 });
   });
 });
