@@ -75,6 +75,14 @@ describe('a plain pulumi preview sees drift', { timeout: 300_000 }, () => {
     expect(said).toContain(`acme/portal: group ${group} grants access the model does not declare: removed`);
     expect(said).toContain('tenant acme holds objects this stack does not declare, kept by other managers (reported, never removed): the admin console: application console-reports');
     expect((await p.run(['preview', '--expect-no-changes'], PASSWORDS)).code).not.toBe(0);
+    // With --refresh, the engine's read finds the same, and each warning is said once (the refresh's), not again by the diff.
+    const refreshed = await p.run(['preview', '--refresh', '--json'], PASSWORDS);
+    expect(refreshed.code, refreshed.stderr).toBe(0);
+    const withRefresh = JSON.parse(refreshed.stdout) as PreviewJson;
+    expect(withRefresh.steps.find((s) => s.op === 'update' && urnName(s.urn) === 'acme')?.detailedDiff).toEqual(changed[0]?.detailedDiff);
+    const kept = (withRefresh.diagnostics ?? []).filter((d) => d.message.includes('kept by other managers'));
+    expect(kept, JSON.stringify(kept)).toHaveLength(1);
+    expect(kept[0]?.message).toContain('tenant acme holds objects this stack does not declare, kept by other managers (reported, never removed): the admin console: application console-reports');
 
     await p.up(PASSWORDS);
     expect(await admin.find('getUser', { tenant: 'acme', userId: 'u-mallory' })).toBeUndefined();
