@@ -12,6 +12,7 @@ import { z } from 'zod';
 import { canonicalJson } from '../contract/index.ts';
 import { changedKeys, checkWith, isUnknown, jsonEqual, type ProviderContext } from './_common.ts';
 import { _DynamicResource } from './_load.ts';
+import { packJson, sameJsonText, unpackJson } from './_packed.ts';
 
 export interface ClientConfigsArgs {
   /** Absolute directory. */
@@ -23,10 +24,12 @@ export interface ClientConfigsArgs {
 export interface ClientConfigsInputs {
   readonly dir: string;
   /**
-   * On the wire: canonical JSON of every file by path, one string (a state from before, or a caller of
-   * the provider: the object). Why one string: the 100k-user model has 17,500 client files, ~9 MB, and
-   * as an object each was a value that the program, the engine and the provider host converted, copied
-   * and compared on every preview (README, "Scale"); a secret, so a preview never shows them anyway.
+   * On the wire: the packed canonical JSON of every file by path, one string (_packed.ts; a state from
+   * before: plain JSON, or the object; a caller of the provider: the object). Why one string: the
+   * 100k-user model has 17,500 client files, ~9 MB, and as an object each was a value that the
+   * program, the engine and the provider host converted, copied and compared on every preview
+   * (README, "Scale"); packed, 14 MB of state became about 1; a secret, so a preview never shows
+   * them anyway.
    */
   readonly files: Record<string, string> | string;
 }
@@ -63,10 +66,10 @@ const ClientConfigsInputsSchema = z.strictObject({
 
 /** The files by path, from the wire (one JSON string) or from an object. */
 export const filesOf = (files: ClientConfigsInputs['files'] | undefined): Record<string, string> =>
-  typeof files === 'string' ? (JSON.parse(files) as Record<string, string>) : (files ?? {});
+  typeof files === 'string' ? (JSON.parse(unpackJson(files)) as Record<string, string>) : (files ?? {});
 
-/** The files as the wire carries them: one canonical JSON string (unknown in a preview stays unknown). */
-const packFiles = (files: unknown): unknown => (typeof files === 'string' || isUnknown(files) ? files : canonicalJson(files));
+/** The files as the wire carries them: one packed JSON string (unknown in a preview stays unknown). */
+const packFiles = (files: unknown): unknown => (typeof files === 'string' || isUnknown(files) ? files : packJson(canonicalJson(files)));
 
 /**
  * Writes and removes files so that `dir` holds `news` instead of `olds`; pure of Pulumi. A file is
@@ -113,7 +116,7 @@ export const clientConfigsProvider: Required<
     const schema = ClientConfigsInputsSchema as z.ZodType<ClientConfigsInputs & Record<string, unknown>>;
     const packed = typeof news.files === 'string' || isUnknown(news.files);
     // The files the stack holds already, string for string, were judged when they came: only dir is checked.
-    const same = typeof news.files === 'string' && olds?.files === news.files;
+    const same = typeof news.files === 'string' && typeof olds?.files === 'string' && sameJsonText(olds.files, news.files);
     const files = same || isUnknown(news.files) ? {} : filesOf(news.files);
     const r = checkWith(schema, { ...news, files } as never);
     if (r.inputs === undefined || (r.failures?.length ?? 0) > 0) return r;
@@ -122,7 +125,7 @@ export const clientConfigsProvider: Required<
   async diff(_id, outs, news, ctx?: ProviderContext) {
     const olds = withFiles(outs, ctx);
     const replaces = changedKeys(['dir'], { ...olds }, { ...news });
-    const same = typeof olds.files === 'string' && typeof news.files === 'string' ? olds.files === news.files : jsonEqual(filesOf(olds.files), filesOf(news.files));
+    const same = typeof olds.files === 'string' && typeof news.files === 'string' ? sameJsonText(olds.files, news.files) : jsonEqual(filesOf(olds.files), filesOf(news.files));
     return { changes: replaces.length > 0 || !same, replaces };
   },
   async create(inputs, ctx?: ProviderContext) {
@@ -139,7 +142,7 @@ export const clientConfigsProvider: Required<
       if (content !== undefined) files[rel] = content;
     }
     // In the shape the state had it; the files found on disk are the inputs the next diff compares the model with.
-    const now = { ...old, files: typeof old.files === 'string' ? canonicalJson(files) : files };
+    const now = { ...old, files: typeof old.files === 'string' ? packFiles(files) as string : files };
     return { id, props: outputsFor(now, ctx), inputs: now };
   },
   async update(_id, outs, news, ctx?: ProviderContext) {
@@ -161,7 +164,7 @@ export class ClientConfigs extends _DynamicResource {
       'clientConfigsProvider',
       'ClientConfigs',
       name,
-      // One JSON string on the wire (ClientConfigsInputs.files).
+      // One packed JSON string on the wire (ClientConfigsInputs.files).
       { ...args, files: pulumi.secret(pulumi.output(args.files).apply(packFiles)) },
       { ...opts, additionalSecretOutputs: ['files'] },
     );

@@ -41,6 +41,7 @@ import { SpecBody, applicationsToFree, freeing, isConfidential, liveApplicationB
 import { normalAssignments } from './tenant-assignments.ts';
 import { missingForNewUsers, type UserSpecBody } from './tenant-users.ts';
 import { _DynamicResource } from './_load.ts';
+import { packJson, sameJsonText, unpackJson } from './_packed.ts';
 
 export interface TenantArgs {
   /** How to reach the admin API; pass the AuthServer's connection (or its credentials file). */
@@ -759,37 +760,41 @@ const onObjects: {
  * of the provider host's and much of the engine's CPU in a no-op preview of 500 bench tenants
  * (README, "Scale"). Applications stay one string each, so the engine's `--diff` shows a changed
  * application by name with its fields (`(json)`); a changed user is named in the detailed diff
- * (`users["u-bob"]`) and in the summary line check writes.
+ * (`users["u-bob"]`) and in the summary line check writes. The users' and assignments' strings are
+ * packed (deflated, _packed.ts): they were most of the state's bytes, which every process copied.
  *
- * A state written before (users and assignments one string per object) reads the same: `packed`
- * makes it the string this shape holds, so moving to it previews no change.
+ * A state written before (users and assignments one string per object, or one plain JSON string)
+ * reads the same: `packed` makes it the string this shape holds, and plain and packed JSON of the
+ * same value compare equal, so moving to it previews no change.
  */
 export interface TenantWire extends Omit<TenantInputs, 'body' | 'applications' | 'users' | 'assignments' | 'webhooks'> {
   readonly body: string;
   readonly applications: Record<string, string>;
-  /** Canonical JSON of every user by id (a state from before: one string per user). */
+  /** Packed canonical JSON of every user by id (a state from before: plain JSON, or one string per user). */
   readonly users: string | Record<string, string>;
-  /** Canonical JSON of every application's assigned user ids (a state from before: one string per application). */
+  /** Packed canonical JSON of every application's assigned user ids (a state from before: plain JSON, or one string per application). */
   readonly assignments: string | Record<string, string>;
   readonly webhooks?: Record<string, string>;
 }
 
 const each = <A, B>(m: Readonly<Record<string, A>>, f: (a: A) => B): Record<string, B> => Object.fromEntries(Object.entries(m).map(([k, v]) => [k, f(v)]));
 const encode = (v: unknown): string => (isUnknown(v) ? (v as string) : canonicalJson(v));
-const decode = (v: unknown): unknown => (typeof v === 'string' && !isUnknown(v) ? JSON.parse(v) : v);
+/** Users and assignments, a tenant's largest values: packed (_packed.ts). */
+const encodePacked = (v: unknown): string => (isUnknown(v) ? (v as string) : packJson(canonicalJson(v)));
+const decode = (v: unknown): unknown => (typeof v === 'string' && !isUnknown(v) ? JSON.parse(unpackJson(v)) : v);
 const decodeMap = (m: unknown): unknown => (m !== null && typeof m === 'object' && !isUnknown(m) ? each(m as Record<string, unknown>, decode) : m);
 const encodeMap = (m: unknown): unknown => (m !== null && typeof m === 'object' && !isUnknown(m) ? each(m as Record<string, unknown>, encode) : m);
 /** A packed map (users, assignments) decoded: one string now, one string per entry in a state from before. */
 const unpack = (v: unknown): unknown => (typeof v === 'string' ? decode(v) : decodeMap(v));
 /** A packed map as this shape holds it, whichever shape it came in: equal strings for equal maps. */
-export const packed = (v: unknown): string => (typeof v === 'string' ? v : canonicalJson(unpack(v ?? {})));
+export const packed = (v: unknown): string => (typeof v === 'string' ? v : encodePacked(unpack(v ?? {})));
 /** A packed map as one string per entry, to name what differs. */
 const entriesOf = (v: unknown): Record<string, string> => encodeMap(unpack(v ?? {})) as Record<string, string>;
 
 /** Pure: the inputs as the engine keeps them. */
 export function toWire(i: TenantInputs): TenantWire {
   return {
-    ...i, body: encode(i.body), applications: encodeMap(i.applications) as Record<string, string>, users: encode(i.users), assignments: encode(i.assignments),
+    ...i, body: encode(i.body), applications: encodeMap(i.applications) as Record<string, string>, users: encodePacked(i.users), assignments: encodePacked(i.assignments),
     ...(i.webhooks === undefined ? {} : { webhooks: encodeMap(i.webhooks) as Record<string, string> }),
   } as TenantWire;
 }
@@ -805,13 +810,14 @@ export function fromWire(w: unknown): TenantInputs {
 }
 
 /**
- * Whether two tenants on the wire declare the same, string for string (the users' string is ~40 KB:
- * compared, never copied into a bigger one, which as a JSON array of everything was 0.3 s of the
- * provider host's CPU in a no-op preview of 500 bench tenants).
+ * Whether two tenants on the wire declare the same, string for string (the users' string is compared,
+ * never copied into a bigger one, which as a JSON array of everything was 0.3 s of the provider
+ * host's CPU in a no-op preview of 500 bench tenants); users and assignments decoded only when their
+ * strings differ (a state from before the packed form).
  */
 function sameDeclared(a: TenantWire, b: TenantWire): boolean {
   return a.name === b.name && a.body === b.body && (a.unmanaged ?? 'remove') === (b.unmanaged ?? 'remove') &&
-    sameEntries(a.applications, b.applications) && packed(a.users) === packed(b.users) && packed(a.assignments) === packed(b.assignments) &&
+    sameEntries(a.applications, b.applications) && sameJsonText(packed(a.users), packed(b.users)) && sameJsonText(packed(a.assignments), packed(b.assignments)) &&
     sameEntries(a.webhooks, b.webhooks);
 }
 const sameEntries = (a: Readonly<Record<string, string>> | undefined, b: Readonly<Record<string, string>> | undefined): boolean => {
@@ -837,7 +843,7 @@ export function wireDifferences(olds: TenantWire, news: TenantWire): Difference[
   scalar('body');
   map('applications', olds.applications, news.applications);
   // Packed: compared as one string, taken apart only when it differs.
-  for (const k of ['users', 'assignments'] as const) if (packed(olds[k]) !== packed(news[k])) map(k, entriesOf(olds[k]), entriesOf(news[k]));
+  for (const k of ['users', 'assignments'] as const) if (!sameJsonText(packed(olds[k]), packed(news[k]))) map(k, entriesOf(olds[k]), entriesOf(news[k]));
   map('webhooks', olds.webhooks, news.webhooks);
   scalar('unmanaged');
   const od = normalDrift(olds.drift);
@@ -999,7 +1005,9 @@ function withServerSecrets(outs: TenantOutputs, results: readonly BatchEntryResu
 function plain(v: unknown): boolean {
   if (v === null || typeof v !== 'object') return true;
   if (pulumi.Output.isInstance(v) || typeof (v as { then?: unknown }).then === 'function') return false;
-  return Object.values(v).every(plain);
+  // A loop rather than Object.values(v).every: no array per object (200 users' bodies per tenant).
+  for (const k in v) if (Object.hasOwn(v, k) && !plain((v as Record<string, unknown>)[k])) return false;
+  return true;
 }
 
 /**
@@ -1029,8 +1037,8 @@ export class Tenant extends _DynamicResource {
         // On the wire: one JSON string per object (TenantWire).
         body: encodeInput(args.body, encode),
         applications: encodeInput(args.applications ?? {}, encodeMap),
-        users: encodeInput(args.users ?? {}, encode),
-        assignments: encodeInput(args.assignments ?? {}, (a) => encode(normalAssignments(a as Record<string, string[]>))),
+        users: encodeInput(args.users ?? {}, encodePacked),
+        assignments: encodeInput(args.assignments ?? {}, (a) => encodePacked(normalAssignments(a as Record<string, string[]>))),
         ...(args.webhooks === undefined ? {} : { webhooks: encodeInput(args.webhooks, encodeMap) }),
         clientSecrets: args.clientSecrets === undefined ? undefined : pulumi.secret(args.clientSecrets),
         initialPasswords: args.initialPasswords === undefined ? undefined : pulumi.secret(args.initialPasswords),

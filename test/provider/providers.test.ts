@@ -11,7 +11,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { UNKNOWN, checkWith, jsonEqual, propertyPath } from '../../src/provider/_common.ts';
 import { applicationsToFree } from '../../src/provider/application.ts';
 import { authServerProvider, needsRestart, serverUrls, type AuthServerInputs } from '../../src/provider/auth-server.ts';
-import { clientConfigsProvider, syncFiles } from '../../src/provider/client-configs.ts';
+import { clientConfigsProvider, filesOf, syncFiles } from '../../src/provider/client-configs.ts';
+import { packJson, sameJsonText, unpackJson } from '../../src/provider/_packed.ts';
 import { inventoryOf, tenantSpecs } from '../../src/provider/identity-stack.ts';
 import { stableSecretProvider } from '../../src/provider/stable-secret.ts';
 import { assignmentChanges } from '../../src/provider/tenant-assignments.ts';
@@ -234,6 +235,44 @@ describe('diff', () => {
     expect(await tenantProvider.diff('acme', before, changed)).toMatchObject({ changes: true, detailedDiff: { 'users.b': 'update', 'assignments.portal': 'update' } });
   });
 
+  it('the largest values are packed: deterministic, lossless, and a state of plain JSON reads as the same (no change previewed)', async () => {
+    // Any JSON value: packing is a function of the text, and unpacks to it exactly.
+    fc.assert(fc.property(fc.jsonValue(), (v) => {
+      const text = JSON.stringify(v) ?? 'null';
+      const packed = packJson(text);
+      expect(packed.startsWith('deflate:')).toBe(true);
+      expect(packJson(text)).toBe(packed);
+      expect(unpackJson(packed)).toBe(text);
+      expect(unpackJson(text)).toBe(text);
+      expect(sameJsonText(text, packed)).toBe(true);
+      expect(sameJsonText(packed, packJson(JSON.stringify([v])))).toBe(false);
+    }), { numRuns: 200 });
+    // Generated users: a state whose users and assignments are plain JSON (written before) diffs as no
+    // change against the packed declaration, and its check keeps the cheap path; one changed user is named.
+    const userArb = fc.record({ email: fc.emailAddress(), displayName: fc.string({ maxLength: 20 }), scopes: fc.uniqueArray(fc.constantFrom('admin', 'read', 'write')), disabled: fc.boolean() });
+    await fc.assert(fc.asyncProperty(fc.dictionary(fc.stringMatching(/^u-[a-z0-9]{1,8}$/), userArb, { minKeys: 1, maxKeys: 30 }), async (users) => {
+      const declared = { ...tenant, applications: { portal: web }, users, assignments: { portal: Object.keys(users).sort() } };
+      const wire = toWire(declared);
+      const plain = { ...wire, users: unpackJson(wire.users as string), assignments: unpackJson(wire.assignments as string) };
+      expect(plain.users.startsWith('{')).toBe(true);
+      expect(fromWire(plain)).toEqual(fromWire(wire));
+      expect(checkUnchanged(plain, wire)?.inputs).toMatchObject({ users: wire.users });
+      expect(await tenantProvider.diff('acme', plain, wire)).toEqual({ changes: false, replaces: [] });
+      const first = Object.keys(users)[0]!;
+      const changed = toWire({ ...declared, users: { ...users, [first]: { ...users[first]!, disabled: !users[first]!.disabled } } });
+      const found = await tenantProvider.diff('acme', plain, changed);
+      expect(found).toMatchObject({ changes: true, replaces: [] });
+      expect(Object.entries((found as { detailedDiff?: Record<string, string> }).detailedDiff ?? {})).toEqual([[expect.stringContaining(first), 'update']]);
+    }), { numRuns: 50 });
+    // The client files: a state of plain JSON and the packed declaration of the same files are no change.
+    const files = { 'acme/portal/grant.json': '{"a":1}', 'acme/proxy/oauth2-proxy.env': 'X=1\n' };
+    const plainFiles = JSON.stringify(files);
+    const packedFiles = packJson(plainFiles);
+    expect(await clientConfigsProvider.diff('/tmp/x', { dir: '/tmp/x', files: plainFiles }, { dir: '/tmp/x', files: packedFiles })).toEqual({ changes: false, replaces: [] });
+    expect((await clientConfigsProvider.check({ dir: '/tmp/x', files: plainFiles }, { dir: '/tmp/x', files: packedFiles })).inputs).toEqual({ dir: '/tmp/x', files: packedFiles });
+    expect(filesOf(packedFiles)).toEqual(files);
+  });
+
   it("the tenant's batch: the whole declared state, secrets with confidential clients, passwords only where asked", () => {
     const b = tenantBatch({
       ...tenant, body: { ...tenant.body, stack: 'idforge/test', manager: 'pulumi:idforge/test' },
@@ -343,9 +382,10 @@ describe('client configs on disk', () => {
     await syncFiles(dir, { 'acme/portal/grant.json': '{"a":2}', 'acme/spa/config.json': '{}' }, { 'acme/portal/grant.json': '{"a":2}' });
     const read = await clientConfigsProvider.read(dir, { dir, files: { 'acme/portal/grant.json': '{"a":1}' } });
     expect(read.inputs).toEqual({ dir, files: { 'acme/portal/grant.json': '{"a":2}' } });
-    // On the wire the files are one JSON string; a state of before holds the object, and reads the same.
-    const packed = JSON.stringify({ 'acme/portal/grant.json': '{"a":2}' });
+    // On the wire the files are one packed JSON string; a state of before holds the object or plain JSON, and reads the same.
+    const packed = packJson(JSON.stringify({ 'acme/portal/grant.json': '{"a":2}' }));
     expect((await clientConfigsProvider.read(dir, { dir, files: packed })).inputs).toEqual({ dir, files: packed });
+    expect((await clientConfigsProvider.read(dir, { dir, files: unpackJson(packed) })).inputs).toEqual({ dir, files: packed });
     expect((await clientConfigsProvider.check({ dir, files: packed }, { dir, files: packed })).inputs).toEqual({ dir, files: packed });
     expect((await clientConfigsProvider.check({} as never, { dir, files: JSON.stringify({ '../x': '' }) })).failures?.[0]?.property).toBe('files["../x"]');
     expect(await clientConfigsProvider.diff(dir, { dir, files: { 'acme/portal/grant.json': '{"a":2}' } }, { dir, files: packed })).toEqual({ changes: false, replaces: [] });
@@ -371,7 +411,8 @@ describe('client configs on disk', () => {
     await writeFile(join(dir, 'acme/portal/grant.json'), 'edited');
     const read = await provider.read(dir, made.outs!, ctx({ dir, files }));
     expect(read.props).toEqual({ dir });
-    expect(read.inputs).toEqual({ dir, files: JSON.stringify({ 'acme/portal/grant.json': 'edited' }) });
+    expect(read.inputs).toMatchObject({ dir });
+    expect(filesOf((read.inputs as { files: string }).files)).toEqual({ 'acme/portal/grant.json': 'edited' });
     const next = JSON.stringify({ 'acme/spa/config.json': '{}' });
     expect((await provider.update(dir, made.outs!, { dir, files: next }, ctx({ dir, files }))).outs).toEqual({ dir });
     expect(await readdir(join(dir, 'acme'))).toEqual(['spa']);
