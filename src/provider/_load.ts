@@ -15,7 +15,11 @@
  * It is written here rather than produced by Pulumi's closure serializer,
  * which makes a 4 KB shell and inspects the program's heap at start.
  */
-import * as pulumi from '@pulumi/pulumi';
+import type * as pulumi from '@pulumi/pulumi';
+// From its own module, not the package's index: the provider host loads this file, and the index
+// loads all of the SDK (its automation API, npm's arborist, TypeScript for closures), 0.6 s of the
+// host's first call, on which every resource of a command waits (README, "Scale").
+import { CustomResource } from '@pulumi/pulumi/resource.js';
 
 /** tsx's loader API, so the provider process (plain node) can import TypeScript sources in a development checkout. */
 const TSX_API: string = import.meta.resolve('tsx/esm/api');
@@ -57,7 +61,7 @@ export function shellSource(moduleUrl: string, providerName: string): string {
  * Base of idforge's dynamic resources: a `pulumi-nodejs:dynamic` resource (so the engine runs it
  * with the Node dynamic provider plugin) whose provider is {@link shellSource}.
  */
-export abstract class _DynamicResource extends pulumi.CustomResource {
+export abstract class _DynamicResource extends CustomResource {
   constructor(
     moduleUrl: string,
     providerName: string,

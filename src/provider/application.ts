@@ -13,7 +13,7 @@
  * registration before the new one is made (the server fixes a client id at creation); a declared
  * rename (previousName) moves it with its client id, secret, assignments and tokens.
  */
-import * as pulumi from '@pulumi/pulumi';
+import type * as pulumi from '@pulumi/pulumi';
 import { z } from 'zod';
 import {
   ApiApplicationBody,

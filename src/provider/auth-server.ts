@@ -17,7 +17,7 @@
  * Outputs: base URL, admin API URL, issuer per tenant, and `connection`, the admin API address with
  * the bootstrap admin client's credentials (a secret), which every other resource takes as input.
  */
-import * as pulumi from '@pulumi/pulumi';
+import type * as pulumi from '@pulumi/pulumi';
 import { z } from 'zod';
 import { TenantName } from '../contract/index.ts';
 import { adminBaseUrl, issuerUrl, type ServerAddress } from '../contract/index.ts';

@@ -7,7 +7,9 @@
  * removes what `up` wrote, and `refresh` notices a file edited or deleted by hand. The contents hold
  * client, cookie and session secrets, so the `files` input is a secret and files are written 0600.
  */
-import * as pulumi from '@pulumi/pulumi';
+import type * as pulumi from '@pulumi/pulumi';
+// From its own module, not the package's index, which the provider host need not load (_load.ts).
+import { output as pulumiOutput, secret as pulumiSecret } from '@pulumi/pulumi/output.js';
 import { z } from 'zod';
 import { canonicalJson } from '../contract/index.ts';
 import { changedKeys, checkWith, isUnknown, jsonEqual, type ProviderContext } from './_common.ts';
@@ -176,7 +178,7 @@ export class ClientConfigs extends _DynamicResource {
       'ClientConfigs',
       name,
       // One packed JSON string on the wire (ClientConfigsInputs.files).
-      { ...args, files: pulumi.secret(pulumi.output(args.files).apply(packFiles)) },
+      { ...args, files: pulumiSecret(pulumiOutput(args.files).apply(packFiles)) },
       { ...opts, additionalSecretOutputs: ['files'] },
     );
   }

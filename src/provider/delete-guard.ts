@@ -12,7 +12,7 @@
  *
  * Allowed for one run with the stack config `idforge:allowDelete` (set it, `pulumi up`, remove it).
  */
-import * as pulumi from '@pulumi/pulumi';
+import type * as pulumi from '@pulumi/pulumi';
 import { z } from 'zod';
 import { formatMassDeletion, massDeletions, type Inventory } from '../contract/index.ts';
 import { checkWith, jsonEqual } from './_common.ts';

@@ -7,7 +7,7 @@
  * cookie secret (16 bytes, URL-safe base64, as the contract requires) and the web app's session
  * secret. Generators never make secrets; this is where Pulumi makes them.
  */
-import * as pulumi from '@pulumi/pulumi';
+import type * as pulumi from '@pulumi/pulumi';
 import { z } from 'zod';
 import { changedKeys, checkWith } from './_common.ts';
 import { _DynamicResource } from './_load.ts';

@@ -13,7 +13,7 @@
  *
  * Generators never make secrets; this is where Pulumi makes them.
  */
-import * as pulumi from '@pulumi/pulumi';
+import type * as pulumi from '@pulumi/pulumi';
 import { z } from 'zod';
 import { checkWith, jsonEqual } from './_common.ts';
 import { _DynamicResource } from './_load.ts';

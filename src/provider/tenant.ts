@@ -29,7 +29,9 @@
  * The resource's id stays the name it was created with; the name in its state is the live one (a
  * declared rename, previousName, moves the tenant with everything in it).
  */
-import * as pulumi from '@pulumi/pulumi';
+import type * as pulumi from '@pulumi/pulumi';
+// From its own module, not the package's index, which the provider host need not load (_load.ts).
+import { Output, output as pulumiOutput, secret as pulumiSecret } from '@pulumi/pulumi/output.js';
 import { z } from 'zod';
 import {
   ApplicationName, GitInfo, TenantBody, TenantName, UNMANAGED_POLICIES, UserBody, UserId, WEBHOOK_SECRET, WebhookBody, WebhookName, canonicalJson, formatPath, leftAsDeclared, managerOf, managerWords,
@@ -1004,7 +1006,7 @@ function withServerSecrets(outs: TenantOutputs, results: readonly BatchEntryResu
 /** Whether a value holds no Output or promise anywhere: plain data, encoded at once. */
 function plain(v: unknown): boolean {
   if (v === null || typeof v !== 'object') return true;
-  if (pulumi.Output.isInstance(v) || typeof (v as { then?: unknown }).then === 'function') return false;
+  if (Output.isInstance(v) || typeof (v as { then?: unknown }).then === 'function') return false;
   // A loop rather than Object.values(v).every: no array per object (200 users' bodies per tenant).
   for (const k in v) if (Object.hasOwn(v, k) && !plain((v as Record<string, unknown>)[k])) return false;
   return true;
@@ -1017,7 +1019,7 @@ function plain(v: unknown): boolean {
  * no-op preview of 100 bench tenants went to those traces.
  */
 function encodeInput<T>(v: pulumi.Input<T>, f: (x: unknown) => unknown): pulumi.Input<unknown> {
-  return plain(v) ? f(v) : pulumi.output(v).apply(f);
+  return plain(v) ? f(v) : pulumiOutput(v).apply(f);
 }
 
 export class Tenant extends _DynamicResource {
@@ -1040,9 +1042,9 @@ export class Tenant extends _DynamicResource {
         users: encodeInput(args.users ?? {}, encodePacked),
         assignments: encodeInput(args.assignments ?? {}, (a) => encodePacked(normalAssignments(a as Record<string, string[]>))),
         ...(args.webhooks === undefined ? {} : { webhooks: encodeInput(args.webhooks, encodeMap) }),
-        clientSecrets: args.clientSecrets === undefined ? undefined : pulumi.secret(args.clientSecrets),
-        initialPasswords: args.initialPasswords === undefined ? undefined : pulumi.secret(args.initialPasswords),
-        webhookSecrets: args.webhookSecrets === undefined ? undefined : pulumi.secret(args.webhookSecrets),
+        clientSecrets: args.clientSecrets === undefined ? undefined : pulumiSecret(args.clientSecrets),
+        initialPasswords: args.initialPasswords === undefined ? undefined : pulumiSecret(args.initialPasswords),
+        webhookSecrets: args.webhookSecrets === undefined ? undefined : pulumiSecret(args.webhookSecrets),
         drift: undefined,
       },
       { ...opts, additionalSecretOutputs: ['connection', 'clientSecrets', 'initialPasswords', 'webhookSecrets'] },

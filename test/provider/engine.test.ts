@@ -9,6 +9,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { shellSource } from '../../src/provider/_load.ts';
+import { unpackJson } from '../../src/provider/_packed.ts';
 import { PulumiProject, urnName } from './_pulumi.ts';
 
 async function filesUnder(dir: string): Promise<string[]> {
@@ -36,6 +37,16 @@ describe('providers on the real engine (no server needed)', { timeout: 300_000 }
     const secret = /^OAUTH2_PROXY_COOKIE_SECRET=(.+)$/m.exec(env)?.[1] ?? '';
     expect(Buffer.from(secret, 'base64url')).toHaveLength(16);
     for (const f of await filesUnder(p.backend)) expect(await readFile(f, 'utf8')).not.toContain(secret);
+    // Packed values (deflated, _packed.ts) would hide it from that search: any in plain sight is
+    // unpacked and searched too, and the packed files are a secret (ciphertext, Pulumi's secret signature).
+    for (const f of await filesUnder(p.backend)) {
+      for (const [m] of (await readFile(f, 'utf8')).matchAll(/deflate:[A-Za-z0-9+/=]+/g)) expect(unpackJson(m)).not.toContain(secret);
+    }
+    const stateFile = (await filesUnder(p.backend)).find((f) => f.endsWith('.json') && f.includes('stacks'))!;
+    const resources = (JSON.parse(await readFile(stateFile, 'utf8')) as { checkpoint: { latest: { resources: { type: string; inputs?: Record<string, unknown> }[] } } }).checkpoint.latest.resources;
+    const files = resources.find((r) => r.type.endsWith(':ClientConfigs'))?.inputs?.files as Record<string, unknown> | undefined;
+    expect(files?.['4dabf18193072939515e22adb298388d']).toBe('1b47061264138c4ac30d75fd1eb44270');
+    expect(typeof files?.ciphertext).toBe('string');
     // The state holds the small shell, not the implementation.
     const state = (await Promise.all((await filesUnder(p.backend)).map((f) => readFile(f, 'utf8')))).join('\n');
     expect(state).toContain('__idforgeTsx');
