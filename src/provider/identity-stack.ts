@@ -11,7 +11,11 @@
  * generator as `idforge apply` (tenantSteps), so the two paths cannot disagree about what a model
  * means; Pulumi only adds the secrets it keeps and the stack's mark.
  */
-import * as pulumi from '@pulumi/pulumi';
+import type * as pulumi from '@pulumi/pulumi';
+// From the SDK's own modules, not its index (program.ts).
+import { getProject, getStack } from '@pulumi/pulumi/metadata.js';
+import { all as pulumiAll, output as pulumiOutput, secret as pulumiSecret } from '@pulumi/pulumi/output.js';
+import { ComponentResource } from '@pulumi/pulumi/resource.js';
 import { pulumiManager, SECRET_BYTES, type GitInfo, type Inventory, type PutStep, type TenantBody, type UserBody } from '../contract/index.ts';
 import { tenantRenames, type Model } from '../schema/model.ts';
 import { byName, compileClientArtifacts, requiredSecrets, tenantInventory, tenantSteps, type Resolved } from '../generators/index.ts';
@@ -116,7 +120,7 @@ function tenantSpecMaker(model: Model, marks: ObjectMarks | Record<string, never
   };
 }
 
-export class IdentityStack extends pulumi.ComponentResource {
+export class IdentityStack extends ComponentResource {
   readonly server: AuthServer;
   readonly baseUrl: pulumi.Output<string>;
   readonly issuers: pulumi.Output<Record<string, string>>;
@@ -128,7 +132,7 @@ export class IdentityStack extends pulumi.ComponentResource {
     super('idforge:index:IdentityStack', name, {}, opts);
     const { model } = args;
     // Written into every object this stack makes, so it can take back its own after a crash.
-    const stack = `${pulumi.getProject()}/${pulumi.getStack()}`;
+    const stack = `${getProject()}/${getStack()}`;
     // The stack is the objects' named manager (src/contract/managers.ts): another manager's write that would change them is refused.
     const manager = pulumiManager(stack);
     // Each tenant's bodies are compiled as its resources are made (below), marked with the stack.
@@ -220,12 +224,12 @@ export class IdentityStack extends pulumi.ComponentResource {
             ...(previousApp.size > 0 ? { renamedApplications: Object.fromEntries(previousApp) } : {}),
             ...(clientSecrets === undefined ? {} : { clientSecrets }),
             users: spec.users,
-            ...(Object.keys(passwords).length > 0 ? { initialPasswords: pulumi.secret(passwords) } : {}),
+            ...(Object.keys(passwords).length > 0 ? { initialPasswords: pulumiSecret(passwords) } : {}),
             ...(Object.keys(missingPasswords).length > 0 ? { missingPasswords } : {}),
             assignments: spec.assignments,
             // Only for a tenant that declares webhooks: the state of others stays as it was.
             ...(Object.keys(spec.webhooks).length === 0 ? {} : { webhooks: spec.webhooks }),
-            ...(Object.keys(webhookSecrets).length === 0 ? {} : { webhookSecrets: pulumi.secret(webhookSecrets) }),
+            ...(Object.keys(webhookSecrets).length === 0 ? {} : { webhookSecrets: pulumiSecret(webhookSecrets) }),
             unmanaged: modelTenant.unmanaged ?? 'remove',
             ...adopt,
             ...(args.git === undefined ? {} : { git: args.git }),
@@ -236,7 +240,7 @@ export class IdentityStack extends pulumi.ComponentResource {
       }
 
       // Generate every client file once all secrets are known; the result is a secret as a whole.
-      const resolvedSecrets = pulumi.all(tenantSecrets).apply((all) => Object.assign({}, ...all) as Resolved['secrets']);
+      const resolvedSecrets = pulumiAll(tenantSecrets).apply((all) => Object.assign({}, ...all) as Resolved['secrets']);
       const files = resolvedSecrets.apply((s) =>
         Object.fromEntries(compileClientArtifacts(model, { secrets: s }).map((a) => [a.path, a.content])),
       );
@@ -246,7 +250,7 @@ export class IdentityStack extends pulumi.ComponentResource {
 
     this.baseUrl = this.server.baseUrl;
     this.issuers = this.server.issuers;
-    this.clientConfigDir = pulumi.output(built.then((configs) => configs.dir));
+    this.clientConfigDir = pulumiOutput(built.then((configs) => configs.dir));
     this.ready = built.then(() => {
       this.registerOutputs({ baseUrl: this.baseUrl, issuers: this.issuers, clientConfigDir: this.clientConfigDir });
     });

@@ -20,7 +20,14 @@
  * (`pulumi config set --secret key ...`). They never enter Git and stay secrets in the state, and
  * they are needed only when a user is created: a preview or up of existing users runs without them.
  */
-import * as pulumi from '@pulumi/pulumi';
+import type * as pulumi from '@pulumi/pulumi';
+// From the SDK's own modules, not its index, which would load its automation API, npm's arborist and
+// TypeScript before the first resource (~0.2 s of every command; _load.ts).
+import { Config } from '@pulumi/pulumi/config.js';
+import { RunError } from '@pulumi/pulumi/errors.js';
+import { getStack } from '@pulumi/pulumi/metadata.js';
+import { secret as pulumiSecret } from '@pulumi/pulumi/output.js';
+import { getRootDirectory } from '@pulumi/pulumi/runtime/settings.js';
 import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -39,10 +46,10 @@ if (process.env.PULUMI_DEBUG_PROMISE_LEAKS === undefined) Error.stackTraceLimit 
 // Resolved from the project root, so the sources and the build (dist/) find the same file.
 createRequire(import.meta.url)(fileURLToPath(new URL('../../src/provider/_fast-strings.cjs', import.meta.url))).install();
 
-const config = new pulumi.Config('idforge');
-const stack = pulumi.getStack();
+const config = new Config('idforge');
+const stack = getStack();
 // The directory of Pulumi.yaml; the program itself runs in the directory of `main`.
-const projectDir = pulumi.runtime.getRootDirectory();
+const projectDir = getRootDirectory();
 const here = (p: string): string => resolve(projectDir, p);
 
 // The environment's overlay (base domain, origins, ports, users), merged over the model in Git.
@@ -50,7 +57,7 @@ const overlay = config.get('overlay');
 const loaded = await loadModelWithOverlay([here(config.require('model'))], overlay === undefined ? undefined : here(overlay));
 if (!loaded.ok) {
   // The same located messages as `idforge validate`, without a stack trace.
-  throw new pulumi.RunError(`the model is invalid:\n${formatProblems(loaded.problems)}`);
+  throw new RunError(`the model is invalid:\n${formatProblems(loaded.problems)}`);
 }
 const port = config.getNumber('port');
 // The stack's port wins over the model's, everywhere: the server listens on it and every issuer URL
@@ -61,9 +68,9 @@ const model = port === undefined ? loaded.model : { ...loaded.model, server: { .
 function resolveRef(ref: CredentialRef): { readonly value: pulumi.Input<string> } | { readonly missing: string } {
   if ('env' in ref) {
     const v = process.env[ref.env];
-    return v === undefined || v === '' ? { missing: `environment variable ${ref.env}` } : { value: pulumi.secret(v) };
+    return v === undefined || v === '' ? { missing: `environment variable ${ref.env}` } : { value: pulumiSecret(v) };
   }
-  const v = config.getSecret(ref.config) ?? new pulumi.Config().getSecret(ref.config);
+  const v = config.getSecret(ref.config) ?? new Config().getSecret(ref.config);
   return v === undefined ? { missing: `stack config ${ref.config} (pulumi config set --secret ${ref.config} ...)` } : { value: v };
 }
 
@@ -92,7 +99,7 @@ for (const t of model.tenants) {
     else unresolvedHooks.push(`secret of webhook ${t.name}/${w.name}: ${r.missing} is not set`);
   }
 }
-if (unresolvedHooks.length > 0) throw new pulumi.RunError(unresolvedHooks.join('\n'));
+if (unresolvedHooks.length > 0) throw new RunError(unresolvedHooks.join('\n'));
 
 // Where the model comes from in Git: each write names its commit in the server's event log.
 const git = await gitInfoOf(here(config.require('model')));
