@@ -10,6 +10,7 @@ import type { EdgeApp } from '../contract/index.ts';
 import { parseCommandArgs } from '../command/args.ts';
 import { isWorker, runPrimary, workerLink } from './ops/cluster.ts';
 import { jsonLogLine } from './ops/log.ts';
+import { foldWriteAheadLog } from './storage/index.ts';
 import { parseArgsConfig, parseServeValues, serveHelp, serveUsage } from './options.ts';
 
 /** Resolves with the first SIGINT or SIGTERM. */
@@ -47,6 +48,8 @@ async function serve(argv: readonly string[], io: CliIo, edge: readonly EdgeApp[
   const log = (line: string) => io.stderr(`${jsonLogLine(line)}\n`);
   if (settings.workers > 1 && !isWorker()) {
     const { code } = await runPrimary(settings.workers, (banner) => io.stdout(`${banner}  workers:     ${settings.workers} processes (pid ${process.pid} is their primary)\n`), log);
+    // The workers are gone: alone now, fold SQLite's write-ahead log that two closing at once can leave.
+    if ((settings.database ?? '') === '') foldWriteAheadLog(settings.dataDir);
     return code;
   }
   if (!isWorker()) return serveHere(settings, io, log, edge);

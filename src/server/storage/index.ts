@@ -16,7 +16,7 @@ import type { NamedLocks } from './_keyed-locks.ts';
 
 export type * from './types.ts';
 export { MissingUsersError } from './types.ts';
-export { MIN_FREE_BYTES } from './sqlite.ts';
+export { MIN_FREE_BYTES, foldWriteAheadLog } from './sqlite.ts';
 export type { NamedLocks } from './_keyed-locks.ts';
 
 /** Environment variable naming the database when `--database` is not given. */

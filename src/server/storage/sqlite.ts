@@ -7,7 +7,7 @@
  * failure half-way leaves nothing behind.
  */
 import Database from 'better-sqlite3';
-import { chmodSync } from 'node:fs';
+import { chmodSync, existsSync } from 'node:fs';
 import { statfs } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import type { AssignmentBody, GroupAssignmentBody, GroupBody, TenantBody, UserBody } from '../../contract/index.ts';
@@ -974,6 +974,28 @@ export interface SqliteOptions {
   readonly busyTimeoutMs?: number | undefined;
   /** Migration notices. */
   readonly log?: (line: string) => void;
+}
+
+/**
+ * After every process that shared `<dataDir>/idforge.db` has closed it (`idforge serve --workers`):
+ * open and close it once, alone, so its write-ahead log is folded into it and removed. SQLite does
+ * that at the last close that gets the file to itself, and two workers closing at the same moment
+ * can each see the other and both leave it: harmless (the next open replays it), but a clean stop
+ * should leave the data dir as one file. Best effort: a failure leaves the log, never loses data.
+ */
+export function foldWriteAheadLog(dataDir: string): void {
+  const file = resolve(dataDir, DATABASE_FILE);
+  if (!existsSync(`${file}-wal`)) return;
+  try {
+    const db = new Database(file, { fileMustExist: true });
+    try {
+      db.pragma('wal_checkpoint(TRUNCATE)');
+    } finally {
+      db.close();
+    }
+  } catch {
+    // Left as it is: the next open replays it.
+  }
 }
 
 /**
