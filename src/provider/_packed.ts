@@ -14,6 +14,7 @@
  * a stack moves to the packed form at its next `up` without previewing a change.
  */
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
+import { canonicalJson } from '../contract/index.ts';
 
 const TAG = 'deflate:';
 
@@ -29,6 +30,16 @@ export function packJson(json: string): string {
 export function unpackJson(s: string): string {
   if (!s.startsWith(TAG)) return s;
   return inflateRawSync(Buffer.from(s.slice(TAG.length), 'base64'), { maxOutputLength: MAX_JSON_BYTES }).toString('utf8');
+}
+
+/** Pure: a JSON value packed, in its normal form (canonicalJson): equal values, equal strings. */
+export function packValue(value: unknown): string {
+  return packJson(canonicalJson(value));
+}
+
+/** Pure: the value of a packed string (or of plain JSON text). */
+export function unpackValue(s: string): unknown {
+  return JSON.parse(unpackJson(s));
 }
 
 /** Whether two strings hold the same JSON text, packed or not (equal strings: without decoding). */

@@ -11,10 +11,9 @@ import type * as pulumi from '@pulumi/pulumi';
 // From its own module, not the package's index, which the provider host need not load (_load.ts).
 import { output as pulumiOutput, secret as pulumiSecret } from '@pulumi/pulumi/output.js';
 import { z } from 'zod';
-import { canonicalJson } from '../contract/index.ts';
 import { changedKeys, checkWith, isUnknown, jsonEqual, type ProviderContext } from './_common.ts';
 import { _DynamicResource } from './_load.ts';
-import { packJson, sameJsonText, unpackJson } from './_packed.ts';
+import { packValue, sameJsonText, unpackValue } from './_packed.ts';
 
 export interface ClientConfigsArgs {
   /** Absolute directory. */
@@ -68,10 +67,10 @@ const ClientConfigsInputsSchema = z.strictObject({
 
 /** The files by path, from the wire (one JSON string) or from an object. */
 export const filesOf = (files: ClientConfigsInputs['files'] | undefined): Record<string, string> =>
-  typeof files === 'string' ? (JSON.parse(unpackJson(files)) as Record<string, string>) : (files ?? {});
+  typeof files === 'string' ? (unpackValue(files) as Record<string, string>) : (files ?? {});
 
 /** The files as the wire carries them: one packed JSON string (unknown in a preview stays unknown). */
-const packFiles = (files: unknown): unknown => (typeof files === 'string' || isUnknown(files) ? files : packJson(canonicalJson(files)));
+const packFiles = (files: unknown): unknown => (typeof files === 'string' || isUnknown(files) ? files : packValue(files));
 
 /**
  * Writes and removes files so that `dir` holds `news` instead of `olds`; pure of Pulumi. A file is

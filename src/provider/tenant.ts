@@ -43,7 +43,7 @@ import { SpecBody, applicationsToFree, freeing, isConfidential, liveApplicationB
 import { normalAssignments } from './tenant-assignments.ts';
 import { missingForNewUsers, type UserSpecBody } from './tenant-users.ts';
 import { _DynamicResource } from './_load.ts';
-import { packJson, sameJsonText, unpackJson } from './_packed.ts';
+import { packValue, sameJsonText, unpackValue } from './_packed.ts';
 
 export interface TenantArgs {
   /** How to reach the admin API; pass the AuthServer's connection (or its credentials file). */
@@ -782,8 +782,8 @@ export interface TenantWire extends Omit<TenantInputs, 'body' | 'applications' |
 const each = <A, B>(m: Readonly<Record<string, A>>, f: (a: A) => B): Record<string, B> => Object.fromEntries(Object.entries(m).map(([k, v]) => [k, f(v)]));
 const encode = (v: unknown): string => (isUnknown(v) ? (v as string) : canonicalJson(v));
 /** Users and assignments, a tenant's largest values: packed (_packed.ts). */
-const encodePacked = (v: unknown): string => (isUnknown(v) ? (v as string) : packJson(canonicalJson(v)));
-const decode = (v: unknown): unknown => (typeof v === 'string' && !isUnknown(v) ? JSON.parse(unpackJson(v)) : v);
+const encodePacked = (v: unknown): string => (isUnknown(v) ? (v as string) : packValue(v));
+const decode = (v: unknown): unknown => (typeof v === 'string' && !isUnknown(v) ? unpackValue(v) : v);
 const decodeMap = (m: unknown): unknown => (m !== null && typeof m === 'object' && !isUnknown(m) ? each(m as Record<string, unknown>, decode) : m);
 const encodeMap = (m: unknown): unknown => (m !== null && typeof m === 'object' && !isUnknown(m) ? each(m as Record<string, unknown>, encode) : m);
 /** A packed map (users, assignments) decoded: one string now, one string per entry in a state from before. */
