@@ -6,55 +6,38 @@
  * the next refresh or destroy. Freezing the implementation would keep today's bugs in every
  * resource; capturing credentials would leak them; and every byte is copied into every resource's
  * state, which the engine rewrites after every step (a large stack's `up` is quadratic in it). So
- * the shell is ~1.1 KB of fixed text holding four strings (the provider module's URL and its path
- * in the project, the name of the provider it exports, tsx's loader) and imports the implementation
- * from the installed package each time it runs. It also exits when its parent, the engine, is gone
- * (idforge's own host, _host.cjs, watches from its start; this is for another host). Besides the
+ * the shell is ~0.3 KB of fixed text holding four strings (where _shell.cjs is, the provider module's
+ * URL and its path in the project, the name of the provider it exports); _shell.cjs imports the
+ * implementation from the checkout once per process. It also exits when its parent, the engine, is
+ * gone (idforge's own host, _host.cjs, watches from its start; this is for another host). Besides the
  * six methods of a dynamic provider it forwards previewCreate and previewUpdate, which idforge's host
- * asks for in a preview (undefined when the module has none).
+ * asks for in a preview (undefined when the module has none). A state written with the shell of
+ * before (~1.1 KB, which imported the module itself at every call) still runs as it is, and takes this
+ * one at its next `up`: a changed shell is no change of the resource.
  * It is written here rather than produced by Pulumi's closure serializer,
  * which makes a 4 KB shell and inspects the program's heap at start.
  */
+import { fileURLToPath } from 'node:url';
 import type * as pulumi from '@pulumi/pulumi';
 // From its own module, not the package's index: the provider host loads this file, and the index
 // loads all of the SDK (its automation API, npm's arborist, TypeScript for closures), 0.6 s of the
 // host's first call, on which every resource of a command waits (README, "Scale").
 import { CustomResource } from '@pulumi/pulumi/resource.js';
 
-/** tsx's loader API, so the provider process (plain node) can import TypeScript sources in a development checkout. */
-const TSX_API: string = import.meta.resolve('tsx/esm/api');
 const ROOT_URL = new URL('../../', import.meta.url).href;
+/** The file every shell hands its calls to (plain CommonJS beside the sources, in a built checkout too). */
+const SHELL_FILE = fileURLToPath(new URL('../../src/provider/_shell.cjs', import.meta.url));
 
 /**
- * The CommonJS module the dynamic provider plugin loads with require-from-string. It imports the
- * provider module (compiled JavaScript in dist/, or a TypeScript source through tsx when the program
- * ran from the sources). If the clone moved since the state was written, it falls back to the same
- * file under the current project (the engine runs the plugin in the project directory).
+ * The CommonJS module the dynamic provider plugin loads with require-from-string: it hands the
+ * provider module's URL (compiled JavaScript in dist/, or a TypeScript source through tsx when the
+ * program ran from the sources), its path in the project and the provider's name to _shell.cjs,
+ * which imports it once per process. If the clone moved since the state was written, both files are
+ * found again under the current project (the engine runs the plugin in the project directory).
  */
 export function shellSource(moduleUrl: string, providerName: string): string {
   const rel = moduleUrl.startsWith(ROOT_URL) ? decodeURIComponent(moduleUrl.slice(ROOT_URL.length)) : moduleUrl.slice(moduleUrl.lastIndexOf('/') + 1);
-  return `exports.handler = () => {
-  const M = ${JSON.stringify(moduleUrl)}, R = ${JSON.stringify(rel)}, P = ${JSON.stringify(providerName)}, T = ${JSON.stringify(TSX_API)};
-  if (globalThis.__idforgeWatch === undefined) {
-    const parent = process.ppid;
-    globalThis.__idforgeWatch = setInterval(() => { if (process.ppid !== parent) process.exit(1); }, 1000);
-    globalThis.__idforgeWatch.unref();
-  }
-  const { existsSync } = require('node:fs');
-  const { fileURLToPath, pathToFileURL } = require('node:url');
-  const at = (u, rel) => (existsSync(fileURLToPath(u)) ? u : pathToFileURL(process.cwd() + '/' + rel).href);
-  const load = async () => {
-    if (M.endsWith('.ts')) {
-      globalThis.__idforgeTsx ??= import(at(T, 'node_modules/tsx/dist/esm/api/index.mjs')).then((api) => void api.register());
-      await globalThis.__idforgeTsx;
-    }
-    return (await import(at(M, R)))[P];
-  };
-  const shell = {};
-  for (const m of ['check', 'diff', 'create', 'read', 'update', 'delete', 'previewCreate', 'previewUpdate']) shell[m] = async (...a) => { const p = await load(); return p[m] && p[m](...a); };
-  return shell;
-};
-`;
+  return `exports.handler = () => { const f = ${JSON.stringify(SHELL_FILE)}; return require(require('node:fs').existsSync(f) ? f : process.cwd() + '/src/provider/_shell.cjs').shell(${JSON.stringify(moduleUrl)}, ${JSON.stringify(rel)}, ${JSON.stringify(providerName)}); };\n`;
 }
 
 /**

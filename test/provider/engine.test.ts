@@ -49,9 +49,9 @@ describe('providers on the real engine (no server needed)', { timeout: 300_000 }
     expect(typeof files?.ciphertext).toBe('string');
     // The state holds the small shell, not the implementation.
     const state = (await Promise.all((await filesUnder(p.backend)).map((f) => readFile(f, 'utf8')))).join('\n');
-    expect(state).toContain('__idforgeTsx');
+    expect(state).toContain('_shell.cjs');
     expect(state).not.toContain('syncFiles');
-    expect(shellSource('file:///x/src/provider/client-configs.ts', 'clientConfigsProvider').length).toBeLessThan(1200);
+    expect(shellSource('file:///x/src/provider/client-configs.ts', 'clientConfigsProvider').length).toBeLessThan(400);
   });
 
   it('a preview right after up changes nothing, and a second up keeps the secret', async () => {
