@@ -61,6 +61,8 @@ const dynConfig = require('@pulumi/pulumi/cmd/dynamic-provider/config');
 const { getProject } = require('@pulumi/pulumi/metadata');
 
 const PROVIDER_KEY = '__provider';
+// The function the program invokes first, so that the engine starts this host early (program.ts).
+const READY_TOKEN = 'pulumi-nodejs:idforge:ready';
 
 // Errors nobody awaited still fail the process with a non-zero code, as upstream.
 const uncaught = new Set();
@@ -204,7 +206,17 @@ const service = {
     resp.setSupportspreview(true);
     callback(undefined, resp);
   },
-  invoke: (call, callback) => callback(new Error(`unknown function ${call.request.getTok()}`), undefined),
+  invoke(call, callback) {
+    // The program's first call (program.ts): it only makes the engine start this host while the
+    // program still reads the model, so the first resources find it ready.
+    if (call.request.getTok() === READY_TOKEN) {
+      const resp = new provproto.InvokeResponse();
+      resp.setReturn(structproto.Struct.fromJavaScript({}));
+      callback(undefined, resp);
+      return;
+    }
+    callback(new Error(`unknown function ${call.request.getTok()}`), undefined);
+  },
   async check(call, callback) {
     try {
       const req = call.request;

@@ -27,6 +27,7 @@ import { Config } from '@pulumi/pulumi/config.js';
 import { RunError } from '@pulumi/pulumi/errors.js';
 import { getStack } from '@pulumi/pulumi/metadata.js';
 import { secret as pulumiSecret } from '@pulumi/pulumi/output.js';
+import { invoke } from '@pulumi/pulumi/runtime/invoke.js';
 import { getRootDirectory } from '@pulumi/pulumi/runtime/settings.js';
 import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
@@ -45,6 +46,13 @@ if (process.env.PULUMI_DEBUG_PROMISE_LEAKS === undefined) Error.stackTraceLimit 
 // The SDK's messages to the engine with native UTF-8 strings (why: src/provider/_fast-strings.cjs).
 // Resolved from the project root, so the sources and the build (dist/) find the same file.
 createRequire(import.meta.url)(fileURLToPath(new URL('../../src/provider/_fast-strings.cjs', import.meta.url))).install();
+
+// First of all, a call the provider host answers (_host.cjs, READY_TOKEN): the engine starts the host
+// for it, while this program reads and compiles the model. Why: the engine starts the host only for
+// the first resource that needs it, ~2 s into a preview of 500 bench tenants, and then takes ~1 s to
+// have it ready, while the program already registers resources that wait for it (README, "Scale").
+// Its answer is not needed; another host (not idforge's) refuses the call, which changes nothing.
+invoke('pulumi-nodejs:idforge:ready', {}).catch(() => undefined);
 
 const config = new Config('idforge');
 const stack = getStack();

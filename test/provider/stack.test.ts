@@ -102,7 +102,14 @@ describe('pulumi up/preview/refresh/destroy of a model against the real server',
   });
 
   it('a preview right after changes nothing, a new commit that declares nothing new neither', async () => {
-    await p.must(['preview', '--expect-no-changes']);
+    // The program's first call starts the provider host before any resource needs it (program.ts):
+    // the host's first call from the engine after its set-up is that one, not a resource's check.
+    const timing = join(p.root, 'host-timing.txt');
+    await p.must(['preview', '--expect-no-changes'], { IDFORGE_HOST_TIMING: timing });
+    const calls = (await readFile(timing, 'utf8')).trim().split('\n').map((l) => l.split(' ')[0]);
+    const firstResourceCall = calls.findIndex((c) => ['check', 'diff', 'read', 'create', 'update', 'delete'].includes(c ?? ''));
+    expect(calls.indexOf('invoke')).toBeGreaterThanOrEqual(0);
+    expect(calls.indexOf('invoke')).toBeLessThan(firstResourceCall);
     git(['commit', '-q', '--allow-empty', '-m', 'nothing declared']);
     await p.must(['preview', '--expect-no-changes']);
   });
