@@ -860,6 +860,8 @@ export function wireDifferences(olds: TenantWire, news: TenantWire): Difference[
 
 /** What the outputs leave out: the declared objects, which the inputs hold. */
 const DECLARED_MAPS = ['applications', 'users', 'assignments', 'webhooks'] as const;
+/** ... and the tenant's body (~3 KB: its lastApplied entry holds every group), which the inputs hold too. */
+const LEFT_TO_INPUTS = [...DECLARED_MAPS, 'body'] as const;
 
 /** The inputs but the declared objects, checked alone when those are what the stack holds already. */
 const SmallInputsSchema = TenantInputsSchema.omit({ body: true, applications: true, users: true, assignments: true, webhooks: true });
@@ -883,7 +885,8 @@ export function checkUnchanged(olds: TenantWire, news: TenantWire): pulumi.dynam
 
 /**
  * Pure: the outputs as the state keeps them when idforge's host runs the provider: without the
- * declared objects (the inputs beside them hold those; the host hands them back as `ctx.inputs`).
+ * declared objects and the tenant's body (the inputs beside them hold those; the host hands them back
+ * as `ctx.inputs`). Outputs written with the body (before) read the same: its value is the inputs' one.
  * Why: every hop between the engine, this provider and the program carries the outputs too (a read's
  * answer, every diff, the answer to the program's registration, which the SDK also logs as text), and a
  * tenant of 20 applications and 200 users is ~77 KB; it halves the state as well. Measured on a no-op
@@ -891,7 +894,7 @@ export function checkUnchanged(olds: TenantWire, news: TenantWire): pulumi.dynam
  */
 export function slimOutputs(w: TenantWire): TenantWire {
   const out: Record<string, unknown> = { ...w };
-  for (const k of DECLARED_MAPS) delete out[k];
+  for (const k of LEFT_TO_INPUTS) delete out[k];
   return out as unknown as TenantWire;
 }
 
@@ -1030,7 +1033,6 @@ function encodeInput<T>(v: pulumi.Input<T>, depth: number, f: (x: unknown) => un
 
 export class Tenant extends _DynamicResource {
   declare readonly name: pulumi.Output<string>;
-  declare readonly body: pulumi.Output<TenantBody>;
   /** Secret. */
   declare readonly clientSecrets: pulumi.Output<Record<string, string> | undefined>;
 

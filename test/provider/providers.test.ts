@@ -12,7 +12,7 @@ import { UNKNOWN, checkWith, jsonEqual, propertyPath } from '../../src/provider/
 import { applicationsToFree } from '../../src/provider/application.ts';
 import { authServerProvider, needsRestart, serverUrls, type AuthServerInputs } from '../../src/provider/auth-server.ts';
 import { clientConfigsProvider, filesOf, syncFiles } from '../../src/provider/client-configs.ts';
-import { packJson, sameJsonText, unpackJson } from '../../src/provider/_packed.ts';
+import { packJson, packValue, sameJsonText, unpackJson } from '../../src/provider/_packed.ts';
 import { inventoryOf, tenantSpecs } from '../../src/provider/identity-stack.ts';
 import { stableSecretProvider } from '../../src/provider/stable-secret.ts';
 import { assignmentChanges } from '../../src/provider/tenant-assignments.ts';
@@ -196,13 +196,18 @@ describe('diff', () => {
     expect(leftAsDeclared({ results: [wrote] }, ours, true)).toBe(false);
   });
 
-  it('outputs leave the declared objects to the inputs, and get them back from there; outputs of before stay whole', () => {
+  it('outputs leave the declared objects and the body to the inputs, and get them back from there; outputs of before stay whole', () => {
     const full = toWire({ ...tenant, applications: { portal: web }, users: { a: { email: 'a@x.io', scopes: [], disabled: false } }, assignments: { portal: ['a'] } });
     const slim = slimOutputs(full);
     expect(slim).not.toHaveProperty('applications');
     expect(slim).not.toHaveProperty('users');
     expect(slim).not.toHaveProperty('assignments');
+    expect(slim).not.toHaveProperty('body');
+    expect(slim.name).toBe(full.name);
     expect(withInputs(slim, full as never)).toEqual(full);
+    // Outputs of the round before (the body kept, the objects left out) read with the inputs' objects.
+    const { applications: _a, users: _u, assignments: _s, ...withBody } = full;
+    expect(withInputs(withBody as never, full as never)).toEqual(full);
     // Outputs that hold the objects (a state of before) win over the inputs.
     expect(withInputs(full, { ...full, users: {} } as never)).toBe(full);
     expect(withInputs(slim, undefined)).toBe(slim);
@@ -388,6 +393,12 @@ describe('client configs on disk', () => {
     expect((await clientConfigsProvider.read(dir, { dir, files: unpackJson(packed) })).inputs).toEqual({ dir, files: packed });
     expect((await clientConfigsProvider.check({ dir, files: packed }, { dir, files: packed })).inputs).toEqual({ dir, files: packed });
     expect((await clientConfigsProvider.check({} as never, { dir, files: JSON.stringify({ '../x': '' }) })).failures?.[0]?.property).toBe('files["../x"]');
+    // A change judges the paths the stack does not hold yet, and passes the packed string on as it came.
+    const changed = packValue({ 'acme/portal/grant.json': '{"a":3}', 'acme/wiki/oauth2-proxy.env': 'X=1' });
+    expect((await clientConfigsProvider.check({ dir, files: packed }, { dir, files: changed })).inputs?.files).toBe(changed);
+    const escaping = packValue({ 'acme/portal/grant.json': '{"a":3}', 'acme/../../etc/cron.d/x': '' });
+    expect((await clientConfigsProvider.check({ dir, files: packed }, { dir, files: escaping })).failures?.map((f) => f.property)).toEqual(['files["acme/../../etc/cron.d/x"]']);
+    expect((await clientConfigsProvider.check({ dir, files: packed }, { dir: 'relative', files: changed })).failures?.map((f) => f.property)).toEqual(['dir']);
     expect(await clientConfigsProvider.diff(dir, { dir, files: { 'acme/portal/grant.json': '{"a":2}' } }, { dir, files: packed })).toEqual({ changes: false, replaces: [] });
     expect((await clientConfigsProvider.diff(dir, { dir, files: packed }, { dir, files: '{}' })).changes).toBe(true);
   });
