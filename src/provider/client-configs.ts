@@ -69,6 +69,12 @@ const ClientConfigsInputsSchema = z.strictObject({
 export const filesOf = (files: ClientConfigsInputs['files'] | undefined): Record<string, string> =>
   typeof files === 'string' ? (unpackValue(files) as Record<string, string>) : (files ?? {});
 
+/** A check's answer with `files` as given (the packed string, or the unknown value), unless it failed. */
+function keepFiles(r: pulumi.dynamic.CheckResult<ClientConfigsInputs & Record<string, unknown>>, files: unknown): pulumi.dynamic.CheckResult<ClientConfigsInputs> {
+  if (r.inputs === undefined || (r.failures?.length ?? 0) > 0) return r as pulumi.dynamic.CheckResult<ClientConfigsInputs>;
+  return { ...r, inputs: { ...r.inputs, files } as ClientConfigsInputs };
+}
+
 /** The files as the wire carries them: one packed JSON string (unknown in a preview stays unknown). */
 const packFiles = (files: unknown): unknown => (typeof files === 'string' || isUnknown(files) ? files : packValue(files));
 
@@ -126,13 +132,21 @@ export const clientConfigsProvider: Required<
 > = {
   async check(olds, news) {
     const schema = ClientConfigsInputsSchema as z.ZodType<ClientConfigsInputs & Record<string, unknown>>;
-    const packed = typeof news.files === 'string' || isUnknown(news.files);
-    // The files the stack holds already, string for string, were judged when they came: only dir is checked.
-    const same = typeof news.files === 'string' && typeof olds?.files === 'string' && sameJsonText(olds.files, news.files);
-    const files = same || isUnknown(news.files) ? {} : filesOf(news.files);
-    const r = checkWith(schema, { ...news, files } as never);
-    if (r.inputs === undefined || (r.failures?.length ?? 0) > 0) return r;
-    return { ...r, inputs: { ...r.inputs, files: same || isUnknown(news.files) ? news.files : packed ? packFiles(r.inputs.files) : r.inputs.files } as never };
+    if (isUnknown(news.files)) return keepFiles(checkWith(schema, { ...news, files: {} } as never), news.files);
+    if (typeof news.files !== 'string') {
+      const r = checkWith(schema, news as never);
+      return r.inputs === undefined || (r.failures?.length ?? 0) > 0 ? r : keepFiles(r, r.inputs.files);
+    }
+    // Packed (the program's form): only the paths the stack does not hold yet are judged, and the
+    // string goes on as it came. Why: the 100k-user model has 17,500 files, and judging every path
+    // and packing them all again when one application changed was on the critical path of the up
+    // (the client files are its last resource).
+    const held = olds?.files;
+    if (typeof held === 'string' && sameJsonText(held, news.files)) return keepFiles(checkWith(schema, { ...news, files: {} } as never), news.files);
+    const files = filesOf(news.files);
+    const before = filesOf(held);
+    const fresh = Object.fromEntries(Object.entries(files).filter(([rel]) => !Object.hasOwn(before, rel)));
+    return keepFiles(checkWith(schema, { ...news, files: fresh } as never), news.files);
   },
   async diff(_id, outs, news, ctx?: ProviderContext) {
     const olds = withFiles(outs, ctx);
