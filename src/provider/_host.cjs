@@ -207,9 +207,13 @@ const service = {
     callback(undefined, resp);
   },
   invoke(call, callback) {
-    // The program's first call (program.ts): it only makes the engine start this host while the
-    // program still reads the model, so the first resources find it ready.
+    // The program's first call (program.ts): it makes the engine start this host while the program
+    // still reads the model, so the first resources find it ready, their providers loaded.
     if (call.request.getTok() === READY_TOKEN) {
+      // And the provider modules the program names are imported now, not at the first resource's call.
+      const args = call.request.getArgs();
+      const modules = args ? args.toJavaScript().modules : undefined;
+      if (Array.isArray(modules)) void require('./_shell.cjs').preload(modules.filter((m) => typeof m === 'string' && m.startsWith('file:')));
       const resp = new provproto.InvokeResponse();
       resp.setReturn(structproto.Struct.fromJavaScript({}));
       callback(undefined, resp);

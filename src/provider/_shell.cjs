@@ -67,4 +67,17 @@ function shell(url, rel, name) {
   return methods;
 }
 
-module.exports = { shell };
+/**
+ * Imports the modules at `urls` ahead of the first call that needs them (the provider host does it
+ * while the engine waits for the program's first resources). Errors are left to that call.
+ */
+function preload(urls) {
+  return Promise.all(
+    urls.map(async (url) => {
+      if (url.endsWith('.ts')) await registerTsx();
+      await import(url);
+    }),
+  ).catch(() => undefined);
+}
+
+module.exports = { shell, preload };

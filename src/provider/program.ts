@@ -52,7 +52,10 @@ createRequire(import.meta.url)(fileURLToPath(new URL('../../src/provider/_fast-s
 // the first resource that needs it, ~2 s into a preview of 500 bench tenants, and then takes ~1 s to
 // have it ready, while the program already registers resources that wait for it (README, "Scale").
 // Its answer is not needed; another host (not idforge's) refuses the call, which changes nothing.
-invoke('pulumi-nodejs:idforge:ready', {}).catch(() => undefined);
+// It names the provider modules (beside this one, sources or build alike) for the host to load meanwhile.
+const PROVIDER_MODULES = ['delete-guard', 'auth-server', 'tenant', 'tenant-secrets', 'client-configs'];
+const ext = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
+invoke('pulumi-nodejs:idforge:ready', { modules: PROVIDER_MODULES.map((m) => new URL(`./${m}${ext}`, import.meta.url).href) }).catch(() => undefined);
 
 const config = new Config('idforge');
 const stack = getStack();

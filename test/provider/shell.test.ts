@@ -33,6 +33,13 @@ describe('the provider shell', () => {
     expect(await provider.diff!('id', { sizes: { a: 32 }, values: {} }, { sizes: { a: 16 } })).toEqual({ changes: true });
   });
 
+  it('preloads provider modules ahead of their first call; a module that is not there fails nothing', async () => {
+    const { preload } = createRequire(import.meta.url)(SHELL_FILE) as { preload: (urls: string[]) => Promise<void> };
+    await expect(preload([SECRETS_URL, 'file:///nowhere/provider.js'])).resolves.toBeUndefined();
+    const provider = requireFromString(shellSource(SECRETS_URL, 'tenantSecretsProvider')).handler();
+    expect(await provider.diff!('id', { sizes: { a: 32 }, values: {} }, { sizes: { a: 32 } })).toEqual({ changes: false });
+  });
+
   it('names a provider the module does not export as the error of the call, and tries again at the next', async () => {
     const provider = requireFromString(shellSource(SECRETS_URL, 'noSuchProvider')).handler();
     await expect(provider.check!({}, {})).rejects.toThrow('src/provider/tenant-secrets.ts does not export noSuchProvider');
