@@ -25,32 +25,64 @@ interface Def {
 const defOf = (s: z.ZodType): Def => (s as unknown as { _zod: { def: Def } })._zod.def;
 const shapeOf = (s: z.ZodType): Record<string, z.ZodType> | undefined => (s as unknown as { shape?: Record<string, z.ZodType> }).shape;
 
-const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
+/** A schema under its optional/default wrappers, and its default value's JSON if it has one. */
+interface Unwrapped {
+  readonly inner: z.ZodType;
+  readonly defaultJson: string | undefined;
+}
 
-/** The schema under optional/default wrappers, and the default value if there is one. */
-function unwrap(s: z.ZodType): { inner: z.ZodType; hasDefault: boolean; defaultValue: unknown } {
+/**
+ * Per schema, computed once: the schemas are fixed, and the normal form of the 100k-user model walks
+ * the same few hundred of them for 100,000 users (making each default again, by parsing undefined,
+ * was most of that: README, "Scale").
+ */
+const unwrapped = new WeakMap<z.ZodType, Unwrapped>();
+const fieldsOf = new WeakMap<z.ZodType, ReadonlyArray<readonly [string, z.ZodType, Unwrapped]>>();
+const optionsByKind = new WeakMap<z.ZodType, Map<string, z.ZodType | undefined>>();
+
+/** The schema under optional/default wrappers, and the default value's JSON if there is one. */
+function unwrap(s: z.ZodType): Unwrapped {
+  let u = unwrapped.get(s);
+  if (u !== undefined) return u;
   let inner = s;
-  let hasDefault = false;
-  let defaultValue: unknown;
+  let defaultJson: string | undefined;
   for (;;) {
     const d = defOf(inner);
     if (d.type === 'default') {
-      hasDefault = true;
-      defaultValue = inner.parse(undefined);
+      defaultJson = JSON.stringify(inner.parse(undefined));
       inner = d.innerType!;
     } else if (d.type === 'optional' || d.type === 'nullable') inner = d.innerType!;
-    else return { inner, hasDefault, defaultValue };
+    else break;
   }
+  u = { inner, defaultJson };
+  unwrapped.set(s, u);
+  return u;
+}
+
+/** An object schema's fields, in its order, each unwrapped. */
+function fields(inner: z.ZodType, shape: Record<string, z.ZodType>): ReadonlyArray<readonly [string, z.ZodType, Unwrapped]> {
+  let f = fieldsOf.get(inner);
+  if (f === undefined) {
+    f = Object.entries(shape).map(([key, field]) => [key, field, unwrap(field)] as const);
+    fieldsOf.set(inner, f);
+  }
+  return f;
 }
 
 /** The option of a discriminated union that a value's `kind` selects. */
 function optionFor(s: z.ZodType, value: unknown): z.ZodType | undefined {
-  const options = defOf(s).options ?? [];
   const kind = (value as { kind?: unknown } | null)?.kind;
-  return options.find((o) => {
+  let byKind = optionsByKind.get(s);
+  if (byKind === undefined) optionsByKind.set(s, (byKind = new Map()));
+  const key = typeof kind === 'string' ? kind : undefined;
+  if (key !== undefined && byKind.has(key)) return byKind.get(key);
+  const options = defOf(s).options ?? [];
+  const found = options.find((o) => {
     const k = shapeOf(o)?.kind;
     return k !== undefined && k.safeParse(kind).success;
   });
+  if (key !== undefined) byKind.set(key, found);
+  return found;
 }
 
 /** A value in normal form, as the schema `s` describes it. */
@@ -66,10 +98,9 @@ export function normalForm(s: z.ZodType, value: unknown): Json {
   if (d.type === 'object' && shape !== undefined && value !== null && typeof value === 'object' && !Array.isArray(value)) {
     const out: Record<string, Json> = {};
     const v = value as Record<string, unknown>;
-    for (const [key, field] of Object.entries(shape)) {
+    for (const [key, field, f] of fields(inner, shape)) {
       if (v[key] === undefined) continue;
-      const f = unwrap(field);
-      if (f.hasDefault && same(v[key], f.defaultValue)) continue;
+      if (f.defaultJson !== undefined && JSON.stringify(v[key]) === f.defaultJson) continue;
       out[key] = normalForm(field, v[key]);
     }
     return out;
