@@ -32,7 +32,7 @@ import { getRootDirectory } from '@pulumi/pulumi/runtime/settings.js';
 import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { formatProblems, loadModelWithOverlay, type CredentialRef } from '../schema/index.ts';
+import { formatProblems, loadModelWithOverlay, openParseCache, type CredentialRef } from '../schema/index.ts';
 import { gitInfoOf } from '../schema/git-source.ts';
 import { IdentityStack } from './identity-stack.ts';
 
@@ -65,7 +65,10 @@ const here = (p: string): string => resolve(projectDir, p);
 
 // The environment's overlay (base domain, origins, ports, users), merged over the model in Git.
 const overlay = config.get('overlay');
-const loaded = await loadModelWithOverlay([here(config.require('model'))], overlay === undefined ? undefined : here(overlay));
+// What js-yaml made of each model file last time, by its text's hash (src/schema/parse-cache.ts):
+// on every preview and up the model is read before the first resource can be registered.
+const parseCache = openParseCache(here(`.idforge/${stack}/model-cache.json`));
+const loaded = await loadModelWithOverlay([here(config.require('model'))], overlay === undefined ? undefined : here(overlay), parseCache);
 if (!loaded.ok) {
   // The same located messages as `idforge validate`, without a stack trace.
   throw new RunError(`the model is invalid:\n${formatProblems(loaded.problems)}`);
@@ -131,6 +134,8 @@ const identity = new IdentityStack('idforge', {
 
 // Every resource made before the program's exports are read (IdentityStack makes them a few tenants at a time).
 await identity.ready;
+// Written once the resources are registered, off the way to the first one (only when a file changed).
+await parseCache.save();
 
 export const baseUrl = identity.baseUrl;
 export const issuers = identity.issuers;

@@ -9,6 +9,7 @@ import jsyaml from 'js-yaml';
 import { checkModel } from './checks.ts';
 import { ModelFileSpec, assembleModel, type Model, type ModelFile, type TenantSpec } from './model.ts';
 import { blockDepthTooDeep, decodeModelBytes } from './_yaml-source.ts';
+import type { ParseCache } from './parse-cache.ts';
 
 /** Anchors (&a) and aliases (*a) are where alias bombs live: leave them to the careful parser. */
 export const ANCHOR_OR_ALIAS = /(?:^|[\s[{,:-])[&*][^\s,\]}"']/m;
@@ -18,8 +19,11 @@ export interface FastSource {
   readonly content: string | Uint8Array;
 }
 
-/** The valid model, or undefined when the careful path must run (to report or to be safe). */
-export function fastValidate(sources: readonly FastSource[]): { model: Model; files: string[] } | undefined {
+/**
+ * The valid model, or undefined when the careful path must run (to report or to be safe). With a
+ * cache (parse-cache.ts), a text js-yaml read before is not read again.
+ */
+export function fastValidate(sources: readonly FastSource[], cache?: ParseCache): { model: Model; files: string[] } | undefined {
   const tenants: TenantSpec[] = [];
   let server: ModelFile['server'];
   for (const { file, content } of sources) {
@@ -31,11 +35,14 @@ export function fastValidate(sources: readonly FastSource[]): { model: Model; fi
       text = decoded.text;
     }
     if (ANCHOR_OR_ALIAS.test(text)) return undefined;
-    let value: unknown;
-    try {
-      value = jsyaml.load(text, { schema: jsyaml.CORE_SCHEMA, filename: file });
-    } catch {
-      return undefined;
+    let value: unknown = cache?.get(text);
+    if (value === undefined) {
+      try {
+        value = jsyaml.load(text, { schema: jsyaml.CORE_SCHEMA, filename: file });
+      } catch {
+        return undefined;
+      }
+      cache?.set(text, value);
     }
     if (value === null || typeof value !== 'object' || Array.isArray(value) || blockDepthTooDeep(value)) return undefined;
     const parsed = ModelFileSpec.safeParse(value);

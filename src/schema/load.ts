@@ -12,6 +12,7 @@ import { ModelFileSpec, assembleModel, type Model, type ModelFile, type TenantSp
 import { problemsFromZodIssue, sortProblems, type PathSegment, type Problem } from './problems.ts';
 import { MAX_FILE_BYTES, decodeModelBytes, locate, parseModelText, type SourceDoc } from './_yaml-source.ts';
 import { fastValidate } from './_fast-path.ts';
+import type { ParseCache } from './parse-cache.ts';
 import { identityMaps, salvageFile, type ListName, type SalvagedTenant } from './_salvage.ts';
 
 export interface ModelSource {
@@ -102,8 +103,8 @@ function toLocal(
   return { origin, local: ['tenants', origin.localIndex, ...tail], merged: ['tenants', index, ...tail] };
 }
 
-export function validateSources(sources: readonly ModelSource[]): LoadResult {
-  const fast = fastValidate(sources);
+export function validateSources(sources: readonly ModelSource[], cache?: ParseCache): LoadResult {
+  const fast = fastValidate(sources, cache);
   if (fast !== undefined) return { ok: true, ...fast };
   return validateCarefully(sources);
 }
@@ -302,7 +303,7 @@ export async function locateProblems(paths: readonly string[], found: readonly P
 }
 
 /** Read model files (or directories of them, recursively, in sorted order) and validate them. */
-export async function loadModel(paths: readonly string[], found: readonly Problem[] = []): Promise<LoadResult> {
+export async function loadModel(paths: readonly string[], found: readonly Problem[] = [], cache?: ParseCache): Promise<LoadResult> {
   const problems: Problem[] = [];
   const files: string[] = [];
   for (const p of paths) files.push(...(await collectFiles(p, problems)));
@@ -327,5 +328,5 @@ export async function loadModel(paths: readonly string[], found: readonly Proble
     }
   }
   if (problems.length > 0) return { ok: false, problems };
-  return found.length === 0 ? validateSources(sources) : validateCarefully(sources, found);
+  return found.length === 0 ? validateSources(sources, cache) : validateCarefully(sources, found);
 }

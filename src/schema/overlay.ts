@@ -20,6 +20,7 @@ import { ServerSpec, TenantSpec, type Model } from './model.ts';
 import { problemsFromZodIssue, sortProblems, type PathSegment, type Problem } from './problems.ts';
 import { decodeModelBytes, locate, parseModelText, type SourceDoc } from './_yaml-source.ts';
 import type { LoadResult } from './load.ts';
+import type { ParseCache } from './parse-cache.ts';
 
 /** The lists a tenant's overlay merges entry by entry, and the key of each. */
 export const OVERLAY_LISTS = { scopes: 'name', users: 'id', groups: 'name', applications: 'name', assignments: 'application', webhooks: 'name' } as const;
@@ -144,9 +145,9 @@ export function applyOverlay(model: Model, source: SourceDoc): LoadResult {
 }
 
 /** Loads a model (files or directories) and, when given, applies an overlay file to it. */
-export async function loadModelWithOverlay(paths: readonly string[], overlayFile?: string): Promise<LoadResult> {
+export async function loadModelWithOverlay(paths: readonly string[], overlayFile?: string, cache?: ParseCache): Promise<LoadResult> {
   const { loadModel } = await import('./load.ts');
-  const base = await loadModel(paths);
+  const base = await loadModel(paths, [], cache);
   if (!base.ok || overlayFile === undefined) return base;
   const { readFile, stat } = await import('node:fs/promises');
   const { MAX_FILE_BYTES } = await import('./_yaml-source.ts');
