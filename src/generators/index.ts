@@ -40,12 +40,14 @@ function artifactsOf<K extends ApplicationKind>(model: Model, tenant: TenantSpec
   return (KIND_GENERATORS[app.kind as K] as (m: Model, t: TenantSpec, a: typeof app, r: Resolved) => Artifact[])(model, tenant, app, resolved);
 }
 
+/** Client configurations of one tenant's applications (they need only its own secrets), in no set order. */
+export function compileTenantClientArtifacts(model: Model, tenant: TenantSpec, resolved: Resolved): Artifact[] {
+  return [...tenant.applications].sort(byName).flatMap((app) => artifactsOf(model, tenant, app, resolved));
+}
+
 /** Client configurations of every application, sorted by path. */
 export function compileClientArtifacts(model: Model, resolved: Resolved): Artifact[] {
-  const out: Artifact[] = [];
-  for (const tenant of [...model.tenants].sort(byName)) {
-    for (const app of [...tenant.applications].sort(byName)) out.push(...artifactsOf(model, tenant, app, resolved));
-  }
+  const out = [...model.tenants].sort(byName).flatMap((tenant) => compileTenantClientArtifacts(model, tenant, resolved));
   return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }
 

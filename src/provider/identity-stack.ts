@@ -18,7 +18,7 @@ import { all as pulumiAll, output as pulumiOutput, secret as pulumiSecret } from
 import { ComponentResource } from '@pulumi/pulumi/resource.js';
 import { pulumiManager, SECRET_BYTES, type GitInfo, type Inventory, type PutStep, type TenantBody, type UserBody } from '../contract/index.ts';
 import { tenantRenames, type Model } from '../schema/model.ts';
-import { byName, compileClientArtifacts, requiredSecrets, tenantInventory, tenantSteps, type Resolved } from '../generators/index.ts';
+import { byName, compileTenantClientArtifacts, requiredSecrets, tenantInventory, tenantSteps, type Resolved } from '../generators/index.ts';
 import type { AdminConnection } from '../admin-client/index.ts';
 import type { ApplicationSpecBody } from './application.ts';
 import { AuthServer, type LocalServerArgs } from './auth-server.ts';
@@ -165,8 +165,12 @@ export class IdentityStack extends ComponentResource {
     // the engine updates them instead of creating new ones and deleting the old.
     const aliasesOf = (previousKeys: readonly string[]): pulumi.CustomResourceOptions =>
       previousKeys.length === 0 ? {} : { aliases: previousKeys.map((k) => ({ name: k })) };
-    // Per tenant, every secret of its applications by `<application>` and kind, for the client configs.
-    const tenantSecrets: pulumi.Output<Resolved['secrets']>[] = [];
+    // Per tenant, its client files (by path), each compiled as soon as its tenant's secrets are known:
+    // while the engine still works on the other tenants, not all at the end of the command, when the
+    // program alone stood between the last tenant and the client files (~0.4 s at 500 bench tenants).
+    const tenantFiles: pulumi.Output<Record<string, string>>[] = [];
+    const filesOf = (t: Model['tenants'][number], secrets: Resolved['secrets']) =>
+      Object.fromEntries(compileTenantClientArtifacts(model, t, { secrets }).map((a) => [a.path, a.content]));
 
     // The tenants' resources are made a few tenants at a time, each group handed to the SDK (and so to
     // the engine) before the next is built: the engine and the provider host work on the first
@@ -190,15 +194,16 @@ export class IdentityStack extends ComponentResource {
             return from === undefined ? [] : [[`${appOf(n.key)}/${n.kind}`, `${from}/${n.kind}`]];
           }));
           values = new TenantSecrets(`${t}/secrets`, { sizes, ...(Object.keys(moved).length > 0 ? { moved } : {}) }, { ...child, ...aliasesOf(was === undefined ? [] : [`${was}/secrets`]) }).values;
-          tenantSecrets.push(values.apply((v) => {
+          tenantFiles.push(values.apply((v) => {
+            // Every secret of the tenant's applications by `<tenant>/<application>` and kind.
             const out: Record<string, Record<string, string>> = {};
             for (const [k, value] of Object.entries(v)) {
               const cut = k.lastIndexOf('/');
               (out[`${t}/${k.slice(0, cut)}`] ??= {})[k.slice(cut + 1)] = value;
             }
-            return out as Resolved['secrets'];
+            return filesOf(modelTenant, out as Resolved['secrets']);
           }));
-        }
+        } else tenantFiles.push(pulumiOutput(filesOf(modelTenant, {})));
         const clientSecrets = values?.apply((v) => Object.fromEntries(Object.entries(v).filter(([k]) => k.endsWith('/clientSecret')).map(([k, value]) => [k.slice(0, -'/clientSecret'.length), value])));
         const passwords: Record<string, pulumi.Input<string>> = {};
         const missingPasswords: Record<string, string> = {};
@@ -239,11 +244,8 @@ export class IdentityStack extends ComponentResource {
         provisioned.push(tenant);
       }
 
-      // Generate every client file once all secrets are known; the result is a secret as a whole.
-      const resolvedSecrets = pulumiAll(tenantSecrets).apply((all) => Object.assign({}, ...all) as Resolved['secrets']);
-      const files = resolvedSecrets.apply((s) =>
-        Object.fromEntries(compileClientArtifacts(model, { secrets: s }).map((a) => [a.path, a.content])),
-      );
+      // Every client file, once each tenant's are made; a secret as a whole (ClientConfigs).
+      const files = pulumiAll(tenantFiles).apply((all) => Object.assign({}, ...all) as Record<string, string>);
       // Written only once the server has accepted every change: a refused up leaves the old configs.
       return new ClientConfigs('client-configs', { dir: args.clientConfigDir, files }, { parent: this, dependsOn: [guard, ...provisioned] });
     })();

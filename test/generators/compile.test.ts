@@ -4,7 +4,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { compileArtifacts, compilePlan, type Artifact } from '../../src/generators/index.ts';
+import { compileArtifacts, compileClientArtifacts, compilePlan, compileTenantClientArtifacts, type Artifact } from '../../src/generators/index.ts';
 import { ApplicationBody, AssignmentBody, TenantBody, UserBody, WebhookBody, stepName } from '../../src/contract/index.ts';
 import type { Model } from '../../src/schema/index.ts';
 import { fixedSecrets, loadExample } from '../support/model.ts';
@@ -38,6 +38,19 @@ describe.each(EXAMPLES)('compiling the %s example', (name, paths) => {
     const model = await loadExample(...paths);
     const { artifacts } = compileArtifacts(model, fixedSecrets(model));
     for (const a of artifacts) await expect(a.content).toMatchFileSnapshot(`__snapshots__/${name}/${a.path}`);
+  });
+
+  it("is each tenant's client files put together (the Pulumi program compiles them a tenant at a time)", async () => {
+    const model = await loadExample(...paths);
+    const resolved = fixedSecrets(model);
+    const byTenant = model.tenants.flatMap((t) => compileTenantClientArtifacts(model, t, resolved));
+    const byPath = (a: Artifact, b: Artifact) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
+    expect(byTenant.sort(byPath)).toEqual(compileClientArtifacts(model, resolved));
+    // Each tenant's needs only its own secrets: the others' left out, the same files.
+    for (const t of model.tenants) {
+      const own = { secrets: Object.fromEntries(Object.entries(resolved.secrets).filter(([k]) => k.startsWith(`${t.name}/`))) };
+      expect(compileTenantClientArtifacts(model, t, own)).toEqual(compileTenantClientArtifacts(model, t, resolved));
+    }
   });
 
   it('is byte-identical across runs; a reordered model differs only in the declared order it records', async () => {
