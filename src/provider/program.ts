@@ -15,6 +15,9 @@
  *                    applications, users or assignments (refused otherwise, in preview already).
  *                    Default: false. Set it for one `up`, then remove it.
  *
+ * Beside the stack's server and client configs, `.idforge/<stack>/model-cache.json` keeps what js-yaml
+ * made of each model file (src/schema/parse-cache.ts); it may be deleted at any time.
+ *
  * Users' initial passwords come from the references in the model: `{env: NAME}` reads the
  * environment of `pulumi up`, `{config: key}` reads a secret stack config value
  * (`pulumi config set --secret key ...`). They never enter Git and stay secrets in the state, and
