@@ -20,6 +20,9 @@
 //   the outputs will be (the unknown value where it cannot tell); without them the outputs are the
 //   inputs, as the engine does for providers that do not preview (TenantSecrets keeps the values it
 //   already has known, so the client configurations of a renamed application preview exactly).
+// - It answers one function, `pulumi-nodejs:idforge:ready`, which the program invokes first so that
+//   the engine starts this host while the program reads the model, and imports the provider modules
+//   the call names meanwhile (program.ts).
 //
 // Whatever the providers answer beyond the upstream interface is ignored by the upstream host, so a
 // stack also runs (without these extras) when the engine finds another pulumi-resource-pulumi-nodejs.
