@@ -132,21 +132,21 @@ export const clientConfigsProvider: Required<
 > = {
   async check(olds, news) {
     const schema = ClientConfigsInputsSchema as z.ZodType<ClientConfigsInputs & Record<string, unknown>>;
-    if (isUnknown(news.files)) return keepFiles(checkWith(schema, { ...news, files: {} } as never), news.files);
-    if (typeof news.files !== 'string') {
-      const r = checkWith(schema, news as never);
-      return r.inputs === undefined || (r.failures?.length ?? 0) > 0 ? r : keepFiles(r, r.inputs.files);
-    }
-    // Packed (the program's form): only the paths the stack does not hold yet are judged, and the
-    // string goes on as it came. Why: the 100k-user model has 17,500 files, and judging every path
-    // and packing them all again when one application changed was on the critical path of the up
-    // (the client files are its last resource).
-    const held = olds?.files;
-    if (typeof held === 'string' && sameJsonText(held, news.files)) return keepFiles(checkWith(schema, { ...news, files: {} } as never), news.files);
-    const files = filesOf(news.files);
-    const before = filesOf(held);
-    const fresh = Object.fromEntries(Object.entries(files).filter(([rel]) => !Object.hasOwn(before, rel)));
-    return keepFiles(checkWith(schema, { ...news, files: fresh } as never), news.files);
+    // What is judged: the object as given; of a packed string (the program's form) only the paths the
+    // stack does not hold yet, and the string goes on as it came. Why: the 100k-user model has 17,500
+    // files, and judging every path and packing them all again when one application changed was on
+    // the critical path of the up (the client files are its last resource).
+    const given = news.files as unknown;
+    let judged: Record<string, string> = {};
+    if (typeof given === 'string' && !isUnknown(given)) {
+      const held = olds?.files;
+      if (!(typeof held === 'string' && sameJsonText(held, given))) {
+        const before = filesOf(held);
+        judged = Object.fromEntries(Object.entries(filesOf(given)).filter(([rel]) => !Object.hasOwn(before, rel)));
+      }
+    } else if (!isUnknown(given)) judged = given as Record<string, string>;
+    const r = checkWith(schema, { ...news, files: judged } as never);
+    return keepFiles(r, typeof given === 'string' ? given : r.inputs?.files);
   },
   async diff(_id, outs, news, ctx?: ProviderContext) {
     const olds = withFiles(outs, ctx);

@@ -169,7 +169,7 @@ export class IdentityStack extends ComponentResource {
     // while the engine still works on the other tenants, not all at the end of the command, when the
     // program alone stood between the last tenant and the client files (~0.4 s at 500 bench tenants).
     const tenantFiles: pulumi.Output<Record<string, string>>[] = [];
-    const filesOf = (t: Model['tenants'][number], secrets: Resolved['secrets']) =>
+    const tenantFilesOf = (t: Model['tenants'][number], secrets: Resolved['secrets']) =>
       Object.fromEntries(compileTenantClientArtifacts(model, t, { secrets }).map((a) => [a.path, a.content]));
 
     // The tenants' resources are made a few tenants at a time, each group handed to the SDK (and so to
@@ -201,9 +201,9 @@ export class IdentityStack extends ComponentResource {
               const cut = k.lastIndexOf('/');
               (out[`${t}/${k.slice(0, cut)}`] ??= {})[k.slice(cut + 1)] = value;
             }
-            return filesOf(modelTenant, out as Resolved['secrets']);
+            return tenantFilesOf(modelTenant, out as Resolved['secrets']);
           }));
-        } else tenantFiles.push(pulumiOutput(filesOf(modelTenant, {})));
+        } else tenantFiles.push(pulumiOutput(tenantFilesOf(modelTenant, {})));
         const clientSecrets = values?.apply((v) => Object.fromEntries(Object.entries(v).filter(([k]) => k.endsWith('/clientSecret')).map(([k, value]) => [k.slice(0, -'/clientSecret'.length), value])));
         const passwords: Record<string, pulumi.Input<string>> = {};
         const missingPasswords: Record<string, string> = {};

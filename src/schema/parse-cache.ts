@@ -30,7 +30,13 @@ const VERSION = `js-yaml@${(createRequire(import.meta.url)('js-yaml/package.json
 /** YAML's special floats: JSON writes them as null, so a text that may hold one is never kept. */
 const NOT_JSON = /\.(?:inf|nan)\b/i;
 
-const keyOf = (text: string): string => createHash('sha256').update(text).digest('base64url');
+const hashOf = (text: string): string => createHash('sha256').update(text).digest('base64url');
+/** The key of the text looked up last: a miss is looked up, then set, and its text hashed once. */
+let last: { text: string; key: string } | undefined;
+const keyOf = (text: string): string => {
+  if (last?.text !== text) last = { text, key: hashOf(text) };
+  return last.key;
+};
 
 /** A cache read from `file` (empty if there is none), that `save` writes back when this run changed it. */
 export function openParseCache(file: string): ParseCache & { save(): Promise<void> } {
