@@ -44,8 +44,10 @@ const { createRequire, enableCompileCache } = require('node:module');
 // each time (measured on the imports of tenant.ts). Stale entries are never used (keyed by content).
 enableCompileCache?.();
 const pulumiRequire = createRequire(require.resolve('@pulumi/pulumi/package.json'));
-// Strings in the engine's messages through Buffer's native UTF-8, not google-protobuf's loops (_fast-strings.cjs).
+// Strings in the engine's messages through Buffer's native UTF-8, not google-protobuf's loops
+// (_fast-strings.cjs); their Structs read straight into values, not through a message per value (_fast-struct.cjs).
 require('./_fast-strings.cjs').install();
+require('./_fast-struct.cjs').install();
 const grpc = pulumiRequire('@grpc/grpc-js');
 const requireFromString = pulumiRequire('require-from-string');
 const anyproto = pulumiRequire('google-protobuf/google/protobuf/any_pb');

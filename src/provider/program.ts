@@ -46,9 +46,10 @@ import { IdentityStack } from './identity-stack.ts';
 // bench tenants (README, "Scale"). Resource registrations still record their source position (the
 // SDK lifts the limit for that one capture), and the model's problems are located messages, not stacks.
 if (process.env.PULUMI_DEBUG_PROMISE_LEAKS === undefined) Error.stackTraceLimit = 0;
-// The SDK's messages to the engine with native UTF-8 strings (why: src/provider/_fast-strings.cjs).
-// Resolved from the project root, so the sources and the build (dist/) find the same file.
-createRequire(import.meta.url)(fileURLToPath(new URL('../../src/provider/_fast-strings.cjs', import.meta.url))).install();
+// The SDK's messages to the engine with native UTF-8 strings, and the engine's Structs read straight
+// into values (why: src/provider/_fast-strings.cjs, _fast-struct.cjs). Resolved from the project
+// root, so the sources and the build (dist/) find the same files.
+for (const file of ['_fast-strings.cjs', '_fast-struct.cjs']) createRequire(import.meta.url)(fileURLToPath(new URL(`../../src/provider/${file}`, import.meta.url))).install();
 
 // First of all, a call the provider host answers (_host.cjs, READY_TOKEN): the engine starts the host
 // for it, while this program reads and compiles the model. Why: the engine starts the host only for
