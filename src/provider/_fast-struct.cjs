@@ -5,14 +5,19 @@
 // preview (README, "Scale"), that was the provider host's largest cost (0.65 s of its CPU: the olds
 // and news of every check and diff) and 0.25 s of the program's (the engine's answers).
 //
+// The other way too: `Struct.fromJavaScript` followed by serialization built the same trees to write
+// them (0.35 s of the host's CPU: every check's answer holds the resource's inputs).
+//
 // How: `Struct.deserializeBinaryFromReader` keeps the bytes of the Struct's entries (through the
-// reader's public API) and nothing else; `toJavaScript()` decodes them directly. Anything else a
-// reader may ask of such a Struct (its fields map, to serialize it, to clone it) first builds the
-// message exactly as google-protobuf would, from the same bytes. The direct decoder accepts only what
-// it fully understands (the wire types the fields are declared with, valid UTF-8); for anything else
-// it hands the same bytes to google-protobuf, so its result is google-protobuf's result or an error
-// google-protobuf would also raise (test/provider/fast-struct.test.ts checks this over generated
-// values and random bytes). Plain CommonJS on node builtins: the host loads it before any loader.
+// reader's public API) and nothing else; `toJavaScript()` decodes them directly. `Struct.fromJavaScript`
+// writes the value's bytes at once (as google-protobuf writes them: entries sorted by key), and
+// serializing the message appends those bytes. Anything else asked of such a Struct (its fields map,
+// to clone it) first builds the message exactly as google-protobuf would, from the same bytes. Both
+// directions take only what they fully understand (the declared wire types, valid UTF-8, plain objects
+// and arrays of JSON values and doubles); anything else is google-protobuf's, so the result is
+// google-protobuf's result or an error google-protobuf would also raise (test/provider/fast-struct.test.ts
+// checks this over generated values and random bytes). Plain CommonJS on node builtins: the host
+// loads it before any loader.
 'use strict';
 
 const { createRequire } = require('node:module');
@@ -22,6 +27,8 @@ const { isUtf8 } = require('node:buffer');
 const FALLBACK = Symbol('fallback');
 /** On a Struct read lazily: its entries' bytes (Uint8Array[]), until it is built. */
 const RAW = Symbol('idforge.structEntries');
+/** On a Struct made by fromJavaScript: its serialized bytes (a Buffer), until it is built. */
+const ENCODED = Symbol('idforge.structBytes');
 
 const WIRE_VARINT = 0;
 const WIRE_FIXED64 = 1;
@@ -177,6 +184,183 @@ function struct(bytes, start, end, depth) {
   return objectOf(entries);
 }
 
+// The writer: sizes first (one pass, in the order the bytes will be written), then one buffer.
+
+/** Bytes of a varint. */
+const varintSize = (n) => (n < 0x80 ? 1 : n < 0x4000 ? 2 : n < 0x200000 ? 3 : n < 0x10000000 ? 4 : 5);
+
+/** A plain object's keys as google-protobuf's map writes them (for-in, sorted), or FALLBACK. */
+function keysOf(obj) {
+  const proto = Object.getPrototypeOf(obj);
+  if (proto !== Object.prototype && proto !== null) return FALLBACK; // goog.typeOf's other objects: google-protobuf's
+  const keys = [];
+  for (const k in obj) {
+    if (k === '__proto__' || !k.isWellFormed()) return FALLBACK;
+    keys.push(k);
+  }
+  return keys.sort();
+}
+
+/**
+ * Pass one: the size of `v` as a Value's content, pushed after its parts' sizes (post-order), or
+ * FALLBACK. `sizes` collects each delimited part's size for pass two; `keys` each object's keys.
+ */
+function sizeValue(v, sizes, keys, depth) {
+  switch (typeof v) {
+    case 'string':
+      if (!v.isWellFormed()) return FALLBACK;
+      {
+        const n = Buffer.byteLength(v, 'utf8');
+        sizes.push(n);
+        return 1 + varintSize(n) + n;
+      }
+    case 'number':
+      return Number.isNaN(v) ? FALLBACK : 9; // NaN: google-protobuf writes its own bit pattern
+    case 'boolean':
+      return 2;
+    case 'object': {
+      if (v === null) return 2;
+      if (depth > MAX_DEPTH) return FALLBACK;
+      const at = sizes.length;
+      sizes.push(0); // this part's size, known below
+      let n = 0;
+      if (Array.isArray(v)) {
+        for (let i = 0; i < v.length; i++) {
+          const item = sizes.length;
+          sizes.push(0);
+          const m = sizeValue(v[i], sizes, keys, depth + 1);
+          if (m === FALLBACK) return FALLBACK;
+          sizes[item] = m;
+          n += 1 + varintSize(m) + m;
+        }
+      } else {
+        const n2 = sizeEntries(v, sizes, keys, depth + 1);
+        if (n2 === FALLBACK) return FALLBACK;
+        n = n2;
+      }
+      sizes[at] = n;
+      return 1 + varintSize(n) + n;
+    }
+    default:
+      return FALLBACK; // undefined, functions, symbols, bigints: google-protobuf's ("Unexpected struct type.")
+  }
+}
+
+/** Pass one for a Struct's content (its entries). */
+function sizeEntries(obj, sizes, keys, depth) {
+  const ks = keysOf(obj);
+  if (ks === FALLBACK) return FALLBACK;
+  keys.push(ks);
+  let n = 0;
+  for (const k of ks) {
+    const kn = Buffer.byteLength(k, 'utf8');
+    const at = sizes.length;
+    sizes.push(kn, 0);
+    const vn = sizeValue(obj[k], sizes, keys, depth);
+    if (vn === FALLBACK) return FALLBACK;
+    const en = 1 + varintSize(kn) + kn + 1 + varintSize(vn) + vn;
+    sizes[at + 1] = vn;
+    n += 1 + varintSize(en) + en;
+  }
+  return n;
+}
+
+/** Pass two: writes what pass one measured, in the same order (the sizes, then each object's keys, as met). */
+class Writer {
+  constructor(size, sizes, keys) {
+    this.buf = Buffer.allocUnsafe(size);
+    this.p = 0;
+    this.sizes = sizes;
+    this.s = 0;
+    this.keys = keys;
+    this.k = 0;
+  }
+  byte(b) {
+    this.buf[this.p++] = b;
+  }
+  varint(n) {
+    while (n >= 0x80) {
+      this.buf[this.p++] = (n & 0x7f) | 0x80;
+      n >>>= 7;
+    }
+    this.buf[this.p++] = n;
+  }
+  value(v) {
+    switch (typeof v) {
+      case 'string': {
+        const n = this.sizes[this.s++];
+        this.byte(0x1a); // string_value = 3, delimited
+        this.varint(n);
+        this.p += this.buf.write(v, this.p, 'utf8');
+        return;
+      }
+      case 'number':
+        this.byte(0x11); // number_value = 2, fixed64
+        this.buf.writeDoubleLE(v, this.p);
+        this.p += 8;
+        return;
+      case 'boolean':
+        this.byte(0x20); // bool_value = 4, varint
+        this.byte(v ? 1 : 0);
+        return;
+      default: {
+        if (v === null) {
+          this.byte(0x08); // null_value = 1, varint NULL_VALUE (0)
+          this.byte(0);
+          return;
+        }
+        const n = this.sizes[this.s++];
+        if (Array.isArray(v)) {
+          this.byte(0x32); // list_value = 6
+          this.varint(n);
+          for (let i = 0; i < v.length; i++) this.listItem(v[i]);
+        } else {
+          this.byte(0x2a); // struct_value = 5
+          this.varint(n);
+          this.entries(v);
+        }
+      }
+    }
+  }
+  listItem(v) {
+    this.byte(0x0a); // values = 1, each a delimited Value
+    this.varint(this.sizes[this.s++]);
+    this.value(v);
+  }
+  entries(obj) {
+    const ks = this.keys[this.k++];
+    for (const k of ks) {
+      const kn = this.sizes[this.s++];
+      const vn = this.sizes[this.s++];
+      const en = 1 + varintSize(kn) + kn + 1 + varintSize(vn) + vn;
+      this.byte(0x0a); // fields = 1, a map entry
+      this.varint(en);
+      this.byte(0x0a); // key = 1
+      this.varint(kn);
+      this.p += this.buf.write(k, this.p, 'utf8');
+      this.byte(0x12); // value = 2
+      this.varint(vn);
+      this.value(obj[k]);
+    }
+  }
+}
+
+/** A plain object's Struct content as google-protobuf writes it, or FALLBACK. */
+function encodeEntries(obj) {
+  if (obj === null || typeof obj !== 'object' || Array.isArray(obj)) return FALLBACK;
+  const sizes = [];
+  const keys = [];
+  const size = sizeEntries(obj, sizes, keys, 0);
+  if (size === FALLBACK) return FALLBACK;
+  try {
+    const w = new Writer(size, sizes, keys);
+    w.entries(obj);
+    return w.p === size ? w.buf : FALLBACK; // a measure that does not match the writing: google-protobuf's
+  } catch {
+    return FALLBACK;
+  }
+}
+
 /** Nesting the direct decoder takes on (the engine's values are a few levels deep); deeper is google-protobuf's. */
 const MAX_DEPTH = 200;
 
@@ -207,9 +391,16 @@ function install() {
   const R = pb.BinaryReader.prototype;
   if (typeof slowRead !== 'function' || typeof slowToJavaScript !== 'function' || typeof slowFieldsMap !== 'function') return false;
   if (typeof R.readBytes !== 'function' || typeof R.getWireType !== 'function' || typeof pb.Map?.deserializeBinary !== 'function') return false;
+  if (typeof pb.BinaryWriter.prototype.writeSerializedMessage !== 'function' || typeof Struct.fromJavaScript !== 'function' || typeof Struct.serializeBinaryToWriter !== 'function') return false;
 
-  /** A lazily read Struct made the message google-protobuf would have made of the same bytes. */
+  /** A lazily read or written Struct made the message google-protobuf would have made of the same bytes. */
   function build(msg) {
+    const encoded = msg[ENCODED];
+    if (encoded !== undefined) {
+      msg[ENCODED] = undefined;
+      slowRead(msg, new pb.BinaryReader(encoded));
+      return;
+    }
     const raw = msg[RAW];
     if (raw === undefined) return;
     msg[RAW] = undefined;
@@ -222,7 +413,7 @@ function install() {
 
   function lazyRead(msg, reader) {
     // A Struct that has fields already is merged into: google-protobuf's.
-    if (msg[RAW] !== undefined || (slowFieldsMap.call(msg, true)?.getLength() ?? 0) > 0) {
+    if (msg[RAW] !== undefined || msg[ENCODED] !== undefined || (slowFieldsMap.call(msg, true)?.getLength() ?? 0) > 0) {
       build(msg);
       return slowRead(msg, reader);
     }
@@ -258,12 +449,27 @@ function install() {
   }
   P.toJavaScript = function toJavaScript() {
     const raw = this[RAW];
-    if (raw !== undefined) {
-      const out = decodeEntries(raw);
+    const encoded = this[ENCODED];
+    if (raw !== undefined || encoded !== undefined) {
+      const out = raw !== undefined ? decodeEntries(raw) : struct(encoded, 0, encoded.length, 0);
       if (out !== FALLBACK) return out;
       build(this);
     }
     return slowToJavaScript.call(this);
+  };
+  const slowFrom = Struct.fromJavaScript;
+  Struct.fromJavaScript = function fromJavaScript(obj) {
+    const bytes = encodeEntries(obj);
+    if (bytes === FALLBACK) return slowFrom(obj);
+    const msg = new Struct();
+    msg[ENCODED] = bytes;
+    return msg;
+  };
+  const slowWrite = Struct.serializeBinaryToWriter;
+  Struct.serializeBinaryToWriter = function serializeBinaryToWriter(message, writer) {
+    const encoded = message[ENCODED];
+    if (encoded === undefined) return slowWrite(message, writer);
+    writer.writeSerializedMessage(encoded, 0, encoded.length);
   };
   Struct.deserializeBinaryFromReader = lazyRead;
   Object.defineProperty(Struct, '__idforgeFast', { value: true });
