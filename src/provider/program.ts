@@ -31,6 +31,7 @@ import { RunError } from '@pulumi/pulumi/errors.js';
 import { getStack } from '@pulumi/pulumi/metadata.js';
 import { secret as pulumiSecret } from '@pulumi/pulumi/output.js';
 import { invoke } from '@pulumi/pulumi/runtime/invoke.js';
+import { Resource } from '@pulumi/pulumi/resource.js';
 import { getRootDirectory } from '@pulumi/pulumi/runtime/settings.js';
 import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
@@ -43,9 +44,14 @@ import { IdentityStack } from './identity-stack.ts';
 // Why: the SDK captures a stack trace for every promise it makes (debuggablePromise, four for each
 // top-level input of each resource), and under tsx and source-map-support each capture maps every
 // frame to its source: profiled, 1.0 s of the program's ~6.5 s of CPU in a no-op preview of 100
-// bench tenants (README, "Scale"). Resource registrations still record their source position (the
-// SDK lifts the limit for that one capture), and the model's problems are located messages, not stacks.
+// bench tenants (README, "Scale"). The model's problems are located messages, not stacks.
 if (process.env.PULUMI_DEBUG_PROMISE_LEAKS === undefined) Error.stackTraceLimit = 0;
+// Nor a source position in the resources' registrations: for each resource the SDK lifts that limit
+// for one capture, to record where the resource was declared. For idforge's resources that is always
+// the same line of identity-stack.ts (the model declares them, not the user's code, and the model's
+// problems carry their own paths), and that capture, mapped frame by frame by source-map-support, was
+// 0.4 s of the program's ~6 s of CPU in a preview of 500 bench tenants, the command's critical path.
+(Resource as unknown as { stackTrace(skip: number): unknown[] }).stackTrace = () => [];
 // The SDK's messages to the engine with native UTF-8 strings, and the engine's Structs read straight
 // into values (why: src/provider/_fast-strings.cjs, _fast-struct.cjs). Resolved from the project
 // root, so the sources and the build (dist/) find the same files.

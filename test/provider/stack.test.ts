@@ -186,6 +186,12 @@ describe('pulumi up/preview/refresh/destroy of a model against the real server',
     const backend = await Promise.all((await filesUnder(p.backend)).map((f) => readFile(f, 'utf8')));
     const adminSecret = (await connectionOf(dataDir)).clientSecret;
     for (const s of [...secrets, adminSecret, PASSWORDS.ACME_ALICE_PASSWORD]) for (const text of backend) expect(text).not.toContain(s);
+    // Nor a path of idforge's own code as a resource's source position (program.ts: the model declares them).
+    const state = backend.find((t) => t.includes('"checkpoint"'))!;
+    const resources = (JSON.parse(state) as { checkpoint: { latest: { resources: Array<{ type: string; sourcePosition?: string }> } } }).checkpoint.latest.resources;
+    const idforge = resources.filter((r) => r.type.includes('idforge'));
+    expect(idforge.length).toBeGreaterThan(3);
+    expect(idforge.filter((r) => r.sourcePosition !== undefined).map((r) => `${r.type} ${r.sourcePosition}`)).toEqual([]);
   });
 
   it('model edits preview as exactly those changes, and up applies them', async () => {
