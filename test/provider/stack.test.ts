@@ -106,12 +106,25 @@ describe('pulumi up/preview/refresh/destroy of a model against the real server',
     // the host's first call from the engine after its set-up is that one, not a resource's check.
     const timing = join(p.root, 'host-timing.txt');
     await p.must(['preview', '--expect-no-changes'], { IDFORGE_HOST_TIMING: timing });
-    const calls = (await readFile(timing, 'utf8')).trim().split('\n').map((l) => l.split(' ')[0]);
+    // Each line: method, resource, milliseconds it took, milliseconds since the host started when it
+    // ended; in the order they came (a call that came first may end later: the ready call imports modules).
+    const calls = (await readFile(timing, 'utf8')).trim().split('\n').map((l) => l.split(' '))
+      .map(([method, , took, ended]) => ({ method, came: Number(ended) - Number(took) }))
+      .sort((a, b) => a.came - b.came)
+      .map((c) => c.method);
     const firstResourceCall = calls.findIndex((c) => ['check', 'diff', 'read', 'create', 'update', 'delete'].includes(c ?? ''));
     expect(calls.indexOf('invoke')).toBeGreaterThanOrEqual(0);
     expect(calls.indexOf('invoke')).toBeLessThan(firstResourceCall);
     git(['commit', '-q', '--allow-empty', '-m', 'nothing declared']);
     await p.must(['preview', '--expect-no-changes']);
+  });
+
+  it("sends the SDK's debug messages (three calls per resource) only when PULUMI_DEBUG_PROMISE_LEAKS asks for them", async () => {
+    const quiet = await p.must(['preview', '--expect-no-changes', '--debug']);
+    // (The SDK registers the root stack resource before the program runs, with its message.)
+    expect(quiet.stdout).not.toContain('Registering resource: t=pulumi-nodejs:dynamic/idforge');
+    const told = await p.must(['preview', '--expect-no-changes', '--debug'], { PULUMI_DEBUG_PROMISE_LEAKS: '1' });
+    expect(told.stdout).toContain('Registering resource: t=pulumi-nodejs:dynamic/idforge:Tenant, name=acme');
   });
 
   /** The idforge CLI in-process, against this stack's server. */
