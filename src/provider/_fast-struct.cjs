@@ -115,24 +115,35 @@ function value(bytes, start, end, depth) {
   return out; // FALLBACK when no kind was set: google-protobuf's "Unexpected struct type"
 }
 
-/** A google.protobuf.ListValue of [start, end) as an array. */
-function list(bytes, start, end, depth) {
-  if (depth > MAX_DEPTH) return FALLBACK;
+/**
+ * Calls `each(start, end)` for every field 1 of [start, end), a message (a ListValue's values, a
+ * Struct's entries), skipping other fields; FALLBACK when anything is off or `each` says so.
+ */
+function eachMessage(bytes, start, end, each) {
   const c = new Cursor(bytes, start, end);
-  const out = [];
   while (c.p < c.end) {
     const tag = c.tag();
     if (tag === FALLBACK) return FALLBACK;
     if (tag >>> 3 === 1) {
       if ((tag & 7) !== WIRE_DELIMITED) return FALLBACK;
       const range = c.delimited();
-      if (range === FALLBACK) return FALLBACK;
-      const v = value(bytes, range[0], range[1], depth);
-      if (v === FALLBACK) return FALLBACK;
-      out.push(v);
+      if (range === FALLBACK || each(range[0], range[1]) === FALLBACK) return FALLBACK;
     } else if (c.skip(tag & 7) === FALLBACK) return FALLBACK;
   }
-  return out;
+  return true;
+}
+
+/** A google.protobuf.ListValue of [start, end) as an array. */
+function list(bytes, start, end, depth) {
+  if (depth > MAX_DEPTH) return FALLBACK;
+  const out = [];
+  const read = (s, e) => {
+    const v = value(bytes, s, e, depth);
+    if (v === FALLBACK) return FALLBACK;
+    out.push(v);
+    return true;
+  };
+  return eachMessage(bytes, start, end, read) === FALLBACK ? FALLBACK : out;
 }
 
 /** One map entry (key = 1, value = 2) of [start, end) into `into`; a repeated key's last value wins. */
@@ -170,18 +181,8 @@ function objectOf(entries) {
 /** A google.protobuf.Struct of [start, end) as an object. */
 function struct(bytes, start, end, depth) {
   if (depth > MAX_DEPTH) return FALLBACK;
-  const c = new Cursor(bytes, start, end);
   const entries = new Map();
-  while (c.p < c.end) {
-    const tag = c.tag();
-    if (tag === FALLBACK) return FALLBACK;
-    if (tag >>> 3 === 1) {
-      if ((tag & 7) !== WIRE_DELIMITED) return FALLBACK;
-      const range = c.delimited();
-      if (range === FALLBACK || entry(bytes, range[0], range[1], depth, entries) === FALLBACK) return FALLBACK;
-    } else if (c.skip(tag & 7) === FALLBACK) return FALLBACK;
-  }
-  return objectOf(entries);
+  return eachMessage(bytes, start, end, (s, e) => entry(bytes, s, e, depth, entries)) === FALLBACK ? FALLBACK : objectOf(entries);
 }
 
 // The writer: sizes first (one pass, in the order the bytes will be written), then one buffer.

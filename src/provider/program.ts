@@ -40,26 +40,27 @@ import { formatProblems, loadModelWithOverlay, openParseCache, type CredentialRe
 import { gitInfoOf } from '../schema/git-source.ts';
 import { IdentityStack } from './identity-stack.ts';
 
-// No stack frames in the program's errors and promises, and no SDK debug messages (below); set
-// PULUMI_DEBUG_PROMISE_LEAKS, the SDK's own debugging switch, for both.
+// Three things the SDK does for its own debugging, which the program leaves out; set
+// PULUMI_DEBUG_PROMISE_LEAKS, the SDK's own debugging switch, to have all three back.
 const sdkDebug = process.env.PULUMI_DEBUG_PROMISE_LEAKS !== undefined;
-// Why: the SDK captures a stack trace for every promise it makes (debuggablePromise, four for each
-// top-level input of each resource), and under tsx and source-map-support each capture maps every
-// frame to its source: profiled, 1.0 s of the program's ~6.5 s of CPU in a no-op preview of 100
-// bench tenants (README, "Scale"). The model's problems are located messages, not stacks.
+// 1. No stack frames in the program's errors and promises. Why: the SDK captures a stack trace for
+// every promise it makes (debuggablePromise, four for each top-level input of each resource), and
+// under tsx and source-map-support each capture maps every frame to its source: profiled, 1.0 s of
+// the program's ~6.5 s of CPU in a no-op preview of 100 bench tenants (README, "Scale"). The model's
+// problems are located messages, not stacks.
 if (!sdkDebug) Error.stackTraceLimit = 0;
-// The SDK's debug messages: three for each resource ("Registering resource", "RegisterResource RPC
+// 2. No source position in the resources' registrations: for each resource the SDK lifts that limit
+// for one capture, to record where the resource was declared. For idforge's resources that is always
+// the same line of identity-stack.ts (the model declares them, not the user's code, and the model's
+// problems carry their own paths), and that capture, mapped frame by frame by source-map-support, was
+// 0.4 s of the program's ~6 s of CPU in a preview of 500 bench tenants, the command's critical path.
+if (!sdkDebug) (Resource as unknown as { stackTrace(skip: number): unknown[] }).stackTrace = () => [];
+// 3. No debug messages: three for each resource ("Registering resource", "RegisterResource RPC
 // prepared", "... finished"), each a gRPC call to the engine, sent one after another, for the engine
 // to show only under `pulumi up --debug`. In a preview of 500 bench tenants: 3,000 calls, 0.3 s of
 // the program's CPU in the calls alone (their answers and the engine's work besides), on the
 // command's critical path. Warnings and errors are not debug messages: they are sent as before.
 if (!sdkDebug) createRequire(import.meta.url)('@pulumi/pulumi/log/index.js').debug = () => Promise.resolve();
-// Nor a source position in the resources' registrations: for each resource the SDK lifts that limit
-// for one capture, to record where the resource was declared. For idforge's resources that is always
-// the same line of identity-stack.ts (the model declares them, not the user's code, and the model's
-// problems carry their own paths), and that capture, mapped frame by frame by source-map-support, was
-// 0.4 s of the program's ~6 s of CPU in a preview of 500 bench tenants, the command's critical path.
-(Resource as unknown as { stackTrace(skip: number): unknown[] }).stackTrace = () => [];
 // The SDK's messages to the engine with native UTF-8 strings, and the engine's Structs read straight
 // into values (why: src/provider/_fast-strings.cjs, _fast-struct.cjs). Resolved from the project
 // root, so the sources and the build (dist/) find the same files.
