@@ -65,9 +65,25 @@ const ClientConfigsInputsSchema = z.strictObject({
   files: z.record(relPath, z.string()),
 });
 
+/**
+ * The last packed strings this process unpacked, and what they hold: a check unpacks the state's files
+ * and the program's, and the update that follows gets the same two strings (~0.1 s for the 100k-user
+ * model's 17,500 files, on the critical path of the up: the client files are its last resource).
+ * Read only: no caller changes what filesOf gives.
+ */
+const unpacked = new Map<string, Record<string, string>>();
+
 /** The files by path, from the wire (one JSON string) or from an object. */
-export const filesOf = (files: ClientConfigsInputs['files'] | undefined): Record<string, string> =>
-  typeof files === 'string' ? (unpackValue(files) as Record<string, string>) : (files ?? {});
+export const filesOf = (files: ClientConfigsInputs['files'] | undefined): Record<string, string> => {
+  if (typeof files !== 'string') return files ?? {};
+  let out = unpacked.get(files);
+  if (out === undefined) {
+    out = unpackValue(files) as Record<string, string>;
+    if (unpacked.size >= 2) unpacked.delete(unpacked.keys().next().value!);
+    unpacked.set(files, out);
+  }
+  return out;
+};
 
 /** A check's answer with `files` as given (the packed string, or the unknown value), unless it failed. */
 function keepFiles(r: pulumi.dynamic.CheckResult<ClientConfigsInputs & Record<string, unknown>>, files: unknown): pulumi.dynamic.CheckResult<ClientConfigsInputs> {
@@ -90,17 +106,25 @@ export async function syncFiles(dir: string, olds: Record<string, string>, news:
   const fs = await import('node:fs/promises');
   const path = await import('node:path');
   const { readdirSync } = await import('node:fs');
-  // One synchronous walk: the promise form makes a promise per directory, and for the 100k-user
-  // model's 10,500 directories took 0.9 to 1 s against 0.2 s, on the critical path of every up (the
-  // client files are the stack's last resource).
-  const listed = (() => {
+  // One synchronous walk, on the entries' types: the promise form makes a promise per directory, and
+  // readdir's own `recursive` stats every entry to know whether to go in. For the 100k-user model's
+  // 10,500 directories: 0.9 to 1 s, then 0.27 s, now 0.1 s, on the critical path of every up (the
+  // client files are the stack's last resource). A directory that cannot be read holds nothing here.
+  const present = new Set<string>();
+  const walk = (at: string, rel: string): void => {
+    let entries: import('node:fs').Dirent[];
     try {
-      return readdirSync(dir, { recursive: true }) as string[];
+      entries = readdirSync(at, { withFileTypes: true });
     } catch {
-      return [] as string[];
+      return;
     }
-  })();
-  const present = new Set(path.sep === '/' ? listed : listed.map((p) => p.split(path.sep).join('/')));
+    for (const e of entries) {
+      const r = rel === '' ? e.name : `${rel}/${e.name}`;
+      if (e.isDirectory()) walk(path.join(at, e.name), r);
+      else present.add(r);
+    }
+  };
+  walk(dir, '');
   for (const [rel, content] of Object.entries(news)) {
     if (olds[rel] === content && present.has(rel)) continue;
     const file = path.join(dir, rel);

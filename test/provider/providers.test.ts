@@ -384,6 +384,12 @@ describe('client configs on disk', () => {
     await syncFiles(dir, { 'acme/portal/grant.json': '{"a":2}' }, { 'acme/portal/grant.json': '{"a":2}', 'acme/spa/config.json': '{}' });
     expect(await readFile(join(dir, 'acme/portal/grant.json'), 'utf8')).toBe('{"a":2}');
     expect(await readFile(join(dir, 'acme/spa/config.json'), 'utf8')).toBe('{}');
+    // So is every file of a folder removed by hand, however deep; the files the disk has are left alone.
+    await rm(join(dir, 'acme/spa'), { recursive: true });
+    const portalBefore = (await stat(join(dir, 'acme/portal/grant.json'))).mtimeMs;
+    await syncFiles(dir, { 'acme/portal/grant.json': '{"a":2}', 'acme/spa/config.json': '{}' }, { 'acme/portal/grant.json': '{"a":2}', 'acme/spa/config.json': '{}' });
+    expect(await readFile(join(dir, 'acme/spa/config.json'), 'utf8')).toBe('{}');
+    expect((await stat(join(dir, 'acme/portal/grant.json'))).mtimeMs).toBe(portalBefore);
     await syncFiles(dir, { 'acme/portal/grant.json': '{"a":2}', 'acme/spa/config.json': '{}' }, { 'acme/portal/grant.json': '{"a":2}' });
     const read = await clientConfigsProvider.read(dir, { dir, files: { 'acme/portal/grant.json': '{"a":1}' } });
     expect(read.inputs).toEqual({ dir, files: { 'acme/portal/grant.json': '{"a":2}' } });
