@@ -43,6 +43,7 @@ import { IdentityStack } from './identity-stack.ts';
 // Three things the SDK does for its own debugging, which the program leaves out; set
 // PULUMI_DEBUG_PROMISE_LEAKS, the SDK's own debugging switch, to have all three back.
 const sdkDebug = process.env.PULUMI_DEBUG_PROMISE_LEAKS !== undefined;
+const require = createRequire(import.meta.url);
 // 1. No stack frames in the program's errors and promises. Why: the SDK captures a stack trace for
 // every promise it makes (debuggablePromise, four for each top-level input of each resource), and
 // under tsx and source-map-support each capture maps every frame to its source: profiled, 1.0 s of
@@ -60,11 +61,11 @@ if (!sdkDebug) (Resource as unknown as { stackTrace(skip: number): unknown[] }).
 // to show only under `pulumi up --debug`. In a preview of 500 bench tenants: 3,000 calls, 0.3 s of
 // the program's CPU in the calls alone (their answers and the engine's work besides), on the
 // command's critical path. Warnings and errors are not debug messages: they are sent as before.
-if (!sdkDebug) createRequire(import.meta.url)('@pulumi/pulumi/log/index.js').debug = () => Promise.resolve();
+if (!sdkDebug) require('@pulumi/pulumi/log/index.js').debug = () => Promise.resolve();
 // The SDK's messages to the engine with native UTF-8 strings, and the engine's Structs read straight
 // into values (why: src/provider/_fast-strings.cjs, _fast-struct.cjs). Resolved from the project
 // root, so the sources and the build (dist/) find the same files.
-for (const file of ['_fast-strings.cjs', '_fast-struct.cjs']) createRequire(import.meta.url)(fileURLToPath(new URL(`../../src/provider/${file}`, import.meta.url))).install();
+for (const file of ['_fast-strings.cjs', '_fast-struct.cjs']) require(fileURLToPath(new URL(`../../src/provider/${file}`, import.meta.url))).install();
 
 // First of all, a call the provider host answers (_host.cjs, READY_TOKEN): the engine starts the host
 // for it, while this program reads and compiles the model. Why: the engine starts the host only for

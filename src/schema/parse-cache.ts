@@ -24,8 +24,8 @@ export interface ParseCache {
   set(text: string, value: unknown): void;
 }
 
-/** What a cached file must say it was made by. */
-const VERSION = `js-yaml@${(createRequire(import.meta.url)('js-yaml/package.json') as { version: string }).version}/core-schema/1`;
+/** What a cached file must say it was made by: read when a cache is opened, not at every import of the schema (the CLI's start-up). */
+const versionOf = (): string => `js-yaml@${(createRequire(import.meta.url)('js-yaml/package.json') as { version: string }).version}/core-schema/1`;
 
 /** YAML's special floats: JSON writes them as null, so a text that may hold one is never kept. */
 const NOT_JSON = /\.(?:inf|nan)\b/i;
@@ -40,6 +40,7 @@ const keyOf = (text: string): string => {
 
 /** A cache read from `file` (empty if there is none), that `save` writes back when this run changed it. */
 export function openParseCache(file: string): ParseCache & { save(): Promise<void> } {
+  const VERSION = versionOf();
   let known: Record<string, unknown> = {};
   try {
     const read = JSON.parse(readFileSync(file, 'utf8')) as { version?: unknown; entries?: unknown };
